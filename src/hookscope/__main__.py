@@ -1,0 +1,7 @@
+"""``python -m hookscope``."""
+
+from __future__ import annotations
+
+from hookscope.cli.main import main
+
+raise SystemExit(main())

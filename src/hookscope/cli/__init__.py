@@ -1,0 +1,1 @@
+"""The ``hookscope`` command line: argument parsing and printing only."""
