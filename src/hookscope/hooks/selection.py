@@ -59,7 +59,7 @@ def _matcher(selector: object) -> Callable[[str, nn.Module], bool]:
         return lambda name, _module: fnmatch.fnmatchcase(name, pattern)
     if isinstance(selector, type):
         if not issubclass(selector, nn.Module):
-            raise UsageError(f"module type selector must subclass nn.Module, got {selector!r}")
+            raise UsageError(f"modules= types must subclass nn.Module, got {selector!r}")
         cls = selector
         return lambda _name, module: isinstance(module, cls)
     if callable(selector):
@@ -93,8 +93,10 @@ def select_modules(
         matchers: list[Callable[[str, nn.Module], bool]] = [lambda _n, _m: True]
     elif isinstance(modules, (str, type)) or callable(modules):
         matchers = [_matcher(modules)]
-    else:
+    elif isinstance(modules, (list, tuple)):
         matchers = [_matcher(item) for item in modules]
+    else:
+        matchers = [_matcher(modules)]
     names = module_names(model)
     selected: list[SelectedModule] = []
     seen: set[int] = set()

@@ -320,14 +320,12 @@ class HookSession:
         return result
 
     def detached(self) -> list[Registration]:
-        """Registrations on modules that are no longer part of the model (replaced)."""
+        """Registrations on modules no longer part of the model (replaced, or garbage)."""
         live = module_names(self.model)
         return [
             reg
             for reg in self.registrations
-            if reg.kind != "grad"
-            and (target := reg.target()) is not None
-            and id(target) not in live
+            if reg.kind != "grad" and ((target := reg.target()) is None or id(target) not in live)
         ]
 
     # -- internals -----------------------------------------------------------------

@@ -1,0 +1,86 @@
+"""The public facade and the command line basics."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+import hookscope
+from hookscope.cli.main import main
+from hookscope.errors import HookscopeError, MissingExtraError, require_extra
+
+
+def test_all_is_sorted_and_complete() -> None:
+    assert hookscope.__all__ == sorted(hookscope.__all__)
+    public = {
+        name
+        for name, value in vars(hookscope).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    }
+    assert public - {"annotations"} == set(hookscope.__all__) - {"__version__"}
+
+
+def test_every_error_is_a_hookscope_error() -> None:
+    from hookscope import errors
+
+    classes = [v for v in vars(errors).values() if isinstance(v, type) and issubclass(v, Exception)]
+    warnings = [c for c in classes if issubclass(c, Warning)]
+    assert all(issubclass(c, errors.HookscopeWarning) for c in warnings)
+    assert all(issubclass(c, HookscopeError) for c in classes if c not in warnings)
+
+
+def test_require_extra_names_the_extra() -> None:
+    with pytest.raises(MissingExtraError, match=r"pip install 'hookscope\[plots\]'"):
+        require_extra("no_such_module_xyz", "plots")
+
+
+def test_version_and_python_dash_m() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "hookscope", "--version"], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == f"hookscope {hookscope.__version__}"
+
+
+def test_hooks_command_lists_hooks_as_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "pruned.py"
+    spec.write_text(
+        "from torch import nn\nfrom torch.nn.utils import prune\n"
+        "def build(width=4):\n"
+        "    m = nn.Sequential(nn.Linear(width, width))\n"
+        "    prune.random_unstructured(m[0], 'weight', amount=0.5)\n"
+        "    return m\n"
+    )
+    assert main(["hooks", f"{spec}:build", "--kwargs", '{"width": 6}', "--format", "json"]) == 0
+    out = capsys.readouterr().out
+    assert '"module": "0"' in out and "RandomUnstructured" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["hooks", "nosuchmodule_xyz:build"], "cannot import 'nosuchmodule_xyz'"),
+        (["hooks", "hookscope.zoo"], "bad MODEL_SPEC"),
+        (["hooks", "hookscope.zoo:nothing"], "has no attribute 'nothing'"),
+        (["hooks", "hookscope.zoo:small_cnn", "--kwargs", "{bad"], "not valid JSON"),
+        (["hooks", "missing/file.py:build"], "file not found"),
+    ],
+)
+def test_bad_model_spec_exits_2_with_one_line(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_bad_arguments_exit_2_without_traceback() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "hookscope", "hooks"], capture_output=True, text=True
+    )
+    assert out.returncode == 2 and "Traceback" not in out.stderr
