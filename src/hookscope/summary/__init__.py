@@ -1,16 +1,14 @@
-"""Parameters, shapes and MACs. Placeholder until the summary issue lands."""
+"""Model summary: per-module rows, exact parameters, dispatch-level MACs.
+
+``hooks`` (a session's forward pre/post hooks) keep the module-call stack;
+`counter.MacCounter` (a ``TorchDispatchMode``) counts every ATen op against it
+with the formulas in `formulas`; `params` counts tensors once; `format`
+renders. Entry point: `summary`.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from hookscope.summary.api import summary
+from hookscope.summary.records import ModelSummary, SummaryFormat, SummaryRow, UncountedOp
 
-from torch import nn
-
-
-class ModelSummary:
-    """Result of `summary`."""
-
-
-def summary(model: nn.Module, *inputs: Any, **kwargs: Any) -> ModelSummary:
-    """Summarise ``model``: per-module rows, exact parameter totals, MACs."""
-    raise NotImplementedError("hookscope.summary is not implemented yet")
+__all__ = ["ModelSummary", "SummaryFormat", "SummaryRow", "UncountedOp", "summary"]

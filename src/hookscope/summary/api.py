@@ -1,0 +1,218 @@
+"""`summary`: validate options, run the forward (meta first), build the result.
+
+Model state is the caller's: every module's train/eval flag is put back,
+parameters and buffers are only ever replaced by stand-ins through
+``torch.func.functional_call`` (which restores them), and the session that
+holds the shape hooks removes them — all also when the forward raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from hookscope.errors import ForwardError, UsageError
+from hookscope.summary.collect import Collected, iter_tensors, run_forward, shapes_of
+from hookscope.summary.inputs import (
+    InputSize,
+    all_meta,
+    make_tensor,
+    model_device,
+    normalize_dtypes,
+    normalize_sizes,
+    state_stand_ins,
+    to_device,
+)
+from hookscope.summary.params import model_totals, module_params
+from hookscope.summary.records import ModelSummary, SummaryRow, UncountedOp
+
+_META = torch.device("meta")
+
+
+def summary(
+    model: nn.Module,
+    *inputs: Any,
+    input_size: InputSize | None = None,
+    dtypes: torch.dtype | Sequence[torch.dtype] | None = None,
+    device: str | torch.device | None = None,
+    depth: int | None = None,
+    **kwargs: Any,
+) -> ModelSummary:
+    """Summarise ``model``: rows per module call, exact parameters, dispatch-level MACs.
+
+    The forward runs once, in eval mode and under ``no_grad``. By default
+    (``device=None`` or ``"auto"``) it runs on meta tensors — no compute, no
+    memory — and, when an op needs real data (``.item()``, data-dependent
+    shapes), again on the model's own device; ``fallback_reason`` says why.
+
+    Args:
+        model: the module to summarise; left exactly as it was.
+        *inputs: positional inputs to ``forward`` (tensors, dicts, lists, ...).
+        input_size: instead of ``inputs``: one shape ``(1, 3, 224, 224)`` or
+            a list of shapes, one per positional input.
+        dtypes: dtype of each ``input_size`` input (one dtype applies to all);
+            integer dtypes get tensors of ones (valid token ids).
+        device: ``None``/``"auto"`` (meta, falling back to a real run),
+            ``"meta"`` (meta only) or a real device such as ``"cpu"``.
+        depth: deepest row depth to list (root is 0); MACs of deeper calls
+            still count in their ancestors and the totals. None lists all.
+        **kwargs: keyword inputs to ``forward`` (``input_ids=...``).
+
+    Returns:
+        A `ModelSummary`; ``str()`` is the table, ``to_dict()`` is JSON-ready.
+
+    Raises:
+        UsageError: a bad option (the message shows the value).
+        ForwardError: the forward raised; the message names the module chain
+            it raised in and the modules that had run.
+    """
+    if not isinstance(model, nn.Module):
+        raise UsageError(f"summary() needs an nn.Module, got {type(model).__name__}")
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 0):
+        raise UsageError(f"depth must be a non-negative integer or None, got {depth!r}")
+    target = _parse_device(device)
+    args = _build_args(inputs, input_size, dtypes, kwargs, target)
+    flags = [(module, module.training) for module in model.modules()]
+    model.eval()
+    try:
+        collected, used, reason = _run(model, args, kwargs, target)
+    finally:
+        for module, training in flags:
+            module.training = training
+    return _build(model, (args, kwargs), collected, used, reason, depth)
+
+
+def _parse_device(device: str | torch.device | None) -> torch.device | None:
+    if device is None or device == "auto":
+        return None
+    try:
+        return torch.device(device)
+    except (RuntimeError, TypeError):
+        raise UsageError(
+            f"device must be 'auto', 'meta' or a torch device, got {device!r}"
+        ) from None
+
+
+def _build_args(
+    inputs: tuple[Any, ...],
+    input_size: InputSize | None,
+    dtypes: torch.dtype | Sequence[torch.dtype] | None,
+    kwargs: dict[str, Any],
+    target: torch.device | None,
+) -> tuple[Any, ...]:
+    if input_size is None:
+        if dtypes is not None:
+            raise UsageError(f"dtypes={dtypes!r} needs input_size")
+        if not inputs and not kwargs:
+            raise UsageError("give example inputs or input_size=(...) to summary()")
+        return inputs
+    if inputs:
+        raise UsageError("give either positional inputs or input_size, not both")
+    shapes = normalize_sizes(input_size)
+    kinds = normalize_dtypes(dtypes, len(shapes))
+    device = target if target is not None else _META
+    return tuple(make_tensor(s, d, device) for s, d in zip(shapes, kinds, strict=True))
+
+
+def _run(
+    model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], target: torch.device | None
+) -> tuple[Collected, torch.device, str | None]:
+    if target is not None:
+        return _forward(model, args, kwargs, target), target, None
+    try:
+        return _forward(model, args, kwargs, _META), _META, None
+    except ForwardError as exc:
+        if all_meta(model):
+            raise
+        reason = f"{type(exc.__cause__).__name__}: {exc.__cause__}"
+    real = model_device(model)
+    if any(t.is_meta for t in _tensors(args, kwargs)):
+        raise UsageError(
+            f"the meta run failed ({reason}) and the inputs are meta tensors; "
+            "pass real inputs or input_size, or use device='cpu'"
+        )
+    return _forward(model, args, kwargs, real), real, reason.splitlines()[0][:300]
+
+
+def _tensors(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[torch.Tensor]:
+    return list(iter_tensors((args, kwargs)))
+
+
+def _forward(
+    model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], device: torch.device
+) -> Collected:
+    if device.type != "meta" and any(t.is_meta for t in (*model.parameters(), *model.buffers())):
+        raise UsageError(f"the model has meta parameters; it cannot run on device={str(device)!r}")
+    if device.type != "meta":
+        # Size-built inputs live on meta until a real run needs them.
+        args = tuple(_materialize(a, device) for a in args)
+    stand_ins = state_stand_ins(model, device)
+    return run_forward(model, to_device(args, device), to_device(kwargs, device), stand_ins)
+
+
+def _materialize(arg: Any, device: torch.device) -> Any:
+    if isinstance(arg, torch.Tensor) and arg.is_meta:
+        return make_tensor(tuple(arg.shape), arg.dtype, device)
+    return arg
+
+
+def _build(
+    model: nn.Module,
+    inputs: Any,
+    collected: Collected,
+    device: torch.device,
+    reason: str | None,
+    depth: int | None,
+) -> ModelSummary:
+    modules = {id(m): m for m in model.modules()}
+    per_module = {key: module_params(m) for key, m in modules.items()}
+    rows = []
+    for rec in collected.records:
+        if depth is not None and rec.depth > depth:
+            continue
+        stats = per_module.get(rec.module_id)
+        rows.append(
+            SummaryRow(
+                index=rec.index,
+                name=rec.name,
+                type=rec.type_name,
+                depth=rec.depth,
+                call=rec.call,
+                input_shapes=rec.input_shapes,
+                output_shapes=rec.output_shapes,
+                own_params=stats.own if stats else 0,
+                params=stats.total if stats else 0,
+                trainable=stats.trainable if stats else "",
+                macs=rec.macs,
+                own_macs=rec.own_macs,
+                output_bytes=rec.output_bytes,
+                leaf=not rec.children,
+            )
+        )
+    counter = collected.counter
+    totals = model_totals(model)
+    uncounted = sorted(counter.uncounted.items(), key=lambda kv: (kv[1].category, kv[0]))
+    return ModelSummary(
+        model=type(model).__name__,
+        device=str(device),
+        fallback_reason=reason,
+        depth=depth,
+        input_shapes=shapes_of(inputs),
+        output_shapes=shapes_of(collected.output),
+        rows=tuple(rows),
+        total_params=totals.params,
+        trainable_params=totals.trainable,
+        frozen_params=totals.frozen,
+        param_bytes=totals.param_bytes,
+        params_by_dtype=totals.params_by_dtype,
+        param_bytes_by_dtype=totals.param_bytes_by_dtype,
+        buffers=totals.buffers,
+        buffer_bytes=totals.buffer_bytes,
+        macs=counter.total,
+        macs_by_op=dict(sorted(counter.by_op.items())),
+        uncounted_ops=tuple(UncountedOp(op, t.calls, t.category) for op, t in uncounted),
+        activation_bytes=sum(r.output_bytes for r in collected.records if not r.children),
+    )

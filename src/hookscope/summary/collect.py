@@ -1,0 +1,151 @@
+"""Run one forward with a module-call stack (hooks) and a `MacCounter` (dispatch).
+
+The hooks come from a `hookscope.session`: a forward pre-hook on every module
+opens a `CallRecord` (input shapes, depth, call number) and pushes it; a
+forward hook records output shapes and bytes and pops it. When the forward
+raises, the records still open are exactly the chain of modules it raised
+in — `ForwardError` names them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+from torch.func import functional_call
+
+from hookscope.errors import ForwardError
+from hookscope.hooks import session
+from hookscope.summary.counter import CallRecord, MacCounter
+
+#: At most this many tensor shapes are recorded per module input or output.
+MAX_SHAPES = 16
+
+
+def iter_tensors(obj: Any, _depth: int = 0) -> Iterator[torch.Tensor]:
+    """Tensors in nested tuples, lists and mappings (HF ``ModelOutput`` included)."""
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif _depth < 6 and isinstance(obj, (list, tuple)):
+        for item in obj:
+            yield from iter_tensors(item, _depth + 1)
+    elif _depth < 6 and isinstance(obj, Mapping):
+        for item in obj.values():
+            yield from iter_tensors(item, _depth + 1)
+
+
+def shapes_of(obj: Any) -> tuple[tuple[int, ...], ...]:
+    """Shapes of the first `MAX_SHAPES` tensors in ``obj``."""
+    shapes: list[tuple[int, ...]] = []
+    for tensor in iter_tensors(obj):
+        if len(shapes) == MAX_SHAPES:
+            break
+        shapes.append(tuple(int(n) for n in tensor.shape))
+    return tuple(shapes)
+
+
+def bytes_of(obj: Any) -> int:
+    """Bytes of every distinct tensor in ``obj``."""
+    seen: set[int] = set()
+    total = 0
+    for tensor in iter_tensors(obj):
+        if id(tensor) not in seen:
+            seen.add(id(tensor))
+            total += tensor.numel() * tensor.element_size()
+    return total
+
+
+@dataclass
+class Collected:
+    """What one forward produced: every module call, the counter, the output."""
+
+    records: list[CallRecord]
+    counter: MacCounter
+    output: Any
+
+
+class _Recorder:
+    """The pre/post hook pair and the stack they share with the counter."""
+
+    def __init__(self) -> None:
+        self.stack: list[CallRecord] = []
+        self.records: list[CallRecord] = []
+        self.calls: dict[int, int] = {}
+
+    def pre(self, name: str, module: nn.Module, args: Any, kwargs: Any) -> None:
+        """Forward pre-hook ``(name, module, args, kwargs) -> None``: open a call."""
+        key = id(module)
+        self.calls[key] = self.calls.get(key, 0) + 1
+        record = CallRecord(
+            index=len(self.records),
+            name=name,
+            type_name=type(module).__name__,
+            depth=len(self.stack),
+            module_id=key,
+            call=self.calls[key],
+            input_shapes=shapes_of((args, kwargs)),
+        )
+        if self.stack:
+            self.stack[-1].children.append(record)
+        self.records.append(record)
+        self.stack.append(record)
+
+    def post(self, _name: str, module: nn.Module, _args: Any, output: Any) -> None:
+        """Forward hook ``(name, module, args, output) -> None``: close the call."""
+        key = id(module)
+        if not any(r.module_id == key for r in self.stack):
+            return
+        # Calls still open above this one raised and were caught inside the model.
+        while self.stack[-1].module_id != key:
+            self.stack.pop()
+        record = self.stack.pop()
+        record.output_shapes = shapes_of(output)
+        record.output_bytes = bytes_of(output)
+        record.finished = True
+
+
+def run_forward(
+    model: nn.Module,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    tensors: dict[str, torch.Tensor],
+) -> Collected:
+    """Call ``model(*args, **kwargs)`` with ``tensors`` standing in for its state.
+
+    ``tensors`` maps parameter and buffer names to what the forward should
+    use (meta stand-ins, or clones of buffers); ``torch.func.functional_call``
+    puts the originals back afterwards, also when the forward raises.
+
+    Raises:
+        ForwardError: the forward raised; the message names the module chain
+            it raised in and the modules that had finished.
+    """
+    recorder = _Recorder()
+    counter = MacCounter(recorder.stack)
+    with session(model) as hooks:
+        hooks.add_forward_pre_hook(recorder.pre, with_kwargs=True)
+        hooks.add_forward_hook(recorder.post)
+        try:
+            with torch.no_grad(), counter:
+                output = functional_call(model, tensors, args, kwargs, strict=False)
+        except Exception as exc:
+            raise ForwardError(_failure_message(model, recorder, exc)) from exc
+    return Collected(recorder.records, counter, output)
+
+
+def _failure_message(model: nn.Module, recorder: _Recorder, exc: Exception) -> str:
+    chain = " > ".join(r.name or f"(root {r.type_name})" for r in recorder.stack)
+    where = recorder.stack[-1] if recorder.stack else None
+    finished = [r.name for r in recorder.records if r.finished and r.name]
+    ran = ", ".join(finished[-8:]) if finished else "none"
+    more = f" (last 8 of {len(finished)})" if len(finished) > 8 else ""
+    inside = (
+        f" in {where.name or 'the root'} ({where.type_name}); call chain: {chain}" if where else ""
+    )
+    return (
+        f"forward of {type(model).__name__} raised {type(exc).__name__}: {exc}{inside}; "
+        f"modules that had run: {ran}{more}"
+    )

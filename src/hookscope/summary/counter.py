@@ -1,0 +1,101 @@
+"""Dispatch-level MAC counting: a `TorchDispatchMode`, not a hook.
+
+Every ATen op the forward runs passes through `MacCounter.__torch_dispatch__`
+(functional ops, ``@``, ``einsum`` and fused kernels included), is counted by
+its formula in `hookscope.summary.formulas`, and is attributed to the
+innermost module call open at that moment. The module stack itself is kept by
+forward (pre-)hooks in `hookscope.summary.collect`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from hookscope.summary.formulas import FORMULAS, OpCategory, categorize, op_name
+
+
+@dataclass(eq=False)
+class CallRecord:
+    """One call of one module while the summary runs (mutable, internal).
+
+    ``macs`` is this call's total (its own ops and every nested call's);
+    ``own_macs`` only the ops run directly in its ``forward``.
+    """
+
+    index: int
+    name: str
+    type_name: str
+    depth: int
+    module_id: int
+    call: int
+    input_shapes: tuple[tuple[int, ...], ...]
+    output_shapes: tuple[tuple[int, ...], ...] = ()
+    output_bytes: int = 0
+    macs: int = 0
+    own_macs: int = 0
+    finished: bool = False
+    children: list[CallRecord] = field(default_factory=list)
+
+
+@dataclass
+class OpTally:
+    """Uncounted op: how often it ran and what kind of op it is."""
+
+    category: OpCategory
+    calls: int = 0
+
+
+class MacCounter(TorchDispatchMode):
+    """Count multiply-accumulates of every op, attributed to ``stack[-1]``.
+
+    Args:
+        stack: the open module calls, outermost first; shared with the hooks
+            that push and pop it. Ops run while it is empty count only in
+            the totals.
+    """
+
+    def __init__(self, stack: list[CallRecord]) -> None:
+        super().__init__()
+        self.stack = stack
+        self.total = 0
+        self.by_op: dict[str, int] = {}
+        self.uncounted: dict[str, OpTally] = {}
+        self._categories: dict[Any, OpCategory] = {}
+
+    def __torch_dispatch__(
+        self,
+        func: Any,
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        formula = FORMULAS.get(func)
+        if formula is None:
+            self._tally(func)
+            return out
+        macs = formula(args, kwargs, out)
+        name = op_name(func)
+        self.by_op[name] = self.by_op.get(name, 0) + macs
+        self.total += macs
+        if self.stack:
+            self.stack[-1].own_macs += macs
+            for record in self.stack:
+                record.macs += macs
+        return out
+
+    def _tally(self, func: Any) -> None:
+        category = self._categories.get(func)
+        if category is None:
+            category = self._categories[func] = categorize(func)
+        if category == "free":
+            return
+        name = op_name(func)
+        tally = self.uncounted.get(name)
+        if tally is None:
+            tally = self.uncounted[name] = OpTally(category)
+        tally.calls += 1

@@ -1,0 +1,106 @@
+"""Exact parameter and buffer counts: tied and shared tensors once.
+
+Totals come from the root module, never from summing rows: a shared module
+shows in several rows, and tied weights (an LM head sharing the embedding
+matrix) sit in two modules, yet each tensor counts once. Two tensors are the
+same when they are the same object or view the same storage at the same
+offset, shape and stride (meta tensors have no storage: identity only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+from torch import nn
+
+Trainable = Literal["yes", "no", "partial", ""]
+
+
+def tensor_key(tensor: torch.Tensor) -> tuple[object, ...]:
+    """Identity of a tensor's data: tied tensors get equal keys."""
+    if tensor.device.type == "meta" or tensor.numel() == 0:
+        return ("id", id(tensor))
+    try:
+        ptr = tensor.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):  # tensor subclasses without storage
+        return ("id", id(tensor))
+    return ("data", tensor.device.type, ptr, tensor.storage_offset(), tensor.shape, tensor.stride())
+
+
+def unique_tensors(tensors: Iterable[torch.Tensor]) -> list[torch.Tensor]:
+    """``tensors`` with tied and repeated ones dropped (first occurrence kept)."""
+    seen: set[tuple[object, ...]] = set()
+    kept = []
+    for tensor in tensors:
+        key = tensor_key(tensor)
+        if key not in seen:
+            seen.add(key)
+            kept.append(tensor)
+    return kept
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """``torch.float32`` → ``"float32"``."""
+    return str(dtype).removeprefix("torch.")
+
+
+@dataclass(frozen=True)
+class ParamTotals:
+    """Whole-model parameter and buffer totals."""
+
+    params: int
+    trainable: int
+    frozen: int
+    param_bytes: int
+    params_by_dtype: dict[str, int]
+    param_bytes_by_dtype: dict[str, int]
+    buffers: int
+    buffer_bytes: int
+
+
+def model_totals(model: nn.Module) -> ParamTotals:
+    """Count ``model``'s parameters and buffers, each tensor once."""
+    params = unique_tensors(p for _, p in model.named_parameters(remove_duplicate=False))
+    buffers = unique_tensors(b for _, b in model.named_buffers(remove_duplicate=False))
+    by_dtype: dict[str, int] = {}
+    bytes_by_dtype: dict[str, int] = {}
+    for param in params:
+        key = dtype_name(param.dtype)
+        by_dtype[key] = by_dtype.get(key, 0) + param.numel()
+        bytes_by_dtype[key] = bytes_by_dtype.get(key, 0) + param.numel() * param.element_size()
+    total = sum(p.numel() for p in params)
+    trainable = sum(p.numel() for p in params if p.requires_grad)
+    return ParamTotals(
+        params=total,
+        trainable=trainable,
+        frozen=total - trainable,
+        param_bytes=sum(bytes_by_dtype.values()),
+        params_by_dtype=dict(sorted(by_dtype.items())),
+        param_bytes_by_dtype=dict(sorted(bytes_by_dtype.items())),
+        buffers=sum(b.numel() for b in buffers),
+        buffer_bytes=sum(b.numel() * b.element_size() for b in buffers),
+    )
+
+
+@dataclass(frozen=True)
+class ModuleParams:
+    """Parameters of one module: its own, and all under it (each tensor once)."""
+
+    own: int
+    total: int
+    trainable: Trainable
+
+
+def module_params(module: nn.Module) -> ModuleParams:
+    """Own and total parameter counts of ``module`` and whether they train."""
+    own = unique_tensors(module.parameters(recurse=False))
+    total = unique_tensors(p for _, p in module.named_parameters(remove_duplicate=False))
+    count = sum(p.numel() for p in total)
+    trainable_count = sum(p.numel() for p in total if p.requires_grad)
+    label: Trainable = ""
+    if count:
+        label = "yes" if trainable_count == count else "no" if trainable_count == 0 else "partial"
+    return ModuleParams(sum(p.numel() for p in own), count, label)
