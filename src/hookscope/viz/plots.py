@@ -1,0 +1,162 @@
+"""Gradient-flow, activation-statistics and histogram plots.
+
+Each function returns a ``matplotlib.figure.Figure`` (save it with
+``fig.savefig(path)``); inputs are a `hookscope.Monitor`, its
+``to_pandas()`` frame, or record dicts (see `hookscope.viz.records`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from hookscope.errors import UsageError
+from hookscope.viz._mpl import new_figure
+from hookscope.viz.records import as_rows, gradient_flow, stat_series
+
+#: Gradient norms below this are drawn as vanishing.
+VANISHING = 1e-7
+#: Gradient norms above this are drawn as exploding.
+EXPLODING = 1e3
+
+DEFAULT_STATS = ("mean", "std", "absmax", "zero_frac")
+
+
+def gradient_flow_plot(
+    source: Any,
+    *,
+    vanishing: float = VANISHING,
+    exploding: float = EXPLODING,
+    phase: str | None = None,
+    title: str = "Gradient flow",
+) -> Any:
+    """Per-layer mean and max gradient norm on a log scale, with thresholds drawn.
+
+    Layers are on the x axis in the order the model ran them; bars are the
+    largest norm over steps, dots the mean; dashed lines mark ``vanishing``
+    and ``exploding``.
+
+    Args:
+        source: a `Monitor`, its ``to_pandas()`` frame, or record dicts.
+        vanishing: norm below which a gradient counts as vanishing.
+        exploding: norm above which a gradient counts as exploding.
+        phase: ``"param"`` or ``"backward"`` records (default: param if present).
+        title: figure title.
+
+    Raises:
+        UsageError: no gradient norms were recorded, or the thresholds are not
+            ``0 < vanishing < exploding``.
+    """
+    if not 0 < vanishing < exploding:
+        raise UsageError(f"need 0 < vanishing < exploding, got {vanishing!r} and {exploding!r}")
+    layers = gradient_flow(as_rows(source), phase=phase)
+    if not layers:
+        raise UsageError("no gradient norms recorded (was backward run under the Monitor?)")
+    fig = new_figure(max(6.0, 0.45 * len(layers) + 2.0), 4.5)
+    ax = fig.add_subplot()
+    xs = list(range(len(layers)))
+    floor = vanishing / 10
+    maxes = [max(layer.max, floor) for layer in layers]
+    means = [max(layer.mean, floor) for layer in layers]
+    ax.bar(xs, maxes, color="#9ecae1", label="max over steps")
+    ax.plot(xs, means, "o", color="#08519c", label="mean over steps")
+    ax.axhline(
+        vanishing, color="#d62728", linestyle="--", linewidth=1, label=f"vanishing < {vanishing:g}"
+    )
+    ax.axhline(
+        exploding, color="#ff7f0e", linestyle="--", linewidth=1, label=f"exploding > {exploding:g}"
+    )
+    ax.set_yscale("log")
+    ax.set_ylim(floor, max(exploding * 10, max(maxes) * 2))
+    ax.set_xticks(
+        xs, [layer.module or "(root)" for layer in layers], rotation=60, ha="right", fontsize=8
+    )
+    ax.set_ylabel("gradient norm")
+    ax.set_title(title)
+    ax.grid(axis="y", which="major", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper right")
+    return fig
+
+
+def activation_stats_plot(
+    source: Any,
+    *,
+    stats: Sequence[str] = DEFAULT_STATS,
+    modules: Sequence[str] | None = None,
+    max_layers: int = 12,
+    title: str = "Activation statistics over steps",
+) -> Any:
+    """One panel per statistic, one line per layer, step on the x axis.
+
+    Args:
+        source: a `Monitor`, its ``to_pandas()`` frame, or record dicts.
+        stats: which forward statistics to draw (one panel each).
+        modules: only these module names (default: the first ``max_layers`` that ran).
+        max_layers: cap on lines per panel so the legend stays readable.
+        title: figure title.
+
+    Raises:
+        UsageError: none of ``stats`` were recorded, or ``stats`` is empty.
+    """
+    if not stats:
+        raise UsageError("stats must name at least one statistic, got an empty list")
+    rows = as_rows(source)
+    if modules is not None:
+        wanted = set(modules)
+        rows = [row for row in rows if row["module"] in wanted]
+    panels = {stat: stat_series(rows, stat) for stat in stats}
+    panels = {stat: series for stat, series in panels.items() if series}
+    if not panels:
+        raise UsageError(f"no forward statistics {list(stats)} recorded for these modules")
+    cols = 2 if len(panels) > 1 else 1
+    nrows = math.ceil(len(panels) / cols)
+    fig = new_figure(6.0 * cols, 3.2 * nrows + 0.8)
+    axes = fig.subplots(nrows, cols, squeeze=False)
+    for ax, (stat, series) in zip(axes.flat, panels.items(), strict=False):
+        for label in list(series)[:max_layers]:
+            points = series[label]
+            ax.plot(
+                [p[0] for p in points], [p[1] for p in points], marker=".", label=label or "(root)"
+            )
+        ax.set_title(stat, fontsize=10)
+        ax.set_xlabel("step")
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.set_axis_off()
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(4, len(labels)), fontsize=7)
+    fig.suptitle(title)
+    return fig
+
+
+def activation_histogram(
+    activation: torch.Tensor, *, bins: int = 60, title: str | None = None, log: bool = False
+) -> Any:
+    """Histogram of every value of one layer's activation (e.g. from `hookscope.capture`).
+
+    Non-finite values are left out and counted in the title.
+
+    Raises:
+        UsageError: ``bins < 1`` or the tensor holds no finite value.
+    """
+    if bins < 1:
+        raise UsageError(f"bins must be at least 1, got {bins!r}")
+    values = activation.detach().to(device="cpu", dtype=torch.float32).flatten()
+    finite = values[torch.isfinite(values)]
+    if finite.numel() == 0:
+        raise UsageError(f"no finite values to draw (tensor of {values.numel()} values)")
+    fig = new_figure(6.0, 3.6)
+    ax = fig.add_subplot()
+    ax.hist(finite.numpy(), bins=bins, color="#3182bd", log=log)
+    dropped = values.numel() - finite.numel()
+    name = title or "activation"
+    extra = f", {dropped} non-finite left out" if dropped else ""
+    ax.set_title(f"{name}: {finite.numel()} values{extra}", fontsize=10)
+    ax.set_xlabel("value")
+    ax.set_ylabel("count")
+    ax.grid(alpha=0.3)
+    return fig

@@ -1,0 +1,204 @@
+"""The self-contained HTML report of a monitor run directory.
+
+One HTML file with no external URLs: plots and feature maps are inlined as
+PNG ``data:`` URIs. Sections (anchor ids in brackets): overview
+(``overview``), model summary (``summary``), alerts (``alerts``), first
+non-finite value (``nonfinite``), gradient flow (``gradient-flow``),
+activation statistics (``activations``), feature maps (``featuremaps``) and
+doctor findings (``doctor``). A part the run did not produce still gets its
+section, saying what was absent.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hookscope.errors import MissingExtraError, UsageError
+from hookscope.viz import html as h
+from hookscope.viz._mpl import png_bytes
+from hookscope.viz.plots import activation_stats_plot, gradient_flow_plot
+from hookscope.viz.rundir import DOCTOR, MONITOR, SUMMARY, RunData, load_run
+
+#: Section ids in page order.
+SECTIONS = (
+    "overview",
+    "summary",
+    "alerts",
+    "nonfinite",
+    "gradient-flow",
+    "activations",
+    "featuremaps",
+    "doctor",
+)
+
+_LAST_STEP_STATS = ("mean", "std", "min", "max", "absmax", "zero_frac", "nan_count", "inf_count")
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """What `write_report` wrote.
+
+    Attributes:
+        path: the HTML file.
+        sections: section ids in the page (always all of `SECTIONS`).
+        missing: run-directory parts that were absent.
+        notes: problems met (skipped lines, plots left out and why).
+    """
+
+    path: Path
+    sections: tuple[str, ...]
+    missing: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+def _plot(draw: Callable[[], Any], what: str, notes: list[str]) -> str:
+    try:
+        fig = draw()
+    except (UsageError, MissingExtraError) as exc:
+        notes.append(f"{what} left out: {exc}")
+        return h.absent(f"{what} left out: {exc}")
+    return h.image(png_bytes(fig), what)
+
+
+def _overview(run: RunData) -> str:
+    pairs: list[tuple[str, Any]] = [
+        ("run directory", str(run.path.resolve())),
+        ("steps recorded", run.steps),
+        ("modules monitored", len({row["module"] for row in run.rows})),
+        ("records", len(run.rows)),
+        ("alerts", len(run.alerts)),
+        ("absent parts", ", ".join(run.missing) or "none"),
+    ]
+    body = h.key_values(pairs)
+    if run.tensorboard is not None:
+        command = f"tensorboard --logdir {run.tensorboard}"
+        body += f"<p>TensorBoard logs: open with <code>{h.esc(command)}</code></p>"
+    if run.notes:
+        body += "<h3>Notes</h3><ul>" + "".join(f"<li>{h.esc(n)}</li>" for n in run.notes) + "</ul>"
+    return body
+
+
+def _alerts(run: RunData) -> str:
+    if run.rows == () and run.steps == 0:
+        return h.absent(f"no monitor data ({MONITOR} absent or empty)")
+    if not run.alerts:
+        return f'<p class="good">No alerts in {run.steps} step(s).</p>'
+    counts = Counter(str(alert.get("rule", "?")) for alert in run.alerts)
+    summary = ", ".join(f"{rule}: {n}" for rule, n in counts.most_common())
+    columns = ["step", "module", "tensor", "value", "rule"]
+    return f'<p class="bad">{len(run.alerts)} alert(s) — {h.esc(summary)}</p>' + h.table(
+        list(run.alerts), columns
+    )
+
+
+def _nonfinite(run: RunData) -> str:
+    if run.steps == 0:
+        return h.absent(f"no monitor data ({MONITOR} absent or empty)")
+    first = run.first_nonfinite
+    if not first:
+        return f'<p class="good">No NaN or Inf seen in {run.steps} step(s).</p>'
+    where = f"{first.get('module', '?')} ({first.get('phase', '?')}, {first.get('tensor', '?')})"
+    return (
+        f'<p class="bad">First NaN/Inf at step {h.esc(first.get("step", "?"))} in '
+        f"{h.esc(where)}</p>" + h.key_values(first.items())
+    )
+
+
+def _activations(run: RunData, notes: list[str]) -> str:
+    if run.steps == 0:
+        return h.absent(f"no monitor data ({MONITOR} absent or empty)")
+    body = _plot(lambda: activation_stats_plot(run.rows), "activation statistics", notes)
+    forward = [row for row in run.rows if row["phase"] == "forward"]
+    if forward:
+        last = max(row["step"] for row in forward)
+        table: dict[tuple[str, str], dict[str, Any]] = {}
+        for row in forward:
+            if row["step"] == last and row["stat"] in _LAST_STEP_STATS:
+                key = (row["module"], row["tensor"])
+                table.setdefault(key, {"module": key[0], "tensor": key[1]})[row["stat"]] = row[
+                    "value"
+                ]
+        columns = [
+            "module",
+            "tensor",
+            *[s for s in _LAST_STEP_STATS if any(s in r for r in table.values())],
+        ]
+        body += f"<h3>Per-layer statistics at step {last}</h3>" + h.table(
+            list(table.values()), columns
+        )
+    return body
+
+
+def _featuremaps(run: RunData) -> str:
+    if not run.featuremaps:
+        return h.absent("no feature-map grids (featuremaps/*.png absent)")
+    figures = "".join(
+        h.image(path.read_bytes(), f"feature maps {path.stem}", path.stem)
+        for path in run.featuremaps
+    )
+    return f'<div class="grid">{figures}</div>'
+
+
+def _doctor(run: RunData) -> str:
+    if run.doctor is None:
+        return h.absent(f"no doctor results ({DOCTOR} absent)")
+    bypasses = run.doctor.get("bypasses")
+    head = ""
+    if isinstance(bypasses, list):
+        if bypasses:
+            head = (
+                f'<p class="bad">{len(bypasses)} module(s) ran without their hooks: '
+                "their <code>forward</code> was called directly. Call the module instead: "
+                "<code>module(x)</code>, not <code>module.forward(x)</code>.</p>"
+            )
+        else:
+            head = '<p class="good">No hook bypasses found.</p>'
+    return head + h.mapping(run.doctor)
+
+
+def render_report(run: RunData, *, title: str = "hookscope report") -> tuple[str, tuple[str, ...]]:
+    """The report page for a loaded run; returns ``(html, notes)``."""
+    notes: list[str] = list(run.notes)
+    gradflow = (
+        _plot(lambda: gradient_flow_plot(run.rows), "gradient flow", notes)
+        if run.steps
+        else h.absent(f"no monitor data ({MONITOR} absent or empty)")
+    )
+    summary = h.mapping(run.summary) if run.summary is not None else h.absent(f"no {SUMMARY}")
+    sections = [
+        ("overview", "Overview", _overview(run)),
+        ("summary", "Model summary", summary),
+        ("alerts", "Alerts", _alerts(run)),
+        ("nonfinite", "First non-finite value", _nonfinite(run)),
+        ("gradient-flow", "Gradient flow", gradflow),
+        ("activations", "Activation statistics", _activations(run, notes)),
+        ("featuremaps", "Feature maps", _featuremaps(run)),
+        ("doctor", "Doctor", _doctor(run)),
+    ]
+    subtitle = f"{run.path} — {run.steps} step(s)"
+    return h.page(title, subtitle, sections), tuple(notes)
+
+
+def write_report(
+    run_dir: str | Path, out: str | Path | None = None, *, title: str = "hookscope report"
+) -> ReportResult:
+    """Write the self-contained HTML report of ``run_dir``.
+
+    Args:
+        run_dir: a monitor run directory (see `hookscope.viz.rundir`).
+        out: the HTML file to write (default ``run_dir/report.html``).
+        title: page title.
+
+    Raises:
+        UsageError: ``run_dir`` is not a run directory.
+    """
+    run = load_run(run_dir)
+    page, notes = render_report(run, title=title)
+    path = Path(out) if out is not None else run.path / "report.html"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page, encoding="utf-8")
+    return ReportResult(path, SECTIONS, run.missing, notes)

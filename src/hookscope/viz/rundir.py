@@ -1,0 +1,141 @@
+"""Reading a monitor run directory for the report.
+
+Layout (every part optional, at least one needed)::
+
+    RUN_DIR/
+      monitor.jsonl     one JSON object per step: {"step", "records", "alerts", "first_nonfinite"}
+      tensorboard/      TensorBoard event files (linked, not read)
+      summary.json      hookscope.summary(...).to_dict()
+      doctor.json       hookscope.doctor(...).to_dict()
+      featuremaps/*.png feature-map grids
+
+A run that crashed may leave a truncated last line in ``monitor.jsonl``;
+unreadable lines are skipped and reported in ``RunData.notes``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hookscope.errors import UsageError
+from hookscope.viz.records import Row, as_rows
+
+MONITOR = "monitor.jsonl"
+SUMMARY = "summary.json"
+DOCTOR = "doctor.json"
+FEATUREMAPS = "featuremaps"
+TENSORBOARD = "tensorboard"
+PARTS = (MONITOR, SUMMARY, DOCTOR, FEATUREMAPS, TENSORBOARD)
+
+
+@dataclass(frozen=True)
+class RunData:
+    """Everything found in a run directory.
+
+    Attributes:
+        path: the run directory.
+        steps: number of steps in ``monitor.jsonl``.
+        rows: monitor records, each with its ``step``.
+        alerts: alert dicts (``step, module, tensor, value, rule``) in file order.
+        first_nonfinite: the earliest non-null ``first_nonfinite``, or None.
+        summary: parsed ``summary.json`` or None.
+        doctor: parsed ``doctor.json`` or None.
+        featuremaps: PNG files under ``featuremaps/``, sorted.
+        tensorboard: the TensorBoard log folder, if present.
+        missing: parts of `PARTS` that were absent.
+        notes: problems met while reading (skipped lines, bad JSON).
+    """
+
+    path: Path
+    steps: int
+    rows: tuple[Row, ...]
+    alerts: tuple[dict[str, Any], ...]
+    first_nonfinite: dict[str, Any] | None
+    summary: dict[str, Any] | None
+    doctor: dict[str, Any] | None
+    featuremaps: tuple[Path, ...]
+    tensorboard: Path | None
+    missing: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+def _read_monitor(path: Path, notes: list[str]) -> tuple[int, list[Row], list[dict[str, Any]], Any]:
+    steps = 0
+    records: list[dict[str, Any]] = []
+    alerts: list[dict[str, Any]] = []
+    first = None
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+            step = int(entry["step"])
+            records.extend({**record, "step": step} for record in entry.get("records", []))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            notes.append(f"{path.name} line {number} skipped ({type(exc).__name__}: {exc})")
+            continue
+        steps += 1
+        alerts.extend(entry.get("alerts") or [])
+        if first is None and entry.get("first_nonfinite"):
+            first = entry["first_nonfinite"]
+    try:
+        rows = as_rows(records)
+    except UsageError as exc:
+        notes.append(f"{path.name}: records skipped ({exc})")
+        rows = []
+    return steps, rows, alerts, first
+
+
+def _read_json(path: Path, notes: list[str]) -> dict[str, Any] | None:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        notes.append(f"{path.name} is not valid JSON ({exc}); left out")
+        return None
+    if not isinstance(value, dict):
+        notes.append(f"{path.name} holds a {type(value).__name__}, not an object; left out")
+        return None
+    return value
+
+
+def load_run(path: str | Path) -> RunData:
+    """Read a run directory.
+
+    Raises:
+        UsageError: ``path`` is not a directory or holds none of the known parts.
+    """
+    root = Path(path)
+    if not root.is_dir():
+        raise UsageError(f"run directory not found: {str(root)!r}")
+    present = [part for part in PARTS if (root / part).exists()]
+    if not present:
+        raise UsageError(f"{str(root)!r} holds none of {', '.join(PARTS)}; is it a run directory?")
+    notes: list[str] = []
+    steps, first = 0, None
+    rows: list[Row] = []
+    alerts: list[dict[str, Any]] = []
+    if (root / MONITOR).is_file():
+        steps, rows, alerts, first = _read_monitor(root / MONITOR, notes)
+    summary = _read_json(root / SUMMARY, notes) if (root / SUMMARY).is_file() else None
+    doctor = _read_json(root / DOCTOR, notes) if (root / DOCTOR).is_file() else None
+    maps = (
+        tuple(sorted((root / FEATUREMAPS).glob("*.png"))) if (root / FEATUREMAPS).is_dir() else ()
+    )
+    board = root / TENSORBOARD
+    return RunData(
+        path=root,
+        steps=steps,
+        rows=tuple(rows),
+        alerts=tuple(alerts),
+        first_nonfinite=first,
+        summary=summary,
+        doctor=doctor,
+        featuremaps=maps,
+        tensorboard=board if board.is_dir() else None,
+        missing=tuple(part for part in PARTS if part not in present),
+        notes=tuple(notes),
+    )
