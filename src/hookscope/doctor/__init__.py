@@ -1,12 +1,24 @@
-"""Explains hooks that did not fire. Placeholder until the doctor issue lands."""
+"""The doctor: explains every hook that silently did not fire, and where.
+
+``hookscope.doctor(model, *inputs)`` runs the model once, counts every hook
+on it (whoever registered it) and watches for ``module.forward(x)`` calls
+that skip ``__call__``; the report says, for each hook that did not fire,
+why, and what to change.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from hookscope.doctor.core import doctor
+from hookscope.doctor.render import render_bypasses, render_report
+from hookscope.doctor.report import DoctorReport, HookRecord, ReasonCode
+from hookscope.hooks.bypass import BypassRecord
 
-from torch import nn
-
-
-def doctor(model: nn.Module, *inputs: Any, backward: bool = False, **kwargs: Any) -> Any:
-    """Run ``model`` once and explain every hook that did not fire."""
-    raise NotImplementedError("hookscope.doctor is not implemented yet")
+__all__ = [
+    "BypassRecord",
+    "DoctorReport",
+    "HookRecord",
+    "ReasonCode",
+    "doctor",
+    "render_bypasses",
+    "render_report",
+]

@@ -150,8 +150,9 @@ class HookSession:
         if self.detect_bypass:
             from hookscope.hooks.bypass import BypassDetector
 
-            self._bypass = BypassDetector(self, policy=self.bypass_policy)
+            self._bypass = BypassDetector(self.model, policy=self.bypass_policy)
             self._bypass.attach(self.bypass_modules)
+        _LIVE.add(self)
         return self
 
     def __exit__(
@@ -175,6 +176,7 @@ class HookSession:
             self._restore()
         finally:
             self._active = False
+            _LIVE.discard(self)
             depth = _ACTIVE_DEPTH.get(id(self.model), 1) - 1
             if depth > 0:
                 _ACTIVE_DEPTH[id(self.model)] = depth
@@ -452,6 +454,13 @@ class HookSession:
 
 #: Number of active sessions per model id (for ``HookSession.depth``).
 _ACTIVE_DEPTH: dict[int, int] = {}
+#: Sessions between ``__enter__`` and ``close`` (the doctor asks them for detached hooks).
+_LIVE: weakref.WeakSet[HookSession] = weakref.WeakSet()
+
+
+def active_sessions(model: nn.Module) -> list[HookSession]:
+    """Active sessions opened on ``model``."""
+    return [s for s in list(_LIVE) if s.model is model]
 
 
 def _glob_match(pattern: str, name: str, _param: Any) -> bool:

@@ -1,0 +1,171 @@
+"""`doctor`: run the model once under observation and explain every hook that did not fire."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch import nn
+
+from hookscope.doctor.diagnose import RunFacts, diagnose, replaced_record
+from hookscope.doctor.report import DoctorReport, HookRecord, ReasonCode
+from hookscope.errors import ForwardError, UsageError
+from hookscope.hooks.bypass import BypassDetector
+from hookscope.hooks.describe import callable_source
+from hookscope.hooks.firing import FiringCounter
+from hookscope.hooks.session import Registration, active_sessions
+
+
+def doctor(model: nn.Module, *inputs: Any, backward: bool = False, **kwargs: Any) -> DoctorReport:
+    """Run ``model(*inputs, **kwargs)`` once and explain every hook that did not fire.
+
+    Every hook on the model is counted, whoever registered it (module forward,
+    forward-pre, backward and backward-pre hooks; tensor hooks on parameters
+    and buffers; global module hooks), and every module's ``forward`` is
+    watched for direct calls that skip ``__call__``. Hooks that an active
+    `hookscope.session` put on modules that have since been replaced are
+    reported too. The model's parameters, gradients and buffers are left as
+    they were (BatchNorm running statistics and ``.grad`` are restored).
+
+    Args:
+        model: the model, as is (train or eval mode is yours to choose).
+        *inputs: positional inputs for the forward.
+        backward: also run backward from a scalar made of the outputs (the
+            sum of every floating-point output tensor that requires grad).
+        **kwargs: keyword inputs for the forward.
+
+    Returns:
+        A `DoctorReport`; ``str(report)`` is a table, ``report.to_dict()`` JSON-able data.
+
+    Raises:
+        UsageError: ``model`` is not an ``nn.Module`` or ``backward`` not a bool.
+        ForwardError: the model raised; the message names the modules that had run.
+    """
+    if not isinstance(model, nn.Module):
+        raise UsageError(f"doctor() needs an nn.Module, got {type(model).__name__}")
+    if not isinstance(backward, bool):
+        raise UsageError(f"backward must be True or False, got {backward!r}")
+    replaced = [(reg, reg.count) for s in active_sessions(model) for reg in s.detached()]
+    contexts = _contexts(model)
+    saved = _save_state(model)
+    detector = BypassDetector(model, policy="record", track=True)
+    try:
+        with FiringCounter(model) as counter:
+            detector.attach(lambda _name, module: id(module) not in contexts)
+            try:
+                blocked = _run(model, detector, inputs, kwargs, backward)
+            finally:
+                detector.detach()
+    finally:
+        _restore_state(model, saved)
+    modules = dict(model.named_modules(remove_duplicate=False))
+    facts = RunFacts(
+        activity=detector.activity,
+        bypasses=detector.records,
+        contexts=contexts,
+        modules=modules,
+        backward=backward,
+        backward_blocked=blocked,
+    )
+    hooks: list[HookRecord] = [diagnose(entry, facts) for entry in counter.hooks]
+    hooks += [_replaced(reg, before) for reg, before in replaced]
+    executed = sum(1 for m in set(map(id, modules.values())) if m in detector.activity)
+    return DoctorReport(
+        model=type(model).__name__,
+        hooks=tuple(hooks),
+        bypasses=tuple(detector.records),
+        backward=backward,
+        modules_executed=executed,
+        modules_total=len({id(m) for m in modules.values()}),
+    )
+
+
+def _run(
+    model: nn.Module,
+    detector: BypassDetector,
+    inputs: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    backward: bool,
+) -> str | None:
+    """Forward (and backward); returns why backward could not run, or None."""
+    try:
+        output = model(*inputs, **kwargs)
+    except Exception as exc:
+        ran = [n or "(root)" for n, m in model.named_modules() if id(m) in detector.activity]
+        shown = ", ".join(ran[-5:]) or "none"
+        raise ForwardError(
+            f"the model raised {type(exc).__name__}: {exc} "
+            f"(modules that ran, last 5 of {len(ran)}: {shown})"
+        ) from exc
+    if not backward:
+        return None
+    tensors = [
+        t for t in _tensors(output) if t.requires_grad and (t.is_floating_point() or t.is_complex())
+    ]
+    if not tensors:
+        return "the model's outputs do not require grad, so backward could not run"
+    loss = torch.stack(
+        [t.real.float().sum() if t.is_complex() else t.float().sum() for t in tensors]
+    )
+    with warnings.catch_warnings():
+        # The report explains hooks itself; PyTorch's note on full backward hooks
+        # whose inputs need no grad is noise here.
+        warnings.filterwarnings("ignore", message="Full backward hook is firing")
+        loss.sum().backward()
+    return None
+
+
+def _tensors(value: Any, depth: int = 0) -> Iterator[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif depth < 5 and isinstance(value, dict):
+        for item in value.values():
+            yield from _tensors(item, depth + 1)
+    elif depth < 5 and isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _tensors(item, depth + 1)
+
+
+def _contexts(model: nn.Module) -> dict[int, tuple[ReasonCode, str]]:
+    """Modules inside TorchScript or compiled modules, with the outermost such module."""
+    found: dict[int, tuple[ReasonCode, str]] = {}
+    compiled_type = getattr(getattr(torch, "_dynamo", None), "OptimizedModule", None)
+    for name, module in model.named_modules():
+        if id(module) in found:
+            continue
+        kind: ReasonCode | None = None
+        if isinstance(module, torch.jit.ScriptModule):
+            kind = "torchscript"
+        elif (compiled_type is not None and isinstance(module, compiled_type)) or getattr(
+            module, "_compiled_call_impl", None
+        ) is not None:
+            kind = "compiled"
+        if kind is not None:
+            for sub in module.modules():
+                found.setdefault(id(sub), (kind, name))
+    return found
+
+
+def _save_state(model: nn.Module) -> tuple[list[tuple[torch.Tensor, torch.Tensor]], list[Any]]:
+    buffers = [(b, b.detach().clone()) for b in model.buffers()]
+    grads = [(p, p.grad) for p in model.parameters()]
+    return buffers, grads
+
+
+def _restore_state(
+    model: nn.Module, saved: tuple[list[tuple[torch.Tensor, torch.Tensor]], list[Any]]
+) -> None:
+    buffers, grads = saved
+    with torch.no_grad():
+        for buffer, copy in buffers:
+            if buffer.shape == copy.shape:
+                buffer.copy_(copy)
+    for param, grad in grads:
+        param.grad = grad
+
+
+def _replaced(reg: Registration, before: int) -> HookRecord:
+    source = callable_source(reg.hook)
+    return replaced_record(reg.names, reg.kind, reg.hook_name, source, reg.count - before)
