@@ -78,7 +78,7 @@ def summary(
     flags = [(module, module.training) for module in model.modules()]
     model.eval()
     try:
-        collected, used, reason = _run(model, args, kwargs, target)
+        collected, used, reason = _run(model, args, kwargs, target, input_size is not None)
     finally:
         for module, training in flags:
             module.training = training
@@ -118,7 +118,11 @@ def _build_args(
 
 
 def _run(
-    model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], target: torch.device | None
+    model: nn.Module,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    target: torch.device | None,
+    sized: bool,
 ) -> tuple[Collected, torch.device, str | None]:
     if target is not None:
         return _forward(model, args, kwargs, target), target, None
@@ -129,6 +133,8 @@ def _run(
             raise
         reason = f"{type(exc.__cause__).__name__}: {exc.__cause__}"
     real = model_device(model)
+    if sized:  # inputs built from input_size: real ones now
+        args = tuple(make_tensor(tuple(a.shape), a.dtype, real) for a in args)
     if any(t.is_meta for t in _tensors(args, kwargs)):
         raise UsageError(
             f"the meta run failed ({reason}) and the inputs are meta tensors; "
@@ -146,17 +152,8 @@ def _forward(
 ) -> Collected:
     if device.type != "meta" and any(t.is_meta for t in (*model.parameters(), *model.buffers())):
         raise UsageError(f"the model has meta parameters; it cannot run on device={str(device)!r}")
-    if device.type != "meta":
-        # Size-built inputs live on meta until a real run needs them.
-        args = tuple(_materialize(a, device) for a in args)
     stand_ins = state_stand_ins(model, device)
     return run_forward(model, to_device(args, device), to_device(kwargs, device), stand_ins)
-
-
-def _materialize(arg: Any, device: torch.device) -> Any:
-    if isinstance(arg, torch.Tensor) and arg.is_meta:
-        return make_tensor(tuple(arg.shape), arg.dtype, device)
-    return arg
 
 
 def _build(
