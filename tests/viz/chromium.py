@@ -10,6 +10,7 @@ expressions in it and take a full-page screenshot.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import select
@@ -170,10 +171,8 @@ def load_page(
         try:
             return _drive(pipe, path, evaluate, width, height, timeout)
         finally:
-            try:
+            with contextlib.suppress(OSError):
                 pipe.send("Browser.close")
-            except OSError:
-                pass
             try:
                 proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
