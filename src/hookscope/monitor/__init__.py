@@ -1,12 +1,24 @@
-"""Activation and gradient monitoring. Placeholder until the monitor issue lands."""
+"""Activation and gradient monitoring: statistics per layer, alerts, the first NaN/Inf.
+
+`Monitor` hooks a model through a `hookscope.session`, reduces every selected
+tensor on its device, and brings a step's statistics to the host in one
+transfer in `Monitor.step`. `monitor_script` (in `hookscope.monitor.script`)
+monitors the models a script runs, for ``hookscope run --monitor``.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from hookscope.monitor.alerts import Thresholds
+from hookscope.monitor.core import Monitor, is_activation
+from hookscope.monitor.records import Alert, NonFinite, Record, StepResult, TensorInfo
 
-
-class Monitor:
-    """Per-layer statistics, alerts and the first non-finite value."""
-
-    def __init__(self, model: Any, **kwargs: Any) -> None:
-        raise NotImplementedError("hookscope.Monitor is not implemented yet")
+__all__ = [
+    "Alert",
+    "Monitor",
+    "NonFinite",
+    "Record",
+    "StepResult",
+    "TensorInfo",
+    "Thresholds",
+    "is_activation",
+]

@@ -1,0 +1,123 @@
+"""Threshold rules over a step's records: exploding, vanishing, dead, non-finite.
+
+Rules look at one value per tensor and step:
+
+* ``exploding`` — activation ``absmax`` or gradient ``norm`` above
+  ``explode_above``, or above ``explode_jump`` times the median of its last
+  `Thresholds.window` finite values (once at least `Thresholds.min_history`
+  exist);
+* ``vanishing`` — gradient ``norm`` below ``vanish_below`` for
+  ``vanish_steps`` recorded steps in a row;
+* ``dead`` — ``zero_frac`` of a post-activation module's output at or above
+  ``dead_above`` (zero fraction is only computed for activation modules by
+  default);
+* ``nonfinite`` — any NaN or Inf (value: their count).
+
+An alert fires when its condition starts and again only after the condition
+has cleared, so a NaN that persists for 1000 steps gives one alert, not 1000.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from hookscope.errors import UsageError
+from hookscope.monitor.records import Alert, Phase, Record, Rule
+
+_Key = tuple[Phase, str, str]
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Alert thresholds (see the module docstring for each rule)."""
+
+    explode_above: float = 1e4
+    explode_jump: float = 10.0
+    vanish_below: float = 1e-7
+    vanish_steps: int = 3
+    dead_above: float = 0.99
+    window: int = 20
+    min_history: int = 5
+
+    def __post_init__(self) -> None:
+        for name in ("explode_above", "explode_jump", "vanish_below", "dead_above"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or value < 0:
+                raise UsageError(f"{name} must be a number >= 0, got {value!r}")
+        for name in ("vanish_steps", "window", "min_history"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise UsageError(f"{name} must be an int >= 1, got {value!r}")
+
+
+class AlertRules:
+    """Evaluates `Thresholds` step after step; keeps the history the rules need."""
+
+    def __init__(self, thresholds: Thresholds) -> None:
+        self.thresholds = thresholds
+        self._history: dict[_Key, deque[float]] = {}
+        self._low_streak: dict[_Key, int] = {}
+        self._active: set[tuple[_Key, Rule]] = set()
+
+    def check(self, step: int, records: Iterable[Record]) -> list[Alert]:
+        """The alerts that start at ``step``."""
+        conditions: dict[tuple[_Key, Rule], float] = {}
+        nonfinite: dict[_Key, float] = {}
+        for rec in records:
+            key: _Key = (rec.phase, rec.module, rec.tensor)
+            if rec.stat in ("nan_count", "inf_count"):
+                nonfinite[key] = nonfinite.get(key, 0.0) + rec.value
+            elif self._watched_magnitude(rec):
+                self._magnitude(key, rec.value, conditions)
+            elif (
+                rec.stat == "zero_frac"
+                and rec.phase == "forward"
+                and rec.value >= self.thresholds.dead_above
+            ):
+                conditions[(key, "dead")] = rec.value
+        for key, count in nonfinite.items():
+            if count > 0:
+                conditions[(key, "nonfinite")] = count
+        return self._edges(step, conditions, seen={(r.phase, r.module, r.tensor) for r in records})
+
+    @staticmethod
+    def _watched_magnitude(rec: Record) -> bool:
+        if rec.phase == "forward":
+            return rec.stat == "absmax"
+        return rec.stat == "norm"
+
+    def _magnitude(
+        self, key: _Key, value: float, conditions: dict[tuple[_Key, Rule], float]
+    ) -> None:
+        th = self.thresholds
+        if value != value or value in (float("inf"), float("-inf")):
+            return  # the nonfinite rule covers these
+        history = self._history.setdefault(key, deque(maxlen=th.window))
+        jump = False
+        if len(history) >= th.min_history:
+            median = statistics.median(history)
+            jump = median > 0 and value > th.explode_jump * median
+        if value > th.explode_above or jump:
+            conditions[(key, "exploding")] = value
+        history.append(value)
+        if key[0] != "forward":
+            streak = self._low_streak.get(key, 0) + 1 if value < th.vanish_below else 0
+            self._low_streak[key] = streak
+            if streak >= th.vanish_steps:
+                conditions[(key, "vanishing")] = value
+
+    def _edges(
+        self, step: int, conditions: dict[tuple[_Key, Rule], float], seen: set[_Key]
+    ) -> list[Alert]:
+        alerts = []
+        for (key, rule), value in conditions.items():
+            if (key, rule) not in self._active:
+                self._active.add((key, rule))
+                phase, module, tensor = key
+                alerts.append(Alert(step, module, tensor, value, rule, phase))
+        # A condition clears only when its tensor was seen this step without it.
+        self._active = {item for item in self._active if item in conditions or item[0] not in seen}
+        return alerts

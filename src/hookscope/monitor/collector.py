@@ -1,0 +1,153 @@
+"""The hot path: hook callbacks that launch reductions and queue them for `Monitor.step`.
+
+Nothing here reads a device value back (see `hookscope.stats.reduce` for the
+one host-only exception). Each callback appends an `Entry` — which tensor, and
+its pending `Reduction` — to a list in execution order; `Monitor.step` fetches
+them all at once.
+
+Hooks used (all through a `HookSession`):
+
+* forward pre-hook ``(name, module, args)``: statistics of inputs
+  (``inputs=True``); otherwise a single ``sum`` of each input that no
+  monitored module produced earlier in the step (the model input, results of
+  functional ops), so the first NaN can be told apart from one that came in;
+  gradient hooks on inputs that require grad (the module's input gradient,
+  used to attribute the first non-finite gradient).
+* forward hook ``(name, module, args, output)``: output statistics, and
+  gradient hooks on outputs (the module's output gradient). Tensor hooks are
+  used instead of full backward hooks because they survive in-place ops on the
+  output (see `hookscope.hooks.globals`).
+* post-accumulate-grad hook ``(name, param)``: parameter gradient norm.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import torch
+from torch import nn
+
+from hookscope.hooks.globals import TensorGradHooks
+from hookscope.hooks.session import Registration
+from hookscope.monitor.records import Phase
+from hookscope.stats import Plan, Reduction, reduce_tensor, tensors_in
+
+#: Reductions for gradients (norm, RMS) and for "did a NaN come in?" checks.
+GRAD_PLAN = Plan(sum=False, squares=True, extrema=False)
+CHECK_PLAN = Plan(sum=True, squares=False, extrema=False)
+
+#: (module or parameter name, tensor path, reported?) — one tensor can play
+#: several roles, e.g. output of one module and input of the next.
+Role = tuple[str, str, bool]
+
+
+@dataclass(eq=False, slots=True)
+class Entry:
+    """One reduced tensor, queued until the step ends."""
+
+    phase: Phase
+    roles: list[Role]
+    red: Reduction
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+
+
+@dataclass
+class CollectOptions:
+    """What the collector records (validated by `Monitor`)."""
+
+    inputs: bool
+    outputs: bool
+    grads: bool
+    plans: dict[str, Plan]
+
+
+class Collector:
+    """Hook callbacks of one monitor; ``entries`` fills in execution order."""
+
+    def __init__(self, options: CollectOptions, grad_hooks: TensorGradHooks | None) -> None:
+        self.options = options
+        self.grad_hooks = grad_hooks
+        self.grad_regs: dict[str, Registration] = {}
+        self.entries: list[Entry] = []
+        self.recording = True
+        self._produced: dict[int, tuple[weakref.ref[torch.Tensor], int]] = {}
+        self._grad_roles: dict[int, tuple[weakref.ref[torch.Tensor], int, list[Role]]] = {}
+
+    def take(self) -> list[Entry]:
+        """Hand over this step's entries and start a new step."""
+        entries, self.entries = self.entries, []
+        self._produced = {}
+        self._grad_roles = {}
+        return entries
+
+    # -- hooks ---------------------------------------------------------------------
+
+    def on_forward_pre(self, name: str, module: nn.Module, args: tuple[Any, ...]) -> None:
+        """Forward pre-hook: ``(name, module, args) -> None``."""
+        if not self.recording:
+            return
+        grads = self.grad_hooks is not None and torch.is_grad_enabled()
+        for path, t in tensors_in(args, "input"):
+            if self.options.inputs:
+                self._reduce("forward", name, path, t, self.options.plans[name], True)
+            elif t.is_floating_point() and not self._was_produced(t):
+                self._reduce("forward", name, path, t, CHECK_PLAN, False)
+            if grads and t.requires_grad:
+                self._grad_role(name, path, t, self.options.inputs)
+
+    def on_forward(self, name: str, module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
+        """Forward hook: ``(name, module, args, output) -> None``."""
+        if not self.recording:
+            return
+        grads = self.grad_hooks is not None and torch.is_grad_enabled()
+        plan = self.options.plans[name]
+        for path, t in tensors_in(output, "output"):
+            if self.options.outputs:
+                self._reduce("forward", name, path, t, plan, True)
+            self._produced[id(t)] = (weakref.ref(t), t._version)
+            if grads and t.requires_grad:
+                self._grad_role(name, path, t, True)
+
+    def on_param_grad(self, name: str, param: torch.Tensor) -> None:
+        """Post-accumulate-grad hook: ``(name, param) -> None``."""
+        if not self.recording or param.grad is None:
+            return
+        grad = param.grad
+        red = reduce_tensor(grad, GRAD_PLAN)
+        self.entries.append(
+            Entry("param", [(name, "grad", True)], red, tuple(grad.shape), grad.dtype)
+        )
+
+    # -- internals -----------------------------------------------------------------
+
+    def _reduce(
+        self, phase: Phase, name: str, path: str, t: torch.Tensor, plan: Plan, shown: bool
+    ) -> None:
+        red = reduce_tensor(t, plan)
+        self.entries.append(Entry(phase, [(name, path, shown)], red, tuple(t.shape), t.dtype))
+
+    def _was_produced(self, t: torch.Tensor) -> bool:
+        seen = self._produced.get(id(t))
+        return seen is not None and seen[0]() is t and seen[1] == t._version
+
+    def _grad_role(self, name: str, path: str, t: torch.Tensor, shown: bool) -> None:
+        if not t.is_floating_point() and not t.is_complex():
+            return
+        role: Role = (name, path, shown)
+        seen = self._grad_roles.get(id(t))
+        if seen is not None and seen[0]() is t and seen[1] == t._version:
+            seen[2].append(role)  # same tensor, same version: one hook serves both
+            return
+        roles = [role]
+        self._grad_roles[id(t)] = (weakref.ref(t), t._version, roles)
+        assert self.grad_hooks is not None
+        self.grad_hooks.add(self.grad_regs[name], t, partial(self.on_grad, roles))
+
+    def on_grad(self, roles: list[Role], grad: torch.Tensor) -> None:
+        """Tensor gradient hook (bound to ``roles``): ``(grad) -> None``."""
+        red = reduce_tensor(grad, GRAD_PLAN)
+        self.entries.append(Entry("backward", roles, red, tuple(grad.shape), grad.dtype))

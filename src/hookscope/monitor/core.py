@@ -1,0 +1,322 @@
+"""`Monitor`: per-layer activation and gradient statistics, alerts and the first NaN/Inf."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+import torch
+from torch import nn
+
+from hookscope.errors import UsageError
+from hookscope.hooks.globals import TensorGradHooks
+from hookscope.hooks.selection import ModuleSelector, select_modules
+from hookscope.hooks.session import HookFailure, HookSession, OnError, session
+from hookscope.monitor.alerts import AlertRules, Thresholds
+from hookscope.monitor.collector import CollectOptions, Collector
+from hookscope.monitor.records import Alert, NonFinite, Record, StepResult
+from hookscope.monitor.results import aggregate, find_nonfinite
+from hookscope.stats import ACTIVATION_STATS, ALL_STATS, Plan, Reduction, fetch, plan_for
+
+if TYPE_CHECKING:
+    from hookscope.sinks.base import Sink
+
+ZeroPolicy = Literal["activations", "all", "none"]
+_ZEROS = get_args(ZeroPolicy)
+_ON_ERROR = ("raise", "warn", "disable")
+
+#: Modules whose output is "post-activation": zero fraction and the dead rule apply.
+ACTIVATIONS: tuple[type[nn.Module], ...] = (
+    nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.PReLU, nn.RReLU, nn.ELU, nn.SELU, nn.CELU,
+    nn.GELU, nn.SiLU, nn.Mish, nn.Hardswish, nn.Hardsigmoid, nn.Hardtanh, nn.Softplus,
+    nn.Threshold, nn.Sigmoid, nn.Tanh, nn.GLU, nn.Softsign, nn.LogSigmoid,
+)  # fmt: skip
+
+
+def is_activation(module: nn.Module) -> bool:
+    """True for torch activation modules and HuggingFace ``transformers.activations``."""
+    return isinstance(module, ACTIVATIONS) or type(module).__module__.endswith(".activations")
+
+
+def _zero_plan(module: nn.Module, policy: ZeroPolicy) -> Literal["none", "count", "nonneg"]:
+    if policy == "none" or (policy == "activations" and not is_activation(module)):
+        return "none"
+    nonneg = isinstance(module, nn.ReLU) or (
+        isinstance(module, nn.Hardtanh) and float(module.min_val) >= 0
+    )
+    return "nonneg" if nonneg else "count"
+
+
+class Monitor:
+    """Per-layer statistics of activations and gradients, brought to the host once per step.
+
+    Use as a context manager around a training (or eval) loop and call
+    `step` once per iteration::
+
+        with hookscope.Monitor(model, sinks=[JsonlSink("run/monitor.jsonl")]) as mon:
+            for x, y in data:
+                loss = loss_fn(model(x), y)
+                loss.backward()
+                opt.step()
+                mon.step()
+        mon.to_pandas(); mon.alerts; mon.first_nonfinite
+
+    Hooks (registered through a `hookscope.session`, removed on exit): a forward
+    pre-hook ``(name, module, args)`` and a forward hook
+    ``(name, module, args, output)`` on each selected module, tensor gradient
+    hooks ``(grad)`` on their outputs and inputs, and a post-accumulate-grad
+    hook ``(name, param)`` on each trainable parameter. None of them reads a
+    device value back; statistics stay on the device until `step`.
+
+    Args:
+        model: the root module.
+        modules: which modules (glob, type, predicate or a list; see
+            `hookscope.hooks.ModuleSelector`); default every leaf module.
+        stats: activation statistics to report, from ``mean, std, min, max,
+            absmax, rms, zero_frac, nan_count, inf_count, norm``; default all
+            but ``norm``. Fewer statistics mean fewer reductions. Gradients
+            always report ``norm, rms, nan_count, inf_count``.
+        inputs: also report module inputs (tensor paths ``input[i]``).
+        outputs: report module outputs.
+        grads: report gradients w.r.t. module outputs (phase ``backward``).
+        params: report parameter gradient norms (phase ``param``).
+        every: record every ``every``-th step only (others cost one Python
+            call per hook).
+        sinks: objects with ``write(StepResult)`` and ``close()``, e.g.
+            `hookscope.sinks.JsonlSink`, `hookscope.sinks.TensorBoardSink`.
+        on_error: the session's policy when a monitor hook raises:
+            ``"raise"``, ``"warn"`` or ``"disable"``.
+        zeros: which outputs get a zero fraction (it costs 2.5-8x a ``sum``):
+            ``"activations"`` (activation modules, where dead units show),
+            ``"all"`` or ``"none"``.
+        update_ratio: also report ‖Δw‖/‖w‖ per parameter between steps
+            (keeps one copy of the parameters).
+        keep: keep results in memory for `to_pandas` and `results`.
+        explode_above, explode_jump, vanish_below, vanish_steps, dead_above:
+            alert thresholds (see `hookscope.monitor.alerts`).
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        *,
+        modules: ModuleSelector = None,
+        stats: Sequence[str] | None = None,
+        inputs: bool = False,
+        outputs: bool = True,
+        grads: bool = True,
+        params: bool = True,
+        every: int = 1,
+        sinks: Sequence[Sink] = (),
+        on_error: OnError = "warn",
+        zeros: ZeroPolicy = "activations",
+        update_ratio: bool = False,
+        keep: bool = True,
+        explode_above: float = 1e4,
+        explode_jump: float = 10.0,
+        vanish_below: float = 1e-7,
+        vanish_steps: int = 3,
+        dead_above: float = 0.99,
+    ) -> None:
+        if not isinstance(model, nn.Module):
+            raise UsageError(f"Monitor needs an nn.Module, got {type(model).__name__}")
+        self.model = model
+        self.modules = modules
+        self.stats = _check_stats(stats)
+        if not isinstance(every, int) or isinstance(every, bool) or every < 1:
+            raise UsageError(f"every must be an int >= 1, got {every!r}")
+        if zeros not in _ZEROS:
+            raise UsageError(f"zeros must be one of {_ZEROS}, got {zeros!r}")
+        if on_error not in _ON_ERROR:
+            raise UsageError(f"on_error must be one of {_ON_ERROR}, got {on_error!r}")
+        for sink in sinks:
+            if not (
+                callable(getattr(sink, "write", None)) and callable(getattr(sink, "close", None))
+            ):
+                raise UsageError(f"a sink needs write(result) and close() methods, got {sink!r}")
+        self.inputs, self.outputs, self.grads, self.params = inputs, outputs, grads, params
+        self.every = every
+        self.sinks = list(sinks)
+        self.on_error: OnError = on_error
+        self.zeros: ZeroPolicy = zeros
+        self.update_ratio = update_ratio
+        self.keep = keep
+        self.thresholds = Thresholds(
+            explode_above, explode_jump, vanish_below, vanish_steps, dead_above
+        )
+        self._rules = AlertRules(self.thresholds)
+        self._session: HookSession | None = None
+        self._collector: Collector | None = None
+        self._grad_hooks: TensorGradHooks | None = None
+        self._step = 0
+        self._results: list[StepResult] = []
+        self._alerts: list[Alert] = []
+        self._first: NonFinite | None = None
+        self._previous: dict[str, torch.Tensor] | None = None
+        self._closed = False
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    def __enter__(self) -> Monitor:
+        self.open()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def open(self) -> Monitor:
+        """Attach the hooks (``with Monitor(...)`` does this)."""
+        if self._session is not None or self._closed:
+            raise UsageError("a Monitor can be opened once; create a new one")
+        selected = select_modules(self.model, self.modules, leaves_only=self.modules is None)
+        plans: dict[str, Plan] = {
+            sel.name: plan_for(self.stats, _zero_plan(sel.module, self.zeros)) for sel in selected
+        }
+        ids = {id(sel.module) for sel in selected}
+        self._session = session(self.model, on_error=self.on_error).__enter__()
+        try:
+            self._attach(selected, plans, lambda _name, module: id(module) in ids)
+        except BaseException:
+            self._session.close()
+            raise
+        return self
+
+    def _attach(self, selected: list[Any], plans: dict[str, Plan], selector: Any) -> None:
+        assert self._session is not None
+        if self.grads:
+            self._grad_hooks = TensorGradHooks(self._session)
+        options = CollectOptions(self.inputs, self.outputs, self.grads, plans)
+        collector = Collector(options, self._grad_hooks)
+        if self._grad_hooks is not None:
+            for sel in selected:
+                reg = self._grad_hooks.registration(sel.names, sel.module, collector.on_grad)
+                collector.grad_regs[sel.name] = reg
+        self._session.add_forward_pre_hook(collector.on_forward_pre, selector)
+        self._session.add_forward_hook(collector.on_forward, selector)
+        if self.params:
+            self._session.add_grad_hook(collector.on_param_grad)
+        self._collector = collector
+
+    def close(self) -> None:
+        """Finish a step left open, remove every hook, close the sinks (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._collector is not None and self._collector.entries:
+                self._finish_step()
+        finally:
+            if self._grad_hooks is not None:
+                self._grad_hooks.remove()
+            if self._session is not None:
+                self._session.close()
+            for sink in self.sinks:
+                sink.close()
+
+    # -- steps ---------------------------------------------------------------------
+
+    def step(self) -> StepResult | None:
+        """Close the current step: one transfer to the host, records, alerts, sinks.
+
+        Returns:
+            The step's results, or None when the step was not recorded (``every``).
+        """
+        if self._collector is None or self._closed:
+            raise UsageError(
+                "Monitor.step() needs an open monitor: use 'with Monitor(model) as mon:'"
+            )
+        return self._finish_step()
+
+    def _finish_step(self) -> StepResult | None:
+        assert self._collector is not None
+        collector = self._collector
+        entries = collector.take()
+        index, recorded = self._step, collector.recording
+        self._step += 1
+        collector.recording = self._step % self.every == 0
+        if self._grad_hooks is not None:
+            self._grad_hooks.prune()
+        ratios = self._update_ratios(collector.recording) if self.update_ratio else []
+        if not recorded and not entries:
+            return None
+        fetch([entry.red for entry in entries] + [red for _, red in ratios])
+        records, infos = aggregate(entries, self.stats)
+        records += [
+            Record("param", name, "param", "update_ratio", float(red.sum or 0.0))
+            for name, red in ratios
+        ]
+        if self._first is None:
+            self._first = find_nonfinite(index, entries)
+        alerts = self._rules.check(index, records)
+        self._alerts.extend(alerts)
+        result = StepResult(index, tuple(records), tuple(alerts), self._first, tuple(infos))
+        if self.keep:
+            self._results.append(result)
+        for sink in self.sinks:
+            sink.write(result)
+        return result
+
+    def _update_ratios(self, snapshot: bool) -> list[tuple[str, Reduction]]:
+        ratios = []
+        params = [(n, p.detach()) for n, p in self.model.named_parameters() if p.requires_grad]
+        if self._previous is not None:
+            for name, param in params:
+                before = self._previous.get(name)
+                if before is not None and before.shape == param.shape:
+                    red = Reduction("float", 1)
+                    delta = torch.linalg.vector_norm(param - before)
+                    red.sum = delta / torch.linalg.vector_norm(param)
+                    ratios.append((name, red))
+        self._previous = {n: p.clone() for n, p in params} if snapshot else None
+        return ratios
+
+    # -- results -------------------------------------------------------------------
+
+    @property
+    def step_index(self) -> int:
+        """The number of the step in progress (0 before the first `step`)."""
+        return self._step
+
+    @property
+    def results(self) -> list[StepResult]:
+        """Every recorded step's results (with ``keep=True``)."""
+        return list(self._results)
+
+    @property
+    def alerts(self) -> list[Alert]:
+        """Every alert so far, in order."""
+        return list(self._alerts)
+
+    @property
+    def first_nonfinite(self) -> NonFinite | None:
+        """The first module that made a NaN/Inf (forward or backward), or None."""
+        return self._first
+
+    @property
+    def errors(self) -> list[HookFailure]:
+        """Exceptions the monitor's hooks raised under ``on_error="warn"|"disable"``."""
+        return [] if self._session is None else list(self._session.errors)
+
+    def to_pandas(self) -> Any:
+        """Tidy ``DataFrame``: columns ``step, phase, module, tensor, stat, value``."""
+        from hookscope.sinks.pandas import to_frame
+
+        return to_frame(self._results)
+
+
+def _check_stats(stats: Sequence[str] | None) -> tuple[str, ...]:
+    if stats is None:
+        return ACTIVATION_STATS
+    if isinstance(stats, str):
+        stats = [stats]
+    chosen = tuple(stats)
+    unknown = [s for s in chosen if s not in ALL_STATS]
+    if unknown:
+        raise UsageError(f"unknown stats {unknown!r}; choose from {', '.join(ALL_STATS)}")
+    return chosen

@@ -1,0 +1,93 @@
+"""What a monitor produces: frozen records of statistics, alerts and the first NaN/Inf."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Phase = Literal["forward", "backward", "param"]
+Rule = Literal["exploding", "vanishing", "dead", "nonfinite"]
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One statistic of one tensor at one step.
+
+    Attributes:
+        phase: ``"forward"`` (activations), ``"backward"`` (gradient w.r.t. a
+            module's output, or input with ``inputs=True``) or ``"param"``
+            (parameter gradient; ``module`` is the parameter's qualified name).
+        module: qualified module (or parameter) name.
+        tensor: path of the tensor, e.g. ``"output"``, ``"output[0]"``,
+            ``"output.logits"``, ``"input[0]"``; ``"grad"`` for parameters.
+        stat: statistic name (``mean``, ``std``, ``norm``, ...).
+        value: the value; NaN or Inf when the tensor held them.
+    """
+
+    phase: Phase
+    module: str
+    tensor: str
+    stat: str
+    value: float
+
+
+@dataclass(frozen=True, slots=True)
+class TensorInfo:
+    """Shape and dtype of a monitored tensor (its first call in the step)."""
+
+    phase: Phase
+    module: str
+    tensor: str
+    shape: tuple[int, ...]
+    dtype: str
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    """A threshold rule that fired.
+
+    Attributes:
+        step: the step it fired at.
+        module: qualified module (or parameter) name.
+        tensor: tensor path (as in `Record`).
+        value: the value that broke the rule (for ``nonfinite``: NaN + Inf count).
+        rule: ``"exploding"``, ``"vanishing"``, ``"dead"`` or ``"nonfinite"``.
+        phase: the phase of the tensor (an addition to the five agreed fields).
+    """
+
+    step: int
+    module: str
+    tensor: str
+    value: float
+    rule: Rule
+    phase: Phase = "forward"
+
+
+@dataclass(frozen=True, slots=True)
+class NonFinite:
+    """Where the first NaN/Inf appeared: the first module, in execution order,
+    whose inputs were finite and whose output (forward) or input gradient
+    (backward) was not.
+
+    ``tensor`` is the path of the first non-finite tensor: in the forward an
+    output path (or ``input[i]`` when the value came from outside the monitored
+    modules, e.g. the model input or a functional op); in the backward
+    ``input[i]`` (the module's backward produced it) or an output path (the
+    gradient arrived non-finite from unmonitored code such as the loss).
+    """
+
+    step: int
+    phase: Phase
+    module: str
+    tensor: str
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """Everything recorded at one step; what sinks receive."""
+
+    step: int
+    records: tuple[Record, ...]
+    alerts: tuple[Alert, ...]
+    first_nonfinite: NonFinite | None
+    tensors: tuple[TensorInfo, ...] = ()

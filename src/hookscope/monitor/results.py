@@ -1,0 +1,74 @@
+"""Turning a step's fetched entries into records, tensor infos and the NaN origin.
+
+A module called several times in one step (a shared ReLU, a weight-tied
+layer) gets one set of statistics per tensor path, merged over its calls:
+sums, counts, min and max combine exactly. Parameter gradients keep the last
+value (the accumulated ``.grad``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from hookscope.monitor.collector import Entry
+from hookscope.monitor.records import NonFinite, Phase, Record, TensorInfo
+from hookscope.stats import GRAD_STATS, Reduction, merge, summarize
+
+_Key = tuple[Phase, str, str]
+
+
+def aggregate(
+    entries: Sequence[Entry], activation_stats: Collection[str]
+) -> tuple[list[Record], list[TensorInfo]]:
+    """Records (in first-seen order) and shapes of the reported tensors of one step.
+
+    Args:
+        entries: fetched entries in execution order.
+        activation_stats: stat names reported for the ``forward`` phase;
+            gradients report `GRAD_STATS`.
+    """
+    merged: dict[_Key, Reduction] = {}
+    infos: dict[_Key, TensorInfo] = {}
+    for entry in entries:
+        for module, path, shown in entry.roles:
+            if not shown:
+                continue
+            key: _Key = (entry.phase, module, path)
+            previous = merged.get(key)
+            if previous is None or entry.phase == "param":
+                merged[key] = entry.red
+            else:
+                merged[key] = merge(previous, entry.red)
+            if key not in infos:
+                dtype = str(entry.dtype).removeprefix("torch.")
+                infos[key] = TensorInfo(entry.phase, module, path, entry.shape, dtype)
+    records = []
+    for (phase, module, path), red in merged.items():
+        wanted = activation_stats if phase == "forward" else GRAD_STATS
+        values = summarize(red)
+        for stat in wanted:
+            if stat in values:
+                records.append(Record(phase, module, path, stat, values[stat]))
+    return records, list(infos.values())
+
+
+def find_nonfinite(step: int, entries: Sequence[Entry]) -> NonFinite | None:
+    """The first module whose inputs were finite and whose result was not.
+
+    Entries are in execution order. In the forward, the first non-finite
+    tensor is either a module's output (that module made it) or an input check
+    (it came from outside the monitored modules). In the backward, a gradient
+    hook can serve several roles; an input role means the module's own
+    backward produced the non-finite gradient and is preferred.
+    """
+    for phase in ("forward", "backward"):
+        for entry in entries:
+            if entry.phase != phase or not entry.red.nonfinite():
+                continue
+            roles = entry.roles
+            if phase == "backward":
+                inputs = [role for role in roles if role[1].startswith("input")]
+                roles = inputs or roles
+            module, path, _shown = roles[0]
+            return NonFinite(step, phase, module, path)
+    return None
