@@ -15,7 +15,7 @@ from hookscope.errors import ForwardError, UsageError
 from hookscope.hooks.bypass import BypassDetector
 from hookscope.hooks.describe import callable_source
 from hookscope.hooks.firing import FiringCounter
-from hookscope.hooks.session import Registration, active_sessions
+from hookscope.hooks.session import active_sessions
 
 
 def doctor(model: nn.Module, *inputs: Any, backward: bool = False, **kwargs: Any) -> DoctorReport:
@@ -70,7 +70,12 @@ def doctor(model: nn.Module, *inputs: Any, backward: bool = False, **kwargs: Any
         backward_blocked=blocked,
     )
     hooks: list[HookRecord] = [diagnose(entry, facts) for entry in counter.hooks]
-    hooks += [_replaced(reg, before) for reg, before in replaced]
+    for reg, before in replaced:
+        now = modules.get(reg.name)
+        context = None if now is None else contexts.get(id(now))
+        source = callable_source(reg.hook)
+        fired = reg.count - before
+        hooks.append(replaced_record(reg.names, reg.kind, reg.hook_name, source, fired, context))
     executed = sum(1 for m in set(map(id, modules.values())) if m in detector.activity)
     return DoctorReport(
         model=type(model).__name__,
@@ -164,8 +169,3 @@ def _restore_state(
                 buffer.copy_(copy)
     for param, grad in grads:
         param.grad = grad
-
-
-def _replaced(reg: Registration, before: int) -> HookRecord:
-    source = callable_source(reg.hook)
-    return replaced_record(reg.names, reg.kind, reg.hook_name, source, reg.count - before)

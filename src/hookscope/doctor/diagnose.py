@@ -220,9 +220,39 @@ def _global_reason(entry: CountedHook, facts: RunFacts) -> Reason:
 
 
 def replaced_record(
-    names: tuple[str, ...], kind: str, hook: str, source: str | None, fired: int
+    names: tuple[str, ...],
+    kind: str,
+    hook: str,
+    source: str | None,
+    fired: int,
+    context: tuple[ReasonCode, str] | None = None,
 ) -> HookRecord:
-    """A session hook on a module that is no longer part of the model."""
+    """A session hook on a module that is no longer part of the model.
+
+    ``context`` says when the module now at that name is TorchScript or
+    compiled (``model.body = torch.jit.script(model.body)`` after hooking).
+    """
+    code: ReasonCode = "module_replaced"
+    reason = (
+        f"the module hooked as {_label(names[0])} was replaced after the hook was registered; "
+        "it is no longer part of the model"
+    )
+    fix = "register the hook after replacing the module (hook the new one)"
+    if context is not None and context[0] == "torchscript":
+        code = "torchscript"
+        reason = (
+            f"{_label(names[0])} was replaced by TorchScript ({_label(context[1])} is scripted or "
+            "traced) after the hook was registered; the hook stayed on the eager module, and "
+            "TorchScript code does not run Python hooks"
+        )
+        fix = "hook the eager model, or script only after debugging with hooks"
+    elif context is not None:
+        code = "compiled"
+        reason = (
+            f"{_label(names[0])} was replaced by a compiled module ({_label(context[1])}) after "
+            "the hook was registered; the hook stayed on the original module"
+        )
+        fix = "register hooks on the module before compiling it"
     return HookRecord(
         module=names[0],
         names=names,
@@ -231,10 +261,7 @@ def replaced_record(
         source=source,
         by_hookscope=True,
         fired=fired,
-        code="module_replaced",
-        reason=(
-            f"the module hooked as {_label(names[0])} was replaced after the hook was registered; "
-            "it is no longer part of the model"
-        ),
-        fix="register the hook after replacing the module (hook the new one)",
+        code=code,
+        reason=reason,
+        fix=fix,
     )
