@@ -9,6 +9,7 @@ from torch import nn
 import hookscope
 from hookscope.errors import ForwardError, UsageError
 from hookscope.zoo import SmallCNN
+from tests.summary.test_params import SharedTwice, TiedLM
 
 
 def _snapshot(model: nn.Module) -> dict[str, torch.Tensor]:
@@ -40,6 +41,29 @@ def test_state_restored_after_success(device: str | None) -> None:
     assert [id(p) for p in model.parameters()] == params
     assert all(p.device.type == "cpu" for p in model.parameters())
     assert list(hookscope.list_hooks(model)) == []
+
+
+def _identities(model: nn.Module) -> list[tuple[str, int]]:
+    named = [
+        *model.named_parameters(remove_duplicate=False),
+        *model.named_buffers(remove_duplicate=False),
+    ]
+    return [(name, id(t)) for name, t in named]
+
+
+@pytest.mark.parametrize("device", [None, "cpu"])
+@pytest.mark.parametrize("factory", [SharedTwice, TiedLM])
+def test_shared_modules_and_tied_weights_come_back(
+    factory: type[nn.Module], device: str | None
+) -> None:
+    # A module reachable under two names is where functional_call-style swapping breaks.
+    model = factory()
+    identities, before = _identities(model), _snapshot(model)
+    inputs = torch.ones(2, 6, dtype=torch.long) if factory is TiedLM else torch.randn(2, 6)
+    hookscope.summary(model, inputs, device=device)
+    assert _identities(model) == identities
+    _assert_same_state(model, before)
+    assert all(isinstance(p, nn.Parameter) and p.device.type == "cpu" for p in model.parameters())
 
 
 class Exploding(nn.Module):

@@ -1,8 +1,8 @@
 """`summary`: validate options, run the forward (meta first), build the result.
 
 Model state is the caller's: every module's train/eval flag is put back,
-parameters and buffers are only ever replaced by stand-ins through
-``torch.func.functional_call`` (which restores them), and the session that
+parameters and buffers are only ever replaced by stand-ins that
+`hookscope.summary.swap.stand_ins` swaps back, and the session that
 holds the shape hooks removes them — all also when the forward raises.
 """
 
@@ -23,7 +23,6 @@ from hookscope.summary.inputs import (
     model_device,
     normalize_dtypes,
     normalize_sizes,
-    state_stand_ins,
     to_device,
 )
 from hookscope.summary.params import model_totals, module_params
@@ -152,8 +151,7 @@ def _forward(
 ) -> Collected:
     if device.type != "meta" and any(t.is_meta for t in (*model.parameters(), *model.buffers())):
         raise UsageError(f"the model has meta parameters; it cannot run on device={str(device)!r}")
-    stand_ins = state_stand_ins(model, device)
-    return run_forward(model, to_device(args, device), to_device(kwargs, device), stand_ins)
+    return run_forward(model, to_device(args, device), to_device(kwargs, device), device)
 
 
 def _build(

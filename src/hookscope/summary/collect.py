@@ -15,11 +15,11 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.func import functional_call
 
 from hookscope.errors import ForwardError
 from hookscope.hooks import session
 from hookscope.summary.counter import CallRecord, MacCounter
+from hookscope.summary.swap import stand_ins
 
 #: At most this many tensor shapes are recorded per module input or output.
 MAX_SHAPES = 16
@@ -111,13 +111,12 @@ def run_forward(
     model: nn.Module,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
-    tensors: dict[str, torch.Tensor],
+    device: torch.device,
 ) -> Collected:
-    """Call ``model(*args, **kwargs)`` with ``tensors`` standing in for its state.
+    """Call ``model(*args, **kwargs)`` with its state stood in for on ``device``.
 
-    ``tensors`` maps parameter and buffer names to what the forward should
-    use (meta stand-ins, or clones of buffers); ``torch.func.functional_call``
-    puts the originals back afterwards, also when the forward raises.
+    See `hookscope.summary.swap.stand_ins`: the originals come back
+    afterwards, also when the forward raises.
 
     Raises:
         ForwardError: the forward raised; the message names the module chain
@@ -129,8 +128,8 @@ def run_forward(
         hooks.add_forward_pre_hook(recorder.pre, with_kwargs=True)
         hooks.add_forward_hook(recorder.post)
         try:
-            with torch.no_grad(), counter:
-                output = functional_call(model, tensors, args, kwargs, strict=False)
+            with stand_ins(model, device), torch.no_grad(), counter:
+                output = model(*args, **kwargs)
         except Exception as exc:
             raise ForwardError(_failure_message(model, recorder, exc)) from exc
     return Collected(recorder.records, counter, output)

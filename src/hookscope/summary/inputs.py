@@ -92,25 +92,3 @@ def all_meta(model: nn.Module) -> bool:
     """True when every parameter and buffer is on the meta device (and there is one)."""
     tensors = [*model.parameters(), *model.buffers()]
     return bool(tensors) and all(t.device.type == "meta" for t in tensors)
-
-
-def state_stand_ins(model: nn.Module, device: torch.device) -> dict[str, torch.Tensor]:
-    """Tensors for ``functional_call`` on ``device``; the model's own are never changed.
-
-    On meta: shape-only stand-ins (no memory). On a real device: parameters
-    as they are when already there (the forward runs under ``no_grad``) or
-    copies, and buffers always as copies, so a forward that updates buffers
-    (BatchNorm statistics, caches) leaves the model's own untouched.
-    """
-    tensors: dict[str, torch.Tensor] = {}
-    for name, param in model.named_parameters():
-        if device.type == "meta":
-            tensors[name] = param if param.is_meta else torch.empty_like(param, device=device)
-        else:
-            tensors[name] = param if param.device == device else param.detach().to(device)
-    for name, buffer in model.named_buffers():
-        if device.type == "meta":
-            tensors[name] = buffer if buffer.is_meta else torch.empty_like(buffer, device=device)
-        else:
-            tensors[name] = buffer.detach().to(device, copy=True)
-    return tensors

@@ -1,0 +1,63 @@
+"""Stand-ins for a model's parameters and buffers while the summary runs.
+
+``torch.func.functional_call`` is not used: with a submodule reachable under
+two names it puts a stand-in back instead of the original parameter. Here
+every module's own ``_parameters`` / ``_buffers`` entries are swapped and
+restored by module object, so shared modules and tied weights come back as
+the very same objects, also when the forward raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import torch
+from torch import nn
+
+
+def _stand_in(tensor: torch.Tensor, device: torch.device, is_param: bool) -> torch.Tensor:
+    if device.type == "meta":
+        if tensor.is_meta:
+            return tensor
+        fake = torch.empty_like(tensor, device=device)
+        return nn.Parameter(fake, requires_grad=tensor.requires_grad) if is_param else fake
+    if is_param:
+        if tensor.device == device:
+            return tensor  # used as is: the forward runs under no_grad
+        moved = tensor.detach().to(device)
+        return nn.Parameter(moved, requires_grad=tensor.requires_grad)
+    # Buffers are always copies: BatchNorm statistics, caches stay the model's own.
+    return tensor.detach().to(device, copy=True)
+
+
+@contextmanager
+def stand_ins(model: nn.Module, device: torch.device) -> Iterator[None]:
+    """Run the body with ``model``'s state on ``device``; the originals come back after.
+
+    On meta: shape-only stand-ins (no memory). On a real device: parameters
+    as they are when already there, else copies; buffers always copies.
+    A tensor tied into several places gets one stand-in, so ties hold.
+    """
+    saved: list[tuple[dict[str, torch.Tensor | None], str, torch.Tensor]] = []
+    replacements: dict[int, torch.Tensor] = {}
+    seen: set[int] = set()
+    try:
+        for module in model.modules():
+            if id(module) in seen:
+                continue
+            seen.add(id(module))
+            for store, is_param in ((module._parameters, True), (module._buffers, False)):
+                for name, tensor in list(store.items()):
+                    if tensor is None:
+                        continue
+                    new = replacements.get(id(tensor))
+                    if new is None:
+                        new = replacements[id(tensor)] = _stand_in(tensor, device, is_param)
+                    if new is not tensor:
+                        saved.append((store, name, tensor))  # type: ignore[arg-type]
+                        store[name] = new  # type: ignore[assignment]
+        yield
+    finally:
+        for store, name, tensor in reversed(saved):
+            store[name] = tensor
