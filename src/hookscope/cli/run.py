@@ -1,19 +1,168 @@
-"""``hookscope run``. Placeholder until its issue lands."""
+"""``hookscope run --doctor|--monitor [--out PATH] script.py [args...]``: run a script under hookscope.
+
+The script runs like ``python script.py args...`` (or ``python -m module``
+with ``-m``): same ``sys.argv``, ``__name__ == "__main__"``, and the exit
+code is the script's (1 when it raises, with the traceback on stderr).
+
+``--doctor`` watches every ``nn.Module`` the script runs for ``.forward()``
+calls that skip the module's hooks and, at exit (also when the script raises
+or calls ``sys.exit``), prints them grouped by call site to stderr;
+``--out report.json`` writes them as JSON. ``--monitor --out DIR`` records
+per-layer statistics of every model the script runs into DIR. With both,
+``--out`` is a directory and the doctor's report goes to ``DIR/doctor.json``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
+import json
+import os
+import runpy
 import sys
+import traceback
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from types import TracebackType
 from typing import Any
+
+from hookscope.doctor import BypassRecord, render_bypasses
+from hookscope.errors import UsageError
+from hookscope.hooks.bypass import BypassDetector
 
 
 def register(subparsers: Any) -> None:
     """Add the ``run`` subcommand."""
-    parser = subparsers.add_parser("run", help="(not implemented yet)")
+    parser = subparsers.add_parser(
+        "run",
+        help="run a Python script under the doctor and/or the monitor",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--doctor", action="store_true", help="report direct .forward() calls")
+    parser.add_argument("--monitor", action="store_true", help="record per-layer statistics")
+    parser.add_argument("--out", type=Path, metavar="PATH", help="JSON file (--doctor) or DIR")
+    parser.add_argument("-m", dest="as_module", action="store_true", help="run a module")
+    parser.add_argument("target", metavar="script.py", help="the script (or module with -m)")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Not implemented yet."""
-    print("hookscope run: not implemented yet", file=sys.stderr)
-    return 2
+    """Run the script; returns its exit code."""
+    if not (args.doctor or args.monitor):
+        raise UsageError("hookscope run needs --doctor and/or --monitor")
+    if args.monitor and args.out is None:
+        raise UsageError("--monitor needs --out DIR (where the statistics go)")
+    if not args.as_module and not Path(args.target).is_file():
+        raise UsageError(f"script not found: {args.target!r}")
+    doctor_json = args.out
+    if args.doctor and args.monitor:
+        doctor_json = args.out / "doctor.json"
+    with contextlib.ExitStack() as stack:
+        if args.monitor:
+            stack.enter_context(_monitor(args.out))
+        detector = _doctor(stack) if args.doctor else None
+        code = 0
+        try:
+            code = execute(args.target, args.args, as_module=args.as_module)
+        finally:
+            if detector is not None:
+                detector.detach()
+                _report(detector.records, args, code, doctor_json)
+    return code
+
+
+def _doctor(stack: contextlib.ExitStack) -> BypassDetector:
+    detector = BypassDetector(None, policy="record")
+    detector.attach_all()
+    stack.callback(detector.detach)
+    return detector
+
+
+@contextlib.contextmanager
+def _monitor(out_dir: Path) -> Iterator[None]:
+    # Imported by name only when asked for: the monitor is optional here.
+    try:
+        script = importlib.import_module("hookscope.monitor.script")
+    except ImportError as exc:
+        raise UsageError(f"hookscope run --monitor is not available: {exc}") from None
+    with script.monitor_script(out_dir):
+        yield
+
+
+def _report(
+    records: list[BypassRecord], args: argparse.Namespace, code: int, out: Path | None
+) -> None:
+    total = sum(r.count for r in records)
+    print(
+        f"\nhookscope run --doctor: {len(records)} call site(s), {total} direct .forward() "
+        f"call(s) in {args.target}",
+        file=sys.stderr,
+    )
+    if records:
+        print(render_bypasses(records), file=sys.stderr)
+    if out is None:
+        return
+    data = {
+        "script": args.target,
+        "argv": [args.target, *args.args],
+        "exit_code": code,
+        "bypasses": [r.to_dict() for r in records],
+    }
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(data, indent=2) + "\n")
+    except OSError as exc:
+        print(f"hookscope run: cannot write {str(out)!r}: {exc.strerror}", file=sys.stderr)
+
+
+def execute(target: str, argv: Sequence[str], *, as_module: bool = False) -> int:
+    """Run a script (or module) as ``__main__`` with ``sys.argv``; returns its exit code."""
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    script = os.path.abspath(target)
+    sys.argv = [target if as_module else script, *argv]
+    if not as_module:
+        sys.path.insert(0, os.path.dirname(script))
+    try:
+        if as_module:
+            runpy.run_module(target, run_name="__main__", alter_sys=True)
+        else:
+            runpy.run_path(script, run_name="__main__")
+    except SystemExit as exc:
+        return _exit_code(exc.code)
+    except Exception as exc:
+        _print_user_traceback(exc, script)
+        return 1
+    finally:
+        sys.argv[:] = saved_argv
+        sys.path[:] = saved_path
+    return 0
+
+
+def _exit_code(code: object) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _print_user_traceback(exc: BaseException, script: str) -> None:
+    """The traceback from the script's own frames on (runpy and hookscope frames dropped)."""
+    tb: TracebackType | None = exc.__traceback__
+    while tb is not None and not _is_user_frame(tb, script):
+        tb = tb.tb_next
+    traceback.print_exception(type(exc), exc, tb or exc.__traceback__, file=sys.stderr)
+
+
+def _is_user_frame(tb: TracebackType, script: str) -> bool:
+    filename = tb.tb_frame.f_code.co_filename
+    if filename == script:
+        return True
+    internal = filename.startswith(("<frozen runpy", runpy.__file__)) or filename.startswith(
+        os.path.dirname(os.path.dirname(__file__))
+    )
+    return not internal

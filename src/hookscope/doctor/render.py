@@ -113,11 +113,12 @@ def render_report(report: DoctorReport) -> str:
         f"hookscope doctor: {report.model} ({mode}; "
         f"{report.modules_executed}/{report.modules_total} modules ran)"
     )
-    verdict = (
-        "All hooks fired; no direct .forward() calls."
-        if report.ok
-        else f"{len(report.hooks)} hook(s), {problems} did not fire or were skipped; "
-        f"{len(report.bypasses)} direct .forward() call site(s)."
-    )
+    if report.ok:
+        verdict = f"OK: all {len(report.hooks)} hook(s) fired; no direct .forward() calls."
+    else:
+        verdict = (
+            f"PROBLEMS: {problems} of {len(report.hooks)} hook(s) did not fire or were skipped; "
+            f"{len(report.bypasses)} direct .forward() call site(s)."
+        )
     lines = [head, verdict, "", *_hook_lines(report.hooks), "", *_bypass_lines(report.bypasses)]
     return "\n".join(lines)

@@ -338,7 +338,8 @@ class BypassDetector:
     the doctor creates one with ``track=True``.
 
     Args:
-        model: the root module; watched modules are named relative to it.
+        model: the root module; watched modules are named relative to it
+            (None with `attach_all`, which watches every module).
         policy: on a bypass, ``"record"`` it, also ``"warn"`` (a `BypassWarning`
             once per module and call site) or ``"raise"`` a `BypassError`
             before the forward runs.
@@ -347,7 +348,7 @@ class BypassDetector:
     """
 
     def __init__(
-        self, model: nn.Module, *, policy: BypassPolicy = "record", track: bool = False
+        self, model: nn.Module | None, *, policy: BypassPolicy = "record", track: bool = False
     ) -> None:
         if policy not in _POLICIES:
             raise UsageError(f"bypass must be one of {_POLICIES}, got {policy!r}")
@@ -375,6 +376,8 @@ class BypassDetector:
 
     def attach(self, modules: ModuleSelector = None) -> None:
         """Start watching the selected modules of the model (default: all)."""
+        if self.model is None:
+            raise UsageError("attach() needs the detector's model; use attach_all() without one")
         self._start()
         for selected in select_modules(self.model, modules):
             owner = _watchable(selected.module)
