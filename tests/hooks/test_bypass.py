@@ -14,7 +14,8 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 import hookscope
-from hookscope.hooks.bypass import ORIG_ATTR, BypassDetector
+from hookscope.hooks.bypass import BypassDetector
+from hookscope.hooks.probe import ORIG_ATTR
 from tests.hooks.state import hook_state
 
 HERE = __file__

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from torch import nn
 
 from hookscope.doctor.report import HookRecord, ReasonCode
-from hookscope.hooks.bypass import BypassRecord, ModuleActivity
+from hookscope.hooks.bypass import BypassRecord
 from hookscope.hooks.firing import CountedHook
+from hookscope.hooks.probe import ModuleActivity
 
 _FORWARD_KINDS = ("forward", "forward_pre")
 _BACKWARD_KINDS = ("backward", "backward_pre")

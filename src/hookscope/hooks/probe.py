@@ -1,0 +1,271 @@
+"""The forward probe behind bypass detection: class-level, no trace on instances.
+
+While any detector watches a module, the class that defines that module's
+``forward`` has it swapped for a *probe* with the same name, signature,
+source (``__wrapped__``) and globals. The probe looks at the frame that called
+it: ``nn.Module._call_impl`` (or its nested ``inner``, or ``_slow_forward``
+under ``torch.jit.trace``) means the module was *called* and its hooks ran;
+any other caller invoked ``.forward`` directly. The normal path costs one
+extra Python call and one ``sys._getframe``; nothing is stored on module
+instances, so ``copy.deepcopy``, ``pickle`` and ``state_dict`` see modules
+exactly as before. A class gets its original function back when the last
+detector watching one of its instances detaches.
+
+``super().forward(x)`` inside a subclass's own ``forward`` is not a bypass:
+the probe sees that the instance's own ``forward`` is a different function.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import threading
+import types
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+from torch import nn
+
+#: Attribute on a probe holding the class's original ``forward``.
+ORIG_ATTR = "__hookscope_forward__"
+
+_CALL_IMPL = nn.Module._call_impl.__code__
+_INNER = next(
+    (c for c in _CALL_IMPL.co_consts if isinstance(c, types.CodeType) and c.co_name == "inner"),
+    _CALL_IMPL,
+)
+_SLOW_FORWARD = nn.Module._slow_forward.__code__
+
+
+@dataclass
+class ModuleActivity:
+    """What a tracking detector saw one module do (used by the doctor).
+
+    ``calls`` counts every forward run (through ``__call__`` or not); the
+    other counters say under which conditions those runs happened.
+    """
+
+    calls: int = 0
+    direct: int = 0
+    grad_enabled: int = 0
+    inference_mode: int = 0
+    output_requires_grad: int = 0
+
+
+class Watcher(Protocol):
+    """What the probe needs from a detector."""
+
+    track: bool
+
+    def _bypassed(self, module: nn.Module, frame: types.FrameType) -> None: ...
+
+    def _activity(self, module: nn.Module) -> ModuleActivity: ...
+
+    def _patch_class(self, cls: type[nn.Module]) -> None: ...
+
+
+@dataclass
+class _Patch:
+    cls: type[nn.Module]
+    orig: Callable[..., Any]
+    probe: Callable[..., Any]
+    users: int = 0
+
+
+# Process-wide state shared by all detectors (a class is patched once however
+# many detectors watch its instances).
+_LOCK = threading.RLock()
+_PATCHES: dict[type[nn.Module], _Patch] = {}
+_WATCHERS: dict[int, list[tuple[weakref.ref[nn.Module], Watcher]]] = {}
+_WATCH_ALL: list[Watcher] = []
+#: ``[n]``: number of attached tracking detectors; when 0 the normal path is a pass-through.
+_TRACKING = [0]
+
+
+def _make_probe(orig: Callable[..., Any]) -> Callable[..., Any]:
+    getframe = sys._getframe
+    call_impl, inner, slow = _CALL_IMPL, _INNER, _SLOW_FORWARD
+    tracking = _TRACKING
+    observe = _observe
+
+    def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+        code = getframe(1).f_code
+        if (code is call_impl or code is inner or code is slow) and not tracking[0]:
+            return orig(self, *args, **kwargs)
+        return observe(orig, self, getframe(1), args, kwargs)
+
+    # Same globals as the original (the body only uses closure cells), so that
+    # torch.jit.script resolves names in the original source while we are attached.
+    probe = types.FunctionType(
+        forward.__code__,
+        getattr(orig, "__globals__", forward.__globals__),
+        forward.__name__,
+        None,
+        forward.__closure__,
+    )
+    probe.__kwdefaults__ = None
+    for attr in ("__module__", "__name__", "__qualname__", "__doc__", "__annotations__"):
+        if hasattr(orig, attr):
+            setattr(probe, attr, getattr(orig, attr))
+    probe.__dict__.update(getattr(orig, "__dict__", {}))
+    probe.__wrapped__ = orig  # type: ignore[attr-defined]
+    setattr(probe, ORIG_ATTR, orig)
+    return probe
+
+
+def _observe(
+    orig: Callable[..., Any], module: Any, caller: types.FrameType, args: Any, kwargs: Any
+) -> Any:
+    code = caller.f_code
+    via_call = code is _CALL_IMPL or code is _INNER or code is _SLOW_FORWARD
+    if not via_call and getattr(type(module).forward, ORIG_ATTR, None) is not orig:
+        # super().forward(x) inside a subclass's forward: part of that forward's run.
+        return orig(module, *args, **kwargs)
+    detectors = _detectors_for(module)
+    if not via_call:
+        for detector in detectors:
+            detector._bypassed(module, caller)
+    trackers = [d for d in detectors if d.track]
+    if not trackers:
+        return orig(module, *args, **kwargs)
+    grad, inference = torch.is_grad_enabled(), torch.is_inference_mode_enabled()
+    activities = [d._activity(module) for d in trackers]
+    for activity in activities:
+        activity.calls += 1
+        activity.direct += not via_call
+        activity.grad_enabled += grad
+        activity.inference_mode += inference
+    output = orig(module, *args, **kwargs)
+    if _requires_grad(output):
+        for activity in activities:
+            activity.output_requires_grad += 1
+    return output
+
+
+def _requires_grad(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, torch.Tensor):
+        return value.requires_grad
+    if depth > 3:
+        return False
+    if isinstance(value, dict):
+        return any(_requires_grad(v, depth + 1) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_requires_grad(v, depth + 1) for v in value)
+    return False
+
+
+def _detectors_for(module: nn.Module) -> list[Watcher]:
+    found = [det for ref, det in _WATCHERS.get(id(module), ()) if ref() is module]
+    for det in _WATCH_ALL:
+        if det not in found:
+            found.append(det)
+    return found
+
+
+def forward_owner(cls: type[nn.Module]) -> type[nn.Module] | None:
+    """The class in the MRO whose own ``forward`` a call resolves to, if patchable."""
+    for klass in cls.__mro__:
+        if "forward" in klass.__dict__:
+            func = klass.__dict__["forward"]
+            if klass is nn.Module or not inspect.isfunction(func):
+                return None
+            return klass
+    return None
+
+
+def patch(cls: type[nn.Module]) -> None:
+    with _LOCK:
+        patch = _PATCHES.get(cls)
+        if patch is None:
+            orig = cls.__dict__["forward"]
+            patch = _PATCHES[cls] = _Patch(cls, orig, _make_probe(orig))
+            cls.forward = patch.probe
+        patch.users += 1
+
+
+def unpatch(cls: type[nn.Module]) -> None:
+    with _LOCK:
+        patch = _PATCHES.get(cls)
+        if patch is None:
+            return
+        patch.users -= 1
+        if patch.users > 0:
+            return
+        del _PATCHES[cls]
+        # Someone may have wrapped our probe since; then leave theirs in place
+        # (the probe is a pass-through once nothing watches).
+        if cls.__dict__.get("forward") is patch.probe:
+            cls.forward = patch.orig
+
+
+def watchable(module: nn.Module) -> type[nn.Module] | None:
+    if isinstance(module, torch.jit.ScriptModule) or "forward" in module.__dict__:
+        return None
+    return forward_owner(type(module))
+
+
+def all_subclasses(root: type[nn.Module]) -> list[type[nn.Module]]:
+    seen: dict[type[nn.Module], None] = {}
+    stack = [root]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            if sub not in seen:
+                seen[sub] = None
+                stack.append(sub)
+    return list(seen)
+
+
+def _on_subclass(cls: type[nn.Module], /, **kwargs: Any) -> None:
+    # Installed as nn.Module.__init_subclass__ while a detector watches everything.
+    super(nn.Module, cls).__init_subclass__(**kwargs)
+    with _LOCK:
+        for detector in _WATCH_ALL:
+            detector._patch_class(cls)
+
+
+#: The exact object put on ``nn.Module`` (compared by identity when removing it).
+_ON_SUBCLASS = classmethod(_on_subclass)
+
+
+def watch(module: nn.Module, watcher: Watcher) -> None:
+    """Route bypasses of ``module`` to ``watcher`` (the caller patches the class)."""
+    with _LOCK:
+        _WATCHERS.setdefault(id(module), []).append((weakref.ref(module), watcher))
+
+
+def unwatch(key: int, watcher: Watcher) -> None:
+    """Stop routing bypasses of the module with ``id`` ``key`` to ``watcher``."""
+    with _LOCK:
+        entries = [e for e in _WATCHERS.get(key, []) if e[1] is not watcher]
+        if entries:
+            _WATCHERS[key] = entries
+        else:
+            _WATCHERS.pop(key, None)
+
+
+def watch_all(watcher: Watcher) -> None:
+    """Route bypasses of every module to ``watcher``; patch every class, also later ones."""
+    with _LOCK:
+        _WATCH_ALL.append(watcher)
+        for cls in all_subclasses(nn.Module):
+            watcher._patch_class(cls)
+        if "__init_subclass__" not in nn.Module.__dict__:
+            nn.Module.__init_subclass__ = _ON_SUBCLASS  # type: ignore[assignment]
+
+
+def unwatch_all(watcher: Watcher) -> None:
+    """Undo `watch_all` for ``watcher`` (the caller unpatches its classes)."""
+    with _LOCK:
+        if watcher in _WATCH_ALL:
+            _WATCH_ALL.remove(watcher)
+        if not _WATCH_ALL and nn.Module.__dict__.get("__init_subclass__") is _ON_SUBCLASS:
+            del nn.Module.__init_subclass__
+
+
+def set_tracking(delta: int) -> None:
+    """Count tracking detectors in (+1) and out (-1); with none, called modules pass straight through."""
+    with _LOCK:
+        _TRACKING[0] += delta
