@@ -1,10 +1,154 @@
-"""Static checks for hook-bypassing calls. Placeholder until the lint issue lands."""
+"""Static checks for hook-bypassing calls and hook misuse (``hookscope lint``).
+
+Rules (one class each, see `all_rules`): HS101 ``module.forward(x)``; HS102
+``self.forward(x)`` outside ``forward``; HS103 ``super(C, other).forward``;
+HS111 discarded hook handle; HS112 hook registered in a loop and never removed;
+HS113 deprecated ``register_backward_hook``; HS114 hook registered after
+``torch.compile``; HS201 TorchSharp ``x.forward(...)``; HS000 unreadable file.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from hookscope.lint.config import LintConfig, find_pyproject, load_config
+from hookscope.lint.findings import Edit, Finding
+from hookscope.lint.fixes import FileFix, apply_edits, reparses
+from hookscope.lint.registry import Rule, all_rules, select_codes
+from hookscope.lint.runner import LintRun, Progress, analyze_file, analyze_text, discover, run_lint
+
+PathLike = str | os.PathLike[str]
+_MAX_FIX_ROUNDS = 4
 
 
-def lint(paths: Any, **kwargs: Any) -> list[Any]:
-    """Lint ``paths`` and return findings."""
-    raise NotImplementedError("hookscope.lint is not implemented yet")
+def lint(
+    paths: PathLike | Sequence[PathLike],
+    *,
+    select: Sequence[str] | None = None,
+    ignore: Sequence[str] | None = None,
+    exclude: Sequence[str] | None = None,
+    jobs: int | None = None,
+    config: bool | PathLike = True,
+    progress: Progress | None = None,
+) -> list[Finding]:
+    """Lint files and folders; return the findings sorted by path, line and column.
+
+    Args:
+        paths: files or folders (``.py``, ``.pyi`` and ``.cs`` files are read).
+        select: rule codes or prefixes to run (default: all), e.g. ``["HS1"]``.
+        ignore: codes or prefixes to leave out.
+        exclude: extra glob patterns of files or folders to skip.
+        jobs: worker processes; ``0`` or ``None`` = one per CPU, ``1`` = in-process.
+        config: ``True`` reads ``[tool.hookscope.lint]`` from the nearest
+            ``pyproject.toml``; ``False`` reads none; a path reads that file.
+            Arguments given here override it.
+        progress: called as ``progress(phase, done, total)`` while files are processed.
+
+    Raises:
+        UsageError: an unknown rule code or prefix.
+        LintError: a path does not exist, or the configuration is invalid.
+    """
+    return lint_run(
+        paths,
+        select=select,
+        ignore=ignore,
+        exclude=exclude,
+        jobs=jobs,
+        config=config,
+        progress=progress,
+    ).findings
+
+
+def lint_run(
+    paths: PathLike | Sequence[PathLike],
+    *,
+    select: Sequence[str] | None = None,
+    ignore: Sequence[str] | None = None,
+    exclude: Sequence[str] | None = None,
+    jobs: int | None = None,
+    config: bool | PathLike = True,
+    progress: Progress | None = None,
+) -> LintRun:
+    """Like `lint`, but also returns the class index and codes, which `fix` reuses."""
+    path_list = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    settings = _config(path_list, config)
+    codes = select_codes(
+        select if select is not None else settings.select,
+        ignore if ignore is not None else settings.ignore,
+    )
+    files = discover(path_list, exclude if exclude is not None else settings.exclude or ())
+    n_jobs = jobs if jobs is not None else settings.jobs or 0
+    if n_jobs < 0:
+        from hookscope.errors import UsageError
+
+        raise UsageError(f"jobs must be >= 0, got {n_jobs!r}")
+    return run_lint(files, codes, n_jobs, progress)
+
+
+def _config(paths: list[PathLike], config: bool | PathLike) -> LintConfig:
+    if config is False:
+        return LintConfig()
+    if config is True:
+        start = Path(paths[0]) if paths else Path.cwd()
+        return load_config(find_pyproject(start if start.exists() else Path.cwd()))
+    return load_config(Path(config))
+
+
+def fix(run: LintRun) -> list[FileFix]:
+    """The fixed text of every file with fixable findings in ``run`` (nothing is written).
+
+    Edits are applied in rounds until none is left, so nested calls are fixed too;
+    a round whose result would not parse is dropped, so the text always re-parses.
+    """
+    by_path: dict[str, list[Finding]] = {}
+    for finding in run.findings:
+        if finding.edits:
+            by_path.setdefault(finding.path, []).append(finding)
+    return [_fix_file(path, found, run) for path, found in sorted(by_path.items())]
+
+
+def _fix_file(path: str, findings: list[Finding], run: LintRun) -> FileFix:
+    with open(path, encoding="utf-8", newline="") as handle:
+        original = handle.read()
+    text, total = original, 0
+    for _ in range(_MAX_FIX_ROUNDS):
+        new, applied = apply_edits(text, findings)
+        if not applied or not reparses(path, new):
+            break
+        text, total = new, total + applied
+        findings = [f for f in _reanalyze(path, text, run) if f.edits]
+    return FileFix(path, original, text, total)
+
+
+def _reanalyze(path: str, text: str, run: LintRun) -> list[Finding]:
+    if path.endswith(".cs"):
+        from hookscope.lint.csharp import CSharpRule, parse_csharp
+
+        data = text.encode("utf-8")
+        root = parse_csharp(data)
+        return [
+            f
+            for r in all_rules()
+            if r.code in run.codes and issubclass(r, CSharpRule)
+            for f in r().check(path, data, root)
+        ]
+    return analyze_text(path, text, run.index, run.codes)
+
+
+__all__ = [
+    "Edit",
+    "FileFix",
+    "Finding",
+    "LintRun",
+    "Rule",
+    "all_rules",
+    "analyze_file",
+    "apply_edits",
+    "discover",
+    "fix",
+    "lint",
+    "lint_run",
+    "select_codes",
+]

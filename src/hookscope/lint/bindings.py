@@ -1,0 +1,184 @@
+"""What names and ``self`` attributes are bound to, collected per scope without types.
+
+A binding is the expression a name was given, in the scope that gave it:
+``x = Linear(...)`` (value), ``x: nn.Module`` (annotation), ``for x in self.layers``
+(element of an iterable), ``import torch.nn as nn`` (namespace).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+BindingKind = Literal[
+    "value", "annotation", "element", "namespace", "import", "class", "function", "opaque"
+]
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One binding of a name.
+
+    Attributes:
+        kind: how the name was bound.
+        expr: the value, annotation or iterable expression (``None`` for opaque ones).
+        owner: the function, class or module node in whose scope ``expr`` is evaluated.
+        position: for ``element`` bindings of tuple targets, the index in the tuple.
+        origin: for ``import`` bindings, the dotted name imported.
+    """
+
+    kind: BindingKind
+    expr: ast.expr | None
+    owner: ast.AST
+    position: int | None = None
+    origin: str = ""
+
+
+def dotted(node: ast.AST) -> str | None:
+    """``a.b.c`` for a chain of names and attributes, else ``None``."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def scope_bindings(owner: ast.AST) -> dict[str, list[Binding]]:
+    """Bindings made directly in a function's (or the module's) body, with parameters."""
+    out: dict[str, list[Binding]] = {}
+    if isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        args = owner.args
+        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+            kind: BindingKind = "annotation" if arg.annotation is not None else "opaque"
+            out.setdefault(arg.arg, []).append(Binding(kind, arg.annotation, owner))
+        for extra in (args.vararg, args.kwarg):
+            if extra is not None:
+                out.setdefault(extra.arg, []).append(Binding("opaque", None, owner))
+    body = [owner.body] if isinstance(owner, ast.Lambda) else getattr(owner, "body", [])
+    for node in _own_nodes(body):
+        _bind(node, owner, out)
+    return out
+
+
+def _own_nodes(body: Sequence[ast.AST]) -> list[ast.AST]:
+    """Nodes of a body, not descending into nested functions or classes."""
+    out: list[ast.AST] = []
+    stack = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _bind(node: ast.AST, owner: ast.AST, out: dict[str, list[Binding]]) -> None:
+    def add(name: str, binding: Binding) -> None:
+        out.setdefault(name, []).append(binding)
+
+    if isinstance(node, ast.Assign):
+        for target in node.targets:
+            _bind_target(target, node.value, owner, add)
+    elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        add(node.target.id, Binding("annotation", node.annotation, owner))
+    elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+        _bind_element(node.target, node.iter, owner, add)
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(node, ast.ClassDef):
+            add(node.name, Binding("class", None, owner, origin=node.name))
+        else:  # the owner of a function binding is the function itself
+            add(node.name, Binding("function", None, node, origin=node.name))
+    elif isinstance(node, ast.Import):
+        for alias in node.names:
+            name = alias.asname or alias.name.split(".")[0]
+            add(name, Binding("namespace", None, owner, origin=alias.name))
+    elif isinstance(node, ast.ImportFrom):
+        for alias in node.names:
+            origin = f"{node.module or ''}.{alias.name}"
+            add(alias.asname or alias.name, Binding("import", None, owner, origin=origin))
+    elif isinstance(node, ast.withitem) and isinstance(node.optional_vars, ast.Name):
+        add(node.optional_vars.id, Binding("opaque", None, owner))
+    elif isinstance(node, ast.NamedExpr):
+        add(node.target.id, Binding("value", node.value, owner))
+
+
+_Add = Callable[[str, Binding], None]
+
+
+def _bind_target(target: ast.expr, value: ast.expr, owner: ast.AST, add: _Add) -> None:
+    if isinstance(target, ast.Name):
+        add(target.id, Binding("value", value, owner))
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        values = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
+        for i, elt in enumerate(target.elts):
+            if isinstance(elt, ast.Name):
+                sub = values[i] if values and len(values) == len(target.elts) else None
+                kind: BindingKind = "value" if sub is not None else "opaque"
+                add(elt.id, Binding(kind, sub, owner))
+
+
+def _bind_element(target: ast.expr, iterable: ast.expr, owner: ast.AST, add: _Add) -> None:
+    if isinstance(target, ast.Name):
+        add(target.id, Binding("element", iterable, owner))
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for i, elt in enumerate(target.elts):
+            if isinstance(elt, ast.Name):
+                add(elt.id, Binding("element", iterable, owner, position=i))
+
+
+def class_attributes(cls: ast.ClassDef) -> dict[str, list[Binding]]:
+    """``self.x = ...`` in the class's methods and ``x: T`` / ``x = ...`` in its body."""
+    out: dict[str, list[Binding]] = {}
+    for stmt in cls.body:
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            out.setdefault(stmt.target.id, []).append(Binding("annotation", stmt.annotation, cls))
+        elif isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    out.setdefault(target.id, []).append(Binding("value", stmt.value, cls))
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            _method_attributes(stmt, out)
+    return out
+
+
+def _method_attributes(
+    method: ast.FunctionDef | ast.AsyncFunctionDef, out: dict[str, list[Binding]]
+) -> None:
+    args = [*method.args.posonlyargs, *method.args.args]
+    if not args:
+        return
+    self_name = args[0].arg
+    for node in _own_nodes(method.body):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Attribute) and _is_self_attr(target, self_name):
+                    out.setdefault(target.attr, []).append(Binding("value", node.value, method))
+        elif isinstance(node, ast.AnnAssign) and _is_self_attr(node.target, self_name):
+            attr = node.target.attr  # type: ignore[union-attr]  # checked by _is_self_attr
+            out.setdefault(attr, []).append(Binding("annotation", node.annotation, method))
+
+
+def _is_self_attr(node: ast.AST, self_name: str) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == self_name
+    )
+
+
+def returned(func: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[list[ast.expr], list[ast.expr]]:
+    """The expressions a function returns and the ones it yields (its own body only)."""
+    returns: list[ast.expr] = []
+    yields: list[ast.expr] = []
+    for node in _own_nodes(func.body):
+        if isinstance(node, ast.Return) and node.value is not None:
+            returns.append(node.value)
+        elif isinstance(node, ast.Yield) and node.value is not None:
+            yields.append(node.value)
+    return returns, yields

@@ -1,0 +1,105 @@
+"""Rule base class and the registry with prefix selection.
+
+A rule is one small class: its code, name, message and severity are class data;
+``check`` yields findings and never changes the tree or the text. Fixes are
+`Edit` records attached to findings; the runner applies them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import ClassVar, Literal
+
+from hookscope.errors import UsageError
+from hookscope.lint.findings import Severity
+
+Language = Literal["python", "csharp", "any"]
+
+
+class Rule:
+    """Base of every rule; subclasses set the class attributes below.
+
+    Attributes:
+        code: ``"HS"`` and three digits.
+        name: a short kebab-case name (SARIF ``name``).
+        message: the finding message: what is wrong, why, and what to do.
+        severity: ``"error"`` or ``"warning"``.
+        fixable: whether findings carry an autofix.
+        language: the sources the rule reads.
+    """
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    message: ClassVar[str]
+    severity: ClassVar[Severity] = "warning"
+    fixable: ClassVar[bool] = False
+    language: ClassVar[Language] = "python"
+
+
+_REGISTRY: dict[str, type[Rule]] = {}
+
+
+def register(cls: type[Rule]) -> type[Rule]:
+    """Class decorator adding a rule to the registry (codes are unique)."""
+    if cls.code in _REGISTRY:
+        raise RuntimeError(f"duplicate rule code {cls.code}")
+    _REGISTRY[cls.code] = cls
+    return cls
+
+
+def all_rules() -> list[type[Rule]]:
+    """Every registered rule, sorted by code."""
+    _load_rules()
+    return [_REGISTRY[code] for code in sorted(_REGISTRY)]
+
+
+def get_rule(code: str) -> type[Rule]:
+    """The rule with ``code``."""
+    _load_rules()
+    return _REGISTRY[code]
+
+
+def select_codes(
+    select: Iterable[str] | None = None, ignore: Iterable[str] | None = None
+) -> frozenset[str]:
+    """Codes enabled by ``select`` minus ``ignore``; both match by prefix (``HS1`` = HS1xx).
+
+    Raises:
+        UsageError: a prefix that matches no rule, e.g. ``HS9``.
+    """
+    codes = [rule.code for rule in all_rules()]
+    chosen = set(_match(select, codes)) if select else set(codes)
+    return frozenset(chosen - set(_match(ignore or (), codes)))
+
+
+def _match(prefixes: Iterable[str], codes: list[str]) -> list[str]:
+    out: list[str] = []
+    for prefix in prefixes:
+        prefix = prefix.strip().upper()
+        if not prefix:
+            continue
+        hits = [code for code in codes if code.startswith(prefix)]
+        if not hits:
+            raise UsageError(
+                f"unknown rule code or prefix {prefix!r}; known codes: {', '.join(codes)}"
+            )
+        out.extend(hits)
+    return out
+
+
+def _load_rules() -> None:
+    # Importing the rule modules registers their classes.
+    from hookscope.lint import csharp, rules_forward, rules_hooks  # noqa: F401
+
+
+@register
+class UnreadableFileRule(Rule):
+    """HS000: a file that cannot be read or parsed; the scan goes on."""
+
+    code = "HS000"
+    name = "unreadable-file"
+    message = (
+        "cannot lint this file: {reason}. Fix the error (or exclude the file) to have it checked."
+    )
+    severity = "error"
+    language = "any"

@@ -1,0 +1,410 @@
+"""Decide whether an expression is a torch module, without running anything.
+
+Resolution, in order: ``self.x`` from the class's ``self.x = ...`` assignments and
+annotations (also in same-file base classes); local and module-level assignments,
+parameters' annotations, ``for`` loops over ``ModuleList``/``Sequential``/
+``ModuleDict``/``.modules()``/``.children()``; imports; class hierarchies through
+the same file, the project-wide class index and the ``torch.nn`` classes.
+
+When the type stays unknown, the documented heuristic `looks_like_module` decides
+from the receiver's last identifier (``self.encoder`` → ``encoder``): names of RPC
+proxies, pipelines, compiled extensions, autograd contexts and function objects
+are not modules; any other name is a module when the file mentions ``torch``,
+and otherwise only when it reads like one (``model``, ``layer``, ``encoder``...).
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+from dataclasses import dataclass, replace
+
+from hookscope.lint import known
+from hookscope.lint.bindings import Binding, class_attributes, dotted, returned, scope_bindings
+from hookscope.lint.index import ClassIndex
+from hookscope.lint.pyfile import PyFile, Scope
+
+_MAX_DEPTH = 8
+_SELF_RETURNING = frozenset(
+    {
+        "to",
+        "cuda",
+        "cpu",
+        "eval",
+        "train",
+        "half",
+        "float",
+        "double",
+        "bfloat16",
+        "requires_grad_",
+        "to_empty",
+        "share_memory",
+    }
+)
+_PASS_THROUGH = frozenset({"deepcopy", "copy", "compile", "cast"})
+
+
+class Kind(enum.Enum):
+    """What an expression is, as far as hooks are concerned."""
+
+    MODULE = "module"
+    HOOKLESS = "hookless module"
+    OTHER = "not a module"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The result of resolving an expression.
+
+    Attributes:
+        kind: module, not a module, or unknown.
+        is_class: the expression is a class object, not an instance.
+        container: a ``Sequential``/``ModuleList``/``ModuleDict`` (or subclass) instance.
+        elem: the kind of the elements when iterated or indexed.
+        name: the last identifier of the expression, for the heuristic.
+        cls: the same-file class of an instance, for attribute look-ups.
+        function: the same-file function the expression names, for return values.
+    """
+
+    kind: Kind
+    is_class: bool = False
+    container: bool = False
+    elem: Kind | None = None
+    name: str = ""
+    cls: str = ""
+    function: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+
+
+UNKNOWN = Resolved(Kind.UNKNOWN)
+_NAMESPACE = Resolved(Kind.OTHER, name="<namespace>")
+
+
+def looks_like_module(name: str, mentions_torch: bool) -> bool:
+    """The heuristic for receivers whose type cannot be resolved (see module docstring)."""
+    if name and known.NOT_MODULE_NAME.search(name):
+        return False
+    if name and known.MODULE_NAME.search(name):
+        return True
+    return mentions_torch
+
+
+class Resolver:
+    """Resolves expressions of one file against the project-wide class index."""
+
+    def __init__(self, pyfile: PyFile, index: ClassIndex) -> None:
+        self.file = pyfile
+        self.index = index
+        self._scope_bindings: dict[int, dict[str, list[Binding]]] = {}
+        self._attrs: dict[str, dict[str, list[Binding]]] = {}
+        self._class_kinds: dict[str, tuple[Kind, bool]] = {}
+
+    # -- classes -----------------------------------------------------------
+    def class_kind(self, name: str) -> tuple[Kind, bool]:
+        """``(kind, is_container)`` of instances of the class named ``name`` (dotted ok)."""
+        last = name.rsplit(".", 1)[-1]
+        if last in self._class_kinds:
+            return self._class_kinds[last]
+        self._class_kinds[last] = (Kind.UNKNOWN, False)  # cycle guard
+        result = self._class_kind(last)
+        self._class_kinds[last] = result
+        return result
+
+    def _class_kind(self, last: str) -> tuple[Kind, bool]:
+        if last in known.HOOKLESS_MODULES:
+            return Kind.HOOKLESS, False
+        if last in known.CONTAINERS:
+            return Kind.MODULE, True
+        local = self.file.classes.get(last)
+        local_bases = tuple(b for b in (dotted(x) for x in local.bases) if b) if local else None
+        torch_name = last in known.TORCH_NN_MODULES or last in known.EXTERNAL_MODULES
+        # A same-file class of that name wins only if it is plainly not a module.
+        if torch_name and (not local_bases or self._bases_kind(local_bases)[0] is not Kind.OTHER):
+            return Kind.MODULE, False
+        if last in known.NON_MODULE_BASES:
+            return Kind.OTHER, False
+        if local_bases is not None:
+            return self._bases_kind(local_bases)
+        variants = self.index.get(last)
+        if not variants:
+            return Kind.UNKNOWN, False
+        kinds = {self._bases_kind(bases) for bases in variants}
+        return kinds.pop() if len(kinds) == 1 else (Kind.UNKNOWN, False)
+
+    def _bases_kind(self, bases: tuple[str, ...]) -> tuple[Kind, bool]:
+        if not bases:
+            return Kind.OTHER, False
+        results = [self.class_kind(base) for base in bases]
+        for kind in (Kind.MODULE, Kind.HOOKLESS, Kind.UNKNOWN):
+            hits = [container for k, container in results if k is kind]
+            if hits:
+                return kind, any(hits)
+        return Kind.OTHER, False
+
+    def class_looks_like_module(self, cls: ast.ClassDef) -> bool:
+        """For a class with unresolved bases: does a base's name read like a module?"""
+        names = [dotted(b) or "" for b in cls.bases]
+        return self.file.imports_torch and any(known.MODULE_NAME.search(n) for n in names)
+
+    # -- expressions -------------------------------------------------------
+    def resolve(self, expr: ast.expr, scope: Scope, depth: int = 0) -> Resolved:
+        """Resolve ``expr`` evaluated in ``scope``."""
+        if depth > _MAX_DEPTH:
+            return UNKNOWN
+        if isinstance(expr, ast.Name):
+            return self._name(expr.id, scope, depth)
+        if isinstance(expr, ast.Attribute):
+            return self._attribute(expr, scope, depth)
+        if isinstance(expr, ast.Subscript):
+            base = self.resolve(expr.value, scope, depth + 1)
+            if base.container or base.elem is Kind.MODULE:
+                return Resolved(Kind.MODULE, name=base.name)
+            return Resolved(Kind.UNKNOWN, name=base.name)
+        if isinstance(expr, ast.Call):
+            return self._call(expr, scope, depth)
+        if isinstance(
+            expr,
+            (ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Dict, ast.BinOp, ast.Compare),
+        ):
+            return Resolved(Kind.OTHER)
+        return UNKNOWN
+
+    def _name(self, name: str, scope: Scope, depth: int) -> Resolved:
+        if name == scope.self_name and scope.cls is not None:
+            kind, container = self.class_kind(scope.cls.name)
+            return Resolved(kind, container=container, name=name, cls=scope.cls.name)
+        current: Scope | None = scope
+        while current is not None:
+            if not isinstance(current.node, ast.ClassDef):
+                bindings = self._bindings(current.node).get(name)
+                if bindings:
+                    return replace(self._combine(bindings, depth), name=name)
+            current = current.parent
+        if name in self.file.classes or name in self.index or name in known.TORCH_NN_MODULES:
+            kind, container = self.class_kind(name)
+            return Resolved(kind, is_class=True, container=container, name=name)
+        return Resolved(Kind.UNKNOWN, is_class=name[:1].isupper(), name=name)
+
+    def _attribute(self, expr: ast.Attribute, scope: Scope, depth: int) -> Resolved:
+        path = dotted(expr) or ""
+        if path.startswith(("torch.classes.", "torch.ops.")):
+            return Resolved(Kind.OTHER, name=expr.attr)
+        base = self.resolve(expr.value, scope, depth + 1)
+        if base.cls and not base.is_class:
+            bindings = self._class_attr(base.cls, expr.attr)
+            if bindings:
+                return replace(self._combine(bindings, depth), name=expr.attr)
+            method = self._method(base.cls, expr.attr)
+            if method is not None:
+                return Resolved(Kind.OTHER, name=expr.attr, function=method)
+        if expr.attr[:1].isupper() and (
+            base.is_class or base is _NAMESPACE or base.kind is Kind.UNKNOWN
+        ):
+            kind, container = self.class_kind(expr.attr)
+            return Resolved(kind, is_class=True, container=container, name=expr.attr)
+        return Resolved(Kind.UNKNOWN, name=expr.attr)
+
+    def _call(self, expr: ast.Call, scope: Scope, depth: int) -> Resolved:
+        func = expr.func
+        if isinstance(func, ast.Name) and func.id == "type" and len(expr.args) == 1:
+            return replace(self.resolve(expr.args[0], scope, depth + 1), is_class=True)
+        last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if last in _PASS_THROUGH and expr.args:
+            return self.resolve(expr.args[0], scope, depth + 1)
+        if isinstance(func, ast.Attribute) and last in _SELF_RETURNING:
+            inner = self.resolve(func.value, scope, depth + 1)
+            if inner.kind is Kind.MODULE and not inner.is_class:
+                return inner
+        if last == "get_submodule":
+            return Resolved(Kind.MODULE, name=last)
+        callee = self.resolve(func, scope, depth + 1)
+        if callee.function is not None:
+            return replace(self._returns(callee.function, depth), name=last)
+        if callee.is_class:
+            return Resolved(
+                callee.kind,
+                container=callee.container,
+                name=callee.name,
+                cls=_local_class(self.file, callee.name),
+            )
+        return Resolved(Kind.UNKNOWN, name=last)
+
+    def _returns(self, func: ast.FunctionDef | ast.AsyncFunctionDef, depth: int) -> Resolved:
+        """What calling a same-file function gives: its returns, or a generator of its yields."""
+        returns, yields = returned(func)
+        scope = self.file.scopes.get(id(func))
+        if scope is None:
+            return UNKNOWN
+        as_bindings = [Binding("value", e, func) for e in (returns or yields)]
+        result = self._combine(as_bindings, depth + 1) if as_bindings else Resolved(Kind.OTHER)
+        if returns or not yields:
+            return result
+        return Resolved(Kind.OTHER, elem=Kind.MODULE if result.kind is Kind.MODULE else result.kind)
+
+    def _method(
+        self, cls_name: str, name: str, seen: frozenset[str] = frozenset()
+    ) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        cls = self.file.classes.get(cls_name)
+        if cls is None or cls_name in seen:
+            return None
+        for stmt in cls.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
+                return stmt
+        for base in cls.bases:
+            found = self._method((dotted(base) or "").rsplit(".", 1)[-1], name, seen | {cls_name})
+            if found is not None:
+                return found
+        return None
+
+    # -- bindings ----------------------------------------------------------
+    def _bindings(self, owner: ast.AST) -> dict[str, list[Binding]]:
+        key = id(owner)
+        if key not in self._scope_bindings:
+            self._scope_bindings[key] = scope_bindings(owner)
+        return self._scope_bindings[key]
+
+    def _class_attr(
+        self, cls_name: str, attr: str, seen: frozenset[str] = frozenset()
+    ) -> list[Binding]:
+        cls = self.file.classes.get(cls_name)
+        if cls is None or cls_name in seen:
+            return []
+        if cls_name not in self._attrs:
+            self._attrs[cls_name] = class_attributes(cls)
+        found = self._attrs[cls_name].get(attr)
+        if found:
+            return found
+        for base in cls.bases:
+            name = (dotted(base) or "").rsplit(".", 1)[-1]
+            found = self._class_attr(name, attr, seen | {cls_name})
+            if found:
+                return found
+        return []
+
+    def _combine(self, bindings: list[Binding], depth: int) -> Resolved:
+        results = [r for r in (self._binding(b, depth) for b in bindings) if r is not None]
+        if not results:
+            return UNKNOWN
+        known_results = [r for r in results if r.kind is not Kind.UNKNOWN]
+        kinds = {r.kind for r in known_results}
+        if len(kinds) == 1:
+            return known_results[0]
+        return results[0] if not kinds else UNKNOWN
+
+    def _binding(self, binding: Binding, depth: int) -> Resolved | None:
+        scope = self._scope_of(binding.owner)
+        if binding.kind == "namespace":
+            return _NAMESPACE
+        if binding.kind == "function" and isinstance(
+            binding.owner, (ast.FunctionDef, ast.AsyncFunctionDef)
+        ):
+            return Resolved(Kind.OTHER, name=binding.origin, function=binding.owner)
+        if binding.kind == "class":
+            kind, container = self.class_kind(binding.origin)
+            return Resolved(kind, is_class=True, container=container, name=binding.origin)
+        if binding.kind == "import":
+            name = binding.origin.rsplit(".", 1)[-1]
+            if name[:1].isupper():
+                kind, container = self.class_kind(name)
+                return Resolved(kind, is_class=True, container=container, name=name)
+            return Resolved(Kind.UNKNOWN, name=name)
+        if binding.expr is None:
+            return UNKNOWN if binding.kind == "opaque" else None
+        if isinstance(binding.expr, ast.Constant) and binding.expr.value is None:
+            return None
+        if binding.kind == "annotation":
+            return self.annotation(binding.expr)
+        if binding.kind == "element":
+            return self._element(binding.expr, binding.position, scope, depth)
+        return self.resolve(binding.expr, scope, depth + 1)
+
+    def _scope_of(self, owner: ast.AST) -> Scope:
+        scope = self.file.scopes.get(id(owner))
+        if scope is None:  # a class body: evaluate in the module scope
+            scope = self.file.scopes[id(self.file.tree)]
+        return scope
+
+    def _element(
+        self, iterable: ast.expr, position: int | None, scope: Scope, depth: int
+    ) -> Resolved:
+        if isinstance(iterable, ast.Call):
+            func = iterable.func
+            attr = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if attr in known.MODULE_ITERATORS and position is None:
+                return Resolved(Kind.MODULE)
+            if attr in known.NAMED_MODULE_ITERATORS and position == 1:
+                return Resolved(Kind.MODULE)
+            if attr == "enumerate" and iterable.args and position == 1:
+                return self._element(iterable.args[0], None, scope, depth)
+            if attr == "values" and isinstance(func, ast.Attribute):
+                return self._element(func.value, position, scope, depth)
+            if attr == "items" and isinstance(func, ast.Attribute) and position == 1:
+                return self._element(func.value, None, scope, depth)
+        inner = self.resolve(iterable, scope, depth + 1)
+        if position is not None:
+            return UNKNOWN
+        if inner.container or inner.elem is Kind.MODULE:
+            return Resolved(Kind.MODULE)
+        return Resolved(inner.elem or Kind.UNKNOWN)
+
+    def annotation(self, node: ast.expr) -> Resolved:
+        """The kind of a value annotated with ``node``."""
+        return annotation_kind(self, node)
+
+
+def _local_class(pyfile: PyFile, name: str) -> str:
+    return name if name in pyfile.classes else ""
+
+
+def annotation_kind(resolver: Resolver, node: ast.expr) -> Resolved:
+    """Resolve a type annotation: ``nn.Module``, ``Optional[X]``, ``X | None``, ``list[X]``."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            parsed = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return UNKNOWN
+        return annotation_kind(resolver, parsed)
+    if isinstance(node, ast.Constant) and node.value is None:
+        return Resolved(Kind.OTHER, name="None")
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _union(resolver, [node.left, node.right])
+    if isinstance(node, ast.Subscript):
+        base = (dotted(node.value) or "").rsplit(".", 1)[-1]
+        args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if base in ("Optional", "Union"):
+            return _union(resolver, args)
+        if base in (
+            "list",
+            "List",
+            "Sequence",
+            "Iterable",
+            "Iterator",
+            "tuple",
+            "Tuple",
+            "dict",
+            "Dict",
+            "Mapping",
+        ):
+            return Resolved(Kind.OTHER, elem=annotation_kind(resolver, args[-1]).kind)
+        if base in ("type", "Type"):
+            return replace(annotation_kind(resolver, args[0]), is_class=True)
+        node = node.value
+    path = dotted(node)
+    if path is None:
+        return UNKNOWN
+    kind, container = resolver.class_kind(path)
+    return Resolved(
+        kind,
+        container=container,
+        name=path.rsplit(".", 1)[-1],
+        cls=_local_class(resolver.file, path),
+    )
+
+
+def _union(resolver: Resolver, members: list[ast.expr]) -> Resolved:
+    results = [annotation_kind(resolver, m) for m in members]
+    results = [r for r in results if r.name != "None"]
+    kinds = {r.kind for r in results}
+    if len(kinds) == 1:
+        return results[0]
+    return UNKNOWN

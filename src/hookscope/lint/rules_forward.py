@@ -1,0 +1,190 @@
+"""Rules about calling ``forward`` directly: HS101, HS102, HS103."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+from hookscope.lint.analysis import Analysis, PythonRule, self_names
+from hookscope.lint.bindings import dotted
+from hookscope.lint.findings import Edit, Finding
+from hookscope.lint.pyfile import CallSite, PyFile, Scope
+from hookscope.lint.registry import register
+from hookscope.lint.resolve import Kind, looks_like_module
+
+_DOT_FORWARD = re.compile(r"\s*(?:\\\n\s*)*\.\s*(?:\\\n\s*)*forward")
+
+
+def forward_calls(analysis: Analysis) -> Iterator[tuple[CallSite, ast.Attribute]]:
+    """Every ``<expr>.forward(...)`` call with its ``<expr>.forward`` attribute node."""
+    for site in analysis.file.calls:
+        func = site.node.func
+        if isinstance(func, ast.Attribute) and func.attr == "forward":
+            yield site, func
+
+
+def is_super_call(node: ast.expr) -> bool:
+    """``super()`` or ``super(...)``."""
+    return (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
+    )
+
+
+def drop_forward(pyfile: PyFile, func: ast.Attribute) -> tuple[Edit, ...]:
+    """The edit turning ``x.forward(a)`` into ``x(a)``; none when comments sit in between."""
+    _, _, line, col = pyfile.span(func.value)
+    _, _, end_line, end_col = pyfile.span(func)
+    if not _DOT_FORWARD.fullmatch(pyfile.segment(line, col, end_line, end_col)):
+        return ()
+    return (Edit(line, col, end_line, end_col, ""),)
+
+
+@register
+class ForwardCallRule(PythonRule):
+    """HS101: ``module.forward(x)`` skips that module's hooks."""
+
+    code = "HS101"
+    name = "direct-forward-call"
+    message = (
+        "`{receiver}.forward(...)` skips every hook on `{receiver}` ({how}): hooks run only "
+        "when a module is called. Call `{receiver}(...)` instead."
+    )
+    severity = "error"
+    fixable = True
+
+    def check(self, analysis: Analysis) -> Iterator[Finding]:
+        for site, func in forward_calls(analysis):
+            receiver = func.value
+            if is_super_call(receiver) or _is_self(receiver, site):
+                continue
+            resolved = analysis.resolver.resolve(receiver, site.scope)
+            if resolved.is_class:
+                continue  # an unbound call such as Base.forward(self, x) or Fn.forward(ctx, x)
+            if resolved.kind is Kind.MODULE:
+                how = "a torch module"
+            elif resolved.kind is Kind.UNKNOWN and _heuristic_applies(
+                resolved.name, site, analysis
+            ):
+                how = "type not resolved; assumed a module by name"
+            else:
+                continue
+            edits = drop_forward(analysis.file, func)
+            yield analysis.finding(
+                type(self), site.node, edits=edits, receiver=analysis.source(receiver), how=how
+            )
+
+
+def _heuristic_applies(name: str, site: CallSite, analysis: Analysis) -> bool:
+    """The unknown-receiver heuristic, except inside TorchScript functions.
+
+    In a ``@torch.jit.script`` function a module interface can only be called through
+    ``.forward()`` (``m()`` does not compile), so unresolved receivers there are left alone.
+    """
+    if in_torchscript(site):
+        return False
+    return looks_like_module(name, analysis.file.imports_torch)
+
+
+def in_torchscript(site: CallSite) -> bool:
+    """Whether the call sits in a function decorated with ``torch.jit.script``."""
+    scope: Scope | None = site.scope
+    while scope is not None:
+        for decorator in getattr(scope.node, "decorator_list", []):
+            path = dotted(decorator.func if isinstance(decorator, ast.Call) else decorator) or ""
+            if path in ("script", "jit.script", "torch.jit.script"):
+                return True
+        scope = scope.parent
+    return False
+
+
+def _is_self(node: ast.expr, site: CallSite) -> bool:
+    return isinstance(node, ast.Name) and node.id == site.scope.self_name
+
+
+@register
+class SelfForwardRule(PythonRule):
+    """HS102: ``self.forward(x)`` outside ``forward``/``__call__`` skips the module's own hooks."""
+
+    code = "HS102"
+    name = "self-forward-call"
+    message = (
+        "`self.forward(...)` in `{method}` skips this module's own hooks whenever `{method}` "
+        "is the entry point. Call `self(...)` instead."
+    )
+    severity = "warning"
+    fixable = True
+
+    def check(self, analysis: Analysis) -> Iterator[Finding]:
+        for site, func in forward_calls(analysis):
+            scope = site.scope
+            if scope.cls is None or scope.method is None or not _is_self(func.value, site):
+                continue
+            if scope.method.name in _entry_methods(analysis, scope.cls):
+                continue
+            kind, _ = analysis.resolver.class_kind(scope.cls.name)
+            unknown_module = kind is Kind.UNKNOWN and analysis.resolver.class_looks_like_module(
+                scope.cls
+            )
+            if kind is Kind.MODULE or unknown_module:
+                edits = drop_forward(analysis.file, func)
+                yield analysis.finding(type(self), site.node, edits=edits, method=scope.method.name)
+
+
+def _entry_methods(analysis: Analysis, cls: ast.ClassDef) -> set[str]:
+    """``forward``, ``__call__``, methods aliased to ``__call__`` and what they call on self.
+
+    A method reached from ``__call__`` (``nn.Module._call_impl`` → ``_slow_forward``)
+    runs inside the hook machinery, so its ``self.forward`` call skips nothing.
+    """
+    key = f"entry:{id(cls)}"
+    cached = analysis.cache.get(key)
+    if isinstance(cached, set):
+        return cached
+    methods = {
+        n.name: n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    entry = {"forward", "__call__"}
+    for stmt in cls.body:
+        target = (
+            stmt.targets[0]
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+            else getattr(stmt, "target", None)
+        )
+        value = getattr(stmt, "value", None)
+        if isinstance(target, ast.Name) and target.id == "__call__" and isinstance(value, ast.Name):
+            entry.add(value.id)
+    todo = [m for m in entry if m in methods]
+    while todo:
+        method = methods[todo.pop()]
+        for node in ast.walk(method):
+            if isinstance(node, ast.Attribute) and node.attr in methods and node.attr not in entry:
+                entry.add(node.attr)
+                todo.append(node.attr)
+    analysis.cache[key] = entry
+    return entry
+
+
+@register
+class SuperOtherRule(PythonRule):
+    """HS103: ``super(Cls, other).forward(x)`` runs ``other``'s parent forward without hooks."""
+
+    code = "HS103"
+    name = "super-forward-on-other"
+    message = (
+        "`super({cls}, {other}).forward(...)` runs a parent `forward` on `{other}`, which is not "
+        "`self`, so `{other}`'s hooks are skipped. Call `{other}(...)`, or use `self`."
+    )
+    severity = "error"
+
+    def check(self, analysis: Analysis) -> Iterator[Finding]:
+        for site, func in forward_calls(analysis):
+            receiver = func.value
+            if not is_super_call(receiver) or len(receiver.args) != 2:  # type: ignore[attr-defined]
+                continue
+            cls_arg, other = receiver.args  # type: ignore[attr-defined]
+            if isinstance(other, ast.Name) and other.id in self_names(site.scope):
+                continue
+            yield analysis.finding(
+                type(self), site.node, cls=analysis.source(cls_arg), other=analysis.source(other)
+            )

@@ -1,0 +1,267 @@
+"""Find files, pre-filter them cheaply, index classes, run the rules in parallel.
+
+Two passes, each spread over ``jobs`` processes:
+
+1. every file is read as bytes: its ``class`` lines go into the project-wide class
+   index (a regular expression, no parsing) and a substring test decides whether
+   it can hold a finding at all (``.forward(`` or ``register_..._hook``);
+2. only those candidates are parsed and checked against the merged index.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import io
+import os
+import re
+import tokenize
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from hookscope.errors import LintError
+from hookscope.lint.analysis import Analysis, PythonRule
+from hookscope.lint.findings import Finding
+from hookscope.lint.index import ClassIndex, merge, scan_classes
+from hookscope.lint.pyfile import PyFile
+from hookscope.lint.registry import UnreadableFileRule, all_rules
+from hookscope.lint.suppress import is_suppressed
+
+DEFAULT_EXCLUDE = (
+    ".git",
+    ".hg",
+    ".venv",
+    "venv",
+    "__pycache__",
+    ".tox",
+    ".nox",
+    ".mypy_cache",
+    "node_modules",
+    "*.egg-info",
+)
+SUFFIXES = (".py", ".pyi", ".cs")
+_FORWARD = re.compile(rb"forward\s*\(")
+_HOOK = re.compile(rb"register_\w+_hook\s*\(")
+_BLANK = b" \t\r\n\\"
+_PARALLEL_MIN_FILES = 64
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class _Scan:
+    path: str
+    classes: list[tuple[str, tuple[str, ...]]]
+    candidate: bool
+    error: str
+
+
+def discover(paths: Sequence[str | os.PathLike[str]], exclude: Sequence[str] = ()) -> list[str]:
+    """The ``.py``/``.pyi``/``.cs`` files under ``paths``, minus ``exclude`` globs.
+
+    Globs match a file's or folder's name or its path relative to the given root.
+    Files named explicitly are always included.
+
+    Raises:
+        LintError: a path does not exist.
+    """
+    patterns = (*DEFAULT_EXCLUDE, *exclude)
+    found: list[str] = []
+    for raw in paths:
+        root = Path(raw)
+        if root.is_file():
+            found.append(str(root))
+            continue
+        if not root.is_dir():
+            raise LintError(f"no such file or directory: {str(raw)!r}")
+        for folder, dirs, files in os.walk(root):
+            rel = os.path.relpath(folder, root)
+            dirs[:] = sorted(d for d in dirs if not _excluded(d, os.path.join(rel, d), patterns))
+            for name in sorted(files):
+                if name.endswith(SUFFIXES) and not _excluded(
+                    name, os.path.join(rel, name), patterns
+                ):
+                    found.append(os.path.join(folder, name))
+    return list(dict.fromkeys(found))
+
+
+def _excluded(name: str, rel: str, patterns: Iterable[str]) -> bool:
+    rel = os.path.normpath(rel).replace(os.sep, "/")
+    return any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(rel, p) for p in patterns)
+
+
+def _scan(path: str) -> _Scan:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        return _Scan(path, [], False, exc.strerror or str(exc))
+    if path.endswith(".cs"):
+        return _Scan(path, [], b"forward" in data and bool(_FORWARD.search(data)), "")
+    candidate = (b"forward" in data and _calls_forward(data)) or (
+        b"_hook" in data and _registers_hook(data)
+    )
+    return _Scan(path, scan_classes(data), candidate, "")
+
+
+def _calls_forward(data: bytes) -> bool:
+    """A ``.forward(`` call other than ``super().forward(`` (which no rule flags)."""
+    for match in _FORWARD.finditer(data):
+        i = match.start() - 1
+        while i >= 0 and data[i] in _BLANK:
+            i -= 1
+        if i < 0 or data[i] != ord("."):
+            continue
+        i -= 1
+        while i >= 0 and data[i] in _BLANK:
+            i -= 1
+        if data[max(0, i - 6) : i + 1] != b"super()":
+            return True
+    return False
+
+
+def _registers_hook(data: bytes) -> bool:
+    """A ``register_..._hook(`` call (not its ``def``)."""
+    return any(data[max(0, m.start() - 4) : m.start()] != b"def " for m in _HOOK.finditer(data))
+
+
+_WORKER: dict[str, object] = {}
+
+
+def _init_worker(index: ClassIndex, codes: frozenset[str]) -> None:
+    _WORKER["index"], _WORKER["codes"] = index, codes
+
+
+def _analyze_worker(path: str) -> list[Finding]:
+    return analyze_file(path, _WORKER["index"], _WORKER["codes"])  # type: ignore[arg-type]
+
+
+def analyze_file(path: str, index: ClassIndex, codes: frozenset[str]) -> list[Finding]:
+    """Every unsuppressed finding of the rules ``codes`` in one file."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        return _unreadable(path, exc.strerror or str(exc), codes)
+    if path.endswith(".cs"):
+        return _analyze_csharp(path, data, codes)
+    try:
+        text = decode_python(data)
+    except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
+        return _unreadable(path, f"cannot decode: {exc}", codes)
+    return analyze_text(path, text, index, codes)
+
+
+def decode_python(data: bytes) -> str:
+    """Decode Python source bytes (UTF-8, or the encoding its coding cookie declares)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding)
+
+
+def analyze_text(path: str, text: str, index: ClassIndex, codes: frozenset[str]) -> list[Finding]:
+    """Findings of the Python rules ``codes`` in ``text`` (the contents of ``path``)."""
+    try:
+        pyfile = PyFile.parse(path, text)
+    except (SyntaxError, ValueError) as exc:
+        where = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) and exc.lineno else ""
+        return _unreadable(
+            path,
+            f"{type(exc).__name__}: {getattr(exc, 'msg', exc)}{where}",
+            codes,
+            getattr(exc, "lineno", 1) or 1,
+        )
+    analysis = Analysis.of(pyfile, index)
+    findings: list[Finding] = []
+    for rule in all_rules():
+        if rule.code in codes and issubclass(rule, PythonRule):
+            findings.extend(f for f in rule().check(analysis) if not is_suppressed(f, pyfile.lines))
+    return sorted(findings, key=_order)
+
+
+def _analyze_csharp(path: str, data: bytes, codes: frozenset[str]) -> list[Finding]:
+    from hookscope.lint.csharp import CSharpRule, parse_csharp
+
+    rules = [r for r in all_rules() if r.code in codes and issubclass(r, CSharpRule)]
+    if not rules:
+        return []
+    root = parse_csharp(data)
+    lines = data.decode("utf-8", "replace").split("\n")
+    findings = [
+        f for rule in rules for f in rule().check(path, data, root) if not is_suppressed(f, lines)
+    ]
+    return sorted(findings, key=_order)
+
+
+def _unreadable(path: str, reason: str, codes: frozenset[str], line: int = 1) -> list[Finding]:
+    if UnreadableFileRule.code not in codes:
+        return []
+    rule = UnreadableFileRule
+    message = rule.message.format(reason=reason)
+    return [Finding(path, line, 1, line, 1, rule.code, message, rule.severity)]
+
+
+def _order(finding: Finding) -> tuple[str, int, int, str]:
+    return (finding.path, finding.line, finding.col, finding.code)
+
+
+@dataclass(frozen=True)
+class LintRun:
+    """Everything one run produced: findings, the class index and the enabled codes."""
+
+    findings: list[Finding]
+    index: ClassIndex
+    codes: frozenset[str]
+    files: int
+
+
+def run_lint(
+    files: list[str], codes: frozenset[str], jobs: int, progress: Progress | None = None
+) -> LintRun:
+    """Scan, index and check ``files`` with ``jobs`` processes (0 = one per CPU)."""
+    jobs = jobs or os.cpu_count() or 1
+    if len(files) < _PARALLEL_MIN_FILES:
+        jobs = 1
+    scans = list(_map(_scan, files, jobs, "index", progress))
+    index = merge(entry for scan in scans for entry in scan.classes)
+    findings = [
+        f for scan in scans if scan.error for f in _unreadable(scan.path, scan.error, codes)
+    ]
+    candidates = [scan.path for scan in scans if scan.candidate and not scan.error]
+    if jobs == 1 or len(candidates) < 8:
+        results: Iterable[list[Finding]] = (analyze_file(p, index, codes) for p in candidates)
+        findings.extend(
+            f for r in _progress(results, len(candidates), "check", progress) for f in r
+        )
+    else:
+        with ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(index, codes)) as pool:
+            results = pool.map(
+                _analyze_worker, candidates, chunksize=max(1, len(candidates) // (jobs * 4))
+            )
+            findings.extend(
+                f for r in _progress(results, len(candidates), "check", progress) for f in r
+            )
+    return LintRun(sorted(findings, key=_order), index, codes, len(files))
+
+
+def _map(
+    func: Callable[[str], _Scan], files: list[str], jobs: int, phase: str, progress: Progress | None
+) -> Iterable[_Scan]:
+    if jobs == 1:
+        yield from _progress((func(p) for p in files), len(files), phase, progress)
+        return
+    with ProcessPoolExecutor(jobs) as pool:
+        results = pool.map(func, files, chunksize=max(1, len(files) // (jobs * 8)))
+        yield from _progress(results, len(files), phase, progress)
+
+
+def _progress(
+    items: Iterable[object], total: int, phase: str, progress: Progress | None
+) -> Iterable:  # type: ignore[type-arg]
+    for done, item in enumerate(items, 1):
+        if progress is not None:
+            progress(phase, done, total)
+        yield item
