@@ -54,6 +54,25 @@ def test_gradient_flow_combines_tensors_per_step_hand_computed() -> None:
     assert gradient_flow(rows, phase="backward")[0].max == 99.0
 
 
+def test_gradient_flow_is_in_forward_order() -> None:
+    # Parameter gradients arrive output-first and are named after the parameter.
+    rows = as_rows(
+        [
+            _rec(0, "param", "head.weight", "grad", "norm", 1.0),
+            _rec(0, "param", "body.1.weight", "grad", "norm", 2.0),
+            _rec(0, "param", "body.0.bias", "grad", "norm", 3.0),
+            _rec(0, "forward", "body.0", "output", "mean", 0.0),
+            _rec(0, "forward", "body.1", "output", "mean", 0.0),
+            _rec(0, "forward", "head", "output", "mean", 0.0),
+        ]
+    )
+    assert [g.module for g in gradient_flow(rows)] == [
+        "body.0.bias",
+        "body.1.weight",
+        "head.weight",
+    ]
+
+
 def test_as_rows_reads_nonfinite_strings_and_dataframes() -> None:
     records = [
         _rec(0, "forward", "x", "output", "max", "inf"),
@@ -120,6 +139,8 @@ def test_activation_stats_plot_panels_and_lines(tmp_path: Path) -> None:
     relu_zero_frac = panels[1].lines[1].get_ydata()
     assert all(0.2 < v < 0.8 for v in relu_zero_frac)
     assert list(panels[1].lines[0].get_xdata()) == [0, 1, 2]
+    colours = [{line.get_label(): line.get_color() for line in ax.lines} for ax in panels]
+    assert colours[0] == colours[1]  # a layer has one colour in every panel
     fig.savefig(tmp_path / "a.png")
     assert_not_blank(load_rgb(tmp_path / "a.png"))
     with pytest.raises(UsageError, match="no forward statistics"):

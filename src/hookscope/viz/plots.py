@@ -14,13 +14,14 @@ from typing import Any
 import torch
 
 from hookscope.errors import UsageError
+from hookscope.monitor.alerts import Thresholds
 from hookscope.viz._mpl import new_figure
 from hookscope.viz.records import as_rows, gradient_flow, stat_series
 
-#: Gradient norms below this are drawn as vanishing.
-VANISHING = 1e-7
-#: Gradient norms above this are drawn as exploding.
-EXPLODING = 1e3
+#: Gradient norms below this are drawn as vanishing (the Monitor's ``vanish_below``).
+VANISHING = Thresholds.vanish_below
+#: Gradient norms above this are drawn as exploding (the Monitor's ``explode_above``).
+EXPLODING = Thresholds.explode_above
 
 DEFAULT_STATS = ("mean", "std", "absmax", "zero_frac")
 
@@ -75,6 +76,7 @@ def gradient_flow_plot(
         xs, [layer.module or "(root)" for layer in layers], rotation=60, ha="right", fontsize=8
     )
     ax.set_ylabel("gradient norm")
+    ax.set_xlabel("layer, in forward order")
     ax.set_title(title)
     ax.grid(axis="y", which="major", alpha=0.3)
     ax.legend(fontsize=8, loc="upper right")
@@ -111,15 +113,22 @@ def activation_stats_plot(
     panels = {stat: series for stat, series in panels.items() if series}
     if not panels:
         raise UsageError(f"no forward statistics {list(stats)} recorded for these modules")
+    # One colour (and line style past ten) per layer, the same in every panel.
+    shown = list(dict.fromkeys(label for series in panels.values() for label in series))[
+        :max_layers
+    ]
+    style = {label: (f"C{i % 10}", "-" if i < 10 else "--") for i, label in enumerate(shown)}
     cols = 2 if len(panels) > 1 else 1
     nrows = math.ceil(len(panels) / cols)
     fig = new_figure(6.0 * cols, 3.2 * nrows + 0.8)
     axes = fig.subplots(nrows, cols, squeeze=False)
+    handles: dict[str, Any] = {}
     for ax, (stat, series) in zip(axes.flat, panels.items(), strict=False):
-        for label in list(series)[:max_layers]:
-            points = series[label]
-            ax.plot(
-                [p[0] for p in points], [p[1] for p in points], marker=".", label=label or "(root)"
+        for label in (label for label in shown if label in series):
+            colour, line = style[label]
+            xs, ys = zip(*series[label], strict=True)
+            (handles[label],) = ax.plot(
+                xs, ys, marker=".", color=colour, linestyle=line, label=label or "(root)"
             )
         ax.set_title(stat, fontsize=10)
         ax.set_xlabel("step")
@@ -127,8 +136,9 @@ def activation_stats_plot(
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(panels) :]:
         ax.set_axis_off()
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=min(4, len(labels)), fontsize=7)
+    ordered = [handles[label] for label in shown if label in handles]
+    names = [label or "(root)" for label in shown if label in handles]
+    fig.legend(ordered, names, loc="outside lower center", ncols=min(5, len(names)), fontsize=7)
     fig.suptitle(title)
     return fig
 

@@ -95,7 +95,7 @@ def gradient_phase(rows: Iterable[Row]) -> str | None:
 
 
 def gradient_flow(rows: Iterable[Row], *, phase: str | None = None) -> list[LayerGradient]:
-    """Per-layer mean and max gradient norm, in model order.
+    """Per-layer mean and max gradient norm, in the order the forward ran the layers.
 
     Uses rows with ``stat == "norm"`` of ``phase`` (default: `gradient_phase`).
     When a layer has several gradient tensors in one step (weight and bias),
@@ -116,7 +116,22 @@ def gradient_flow(rows: Iterable[Row], *, phase: str | None = None) -> list[Laye
         norms = [math.sqrt(v) for v in steps.values() if math.isfinite(v)]
         if norms:
             result.append(LayerGradient(module, sum(norms) / len(norms), max(norms), len(norms)))
-    return result
+    rank = {
+        name: index
+        for index, name in enumerate(module_order(r for r in rows if r["phase"] == "forward"))
+    }
+    return sorted(result, key=lambda layer: _forward_rank(layer.module, rank))
+
+
+def _forward_rank(name: str, rank: dict[str, int]) -> int:
+    # Gradients arrive in backward order and parameter records are named
+    # "features.0.weight": place each under the closest module that ran forward.
+    while True:
+        if name in rank:
+            return rank[name]
+        if not name:
+            return len(rank)
+        name = name.rpartition(".")[0]
 
 
 def stat_series(
