@@ -111,7 +111,7 @@ def _module_reason(
     activity = facts.activity.get(id(module), ModuleActivity())
     if records:
         total = sum(r.count for r in records)
-        share = f"{total} of {total + entry.count} runs" if entry.count else f"all {total} runs"
+        share = f"{total} of {total + entry.count} run(s)"
         return (
             "forward_called_directly",
             f"{_label(name)}.forward was invoked directly ({share}, call sites below); hooks run "
