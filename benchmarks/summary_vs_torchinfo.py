@@ -27,9 +27,10 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import hookscope  # noqa: E402
-from hookscope.zoo import resnet50_like  # noqa: E402
-from tests.fixtures.vision_models import swin_t, vit_b_16  # noqa: E402
+from tests.fixtures.vision_models import swin_t, vit_b_16
+
+import hookscope
+from hookscope.zoo import resnet50_like
 
 MODELS: list[tuple[str, Callable[[], nn.Module], float]] = [
     ("resnet50", resnet50_like, 4.09),
@@ -53,9 +54,9 @@ def main() -> None:
     runners: dict[str, Callable[[nn.Module], Any]] = {
         "hookscope": lambda m: hookscope.summary(m, input_size=SIZE).macs,
         "hookscope_cpu": lambda m: hookscope.summary(m, input_size=SIZE, device="cpu").macs,
-        "torchinfo": lambda m: torchinfo.summary(
-            m, input_size=SIZE, device="cpu", verbose=0
-        ).total_mult_adds,
+        "torchinfo": lambda m: (
+            torchinfo.summary(m, input_size=SIZE, device="cpu", verbose=0).total_mult_adds
+        ),
     }
     models = {name: factory() for name, factory, _ in MODELS}
     times: dict[tuple[str, str], list[float]] = {}

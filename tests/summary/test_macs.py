@@ -9,7 +9,7 @@ from torch import nn
 
 import hookscope
 from hookscope.summary.counter import MacCounter
-from hookscope.zoo import resnet50_like
+from hookscope.zoo import SmallCNN, resnet50_like
 from tests.fixtures.vision_models import ConvNeXtBlock, SwinBlock, swin_t, vit, vit_b_16
 
 
@@ -185,3 +185,31 @@ def test_ops_without_formula_are_listed() -> None:
     assert "aten.sum.default" in conv and "aten.add.Tensor" in conv
     assert s.macs == 0
     assert "Not counted, no MAC formula: aten._fft_r2c" in str(s)
+
+
+def test_bypassed_module_still_counted_in_parent() -> None:
+    # SmallCNN(plant_bypass=True) calls self.head.forward(x): no hooks fire for
+    # head, so no row, but its matmul still runs through the dispatcher.
+    s = hookscope.summary(SmallCNN(plant_bypass=True), input_size=(1, 3, 32, 32))
+    assert "head" not in {r.name for r in s.rows}
+    assert s.macs == hookscope.summary(SmallCNN(), input_size=(1, 3, 32, 32)).macs
+    assert s.rows[0].own_macs == 512 * 10  # the head's addmm, attributed to the root
+
+
+def test_exception_caught_inside_model_keeps_stack_right() -> None:
+    class Recovering(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bad = nn.Linear(5, 5)
+            self.good = nn.Linear(4, 3)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            try:
+                return self.bad(x)  # wrong width: raises, caught here
+            except RuntimeError:
+                return self.good(x)  # runs while the exception is being handled
+
+    s = hookscope.summary(Recovering(), torch.randn(2, 4))
+    good = next(r for r in s.rows if r.name == "good")
+    assert good.depth == 1 and good.macs == 2 * 4 * 3
+    assert s.rows[0].macs == s.macs == 2 * 4 * 3

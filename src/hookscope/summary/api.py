@@ -25,7 +25,7 @@ from hookscope.summary.inputs import (
     normalize_sizes,
     to_device,
 )
-from hookscope.summary.params import model_totals, module_params
+from hookscope.summary.params import ModuleParams, model_totals, module_params
 from hookscope.summary.records import ModelSummary, SummaryRow, UncountedOp
 
 _META = torch.device("meta")
@@ -154,21 +154,14 @@ def _forward(
     return run_forward(model, to_device(args, device), to_device(kwargs, device), device)
 
 
-def _build(
-    model: nn.Module,
-    inputs: Any,
-    collected: Collected,
-    device: torch.device,
-    reason: str | None,
-    depth: int | None,
-) -> ModelSummary:
-    modules = {id(m): m for m in model.modules()}
-    per_module = {key: module_params(m) for key, m in modules.items()}
+def _rows(model: nn.Module, collected: Collected, depth: int | None) -> tuple[SummaryRow, ...]:
+    per_module = {id(m): module_params(m) for m in model.modules()}
+    empty = ModuleParams(0, 0, "")
     rows = []
     for rec in collected.records:
         if depth is not None and rec.depth > depth:
             continue
-        stats = per_module.get(rec.module_id)
+        stats = per_module.get(rec.module_id, empty)
         rows.append(
             SummaryRow(
                 index=rec.index,
@@ -178,15 +171,26 @@ def _build(
                 call=rec.call,
                 input_shapes=rec.input_shapes,
                 output_shapes=rec.output_shapes,
-                own_params=stats.own if stats else 0,
-                params=stats.total if stats else 0,
-                trainable=stats.trainable if stats else "",
+                own_params=stats.own,
+                params=stats.total,
+                trainable=stats.trainable,
                 macs=rec.macs,
                 own_macs=rec.own_macs,
                 output_bytes=rec.output_bytes,
                 leaf=not rec.children,
             )
         )
+    return tuple(rows)
+
+
+def _build(
+    model: nn.Module,
+    inputs: Any,
+    collected: Collected,
+    device: torch.device,
+    reason: str | None,
+    depth: int | None,
+) -> ModelSummary:
     counter = collected.counter
     totals = model_totals(model)
     uncounted = sorted(counter.uncounted.items(), key=lambda kv: (kv[1].category, kv[0]))
@@ -197,7 +201,7 @@ def _build(
         depth=depth,
         input_shapes=shapes_of(inputs),
         output_shapes=shapes_of(collected.output),
-        rows=tuple(rows),
+        rows=_rows(model, collected, depth),
         total_params=totals.params,
         trainable_params=totals.trainable,
         frozen_params=totals.frozen,

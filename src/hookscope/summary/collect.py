@@ -3,12 +3,13 @@
 The hooks come from a `hookscope.session`: a forward pre-hook on every module
 opens a `CallRecord` (input shapes, depth, call number) and pushes it; a
 forward hook records output shapes and bytes and pops it. When the forward
-raises, the records still open are exactly the chain of modules it raised
-in — `ForwardError` names them.
+raises, an always-call forward hook notes the chain of calls still open at
+the innermost module — `ForwardError` names them.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -74,6 +75,8 @@ class _Recorder:
         self.stack: list[CallRecord] = []
         self.records: list[CallRecord] = []
         self.calls: dict[int, int] = {}
+        #: id(exception) -> (exception, the calls open when it left the innermost module)
+        self.failures: dict[int, tuple[BaseException, list[CallRecord]]] = {}
 
     def pre(self, name: str, module: nn.Module, args: Any, kwargs: Any) -> None:
         """Forward pre-hook ``(name, module, args, kwargs) -> None``: open a call."""
@@ -95,16 +98,28 @@ class _Recorder:
 
     def post(self, _name: str, module: nn.Module, _args: Any, output: Any) -> None:
         """Forward hook ``(name, module, args, output) -> None``: close the call."""
-        key = id(module)
-        if not any(r.module_id == key for r in self.stack):
-            return
-        # Calls still open above this one raised and were caught inside the model.
-        while self.stack[-1].module_id != key:
-            self.stack.pop()
-        record = self.stack.pop()
+        record = self.stack[-1] if self.stack else None
+        if record is None or record.module_id != id(module):
+            return  # not opened by ``pre`` (hooks added mid-forward)
+        self.stack.pop()
         record.output_shapes = shapes_of(output)
         record.output_bytes = bytes_of(output)
         record.finished = True
+
+    def post_always(self, _name: str, module: nn.Module, _args: Any, _output: Any) -> None:
+        """Forward hook with ``always_call=True``: close a call whose forward raised.
+
+        On success ``post`` already closed the call. When the forward raised,
+        PyTorch runs only always-call hooks, inside its ``except`` block: the
+        first such call (innermost module) sees the whole chain still open.
+        """
+        record = self.stack[-1] if self.stack else None
+        if record is None or record.module_id != id(module) or record.finished:
+            return
+        exc = sys.exc_info()[1]
+        if exc is not None and id(exc) not in self.failures:
+            self.failures[id(exc)] = (exc, list(self.stack))
+        self.stack.pop()
 
 
 def run_forward(
@@ -127,6 +142,7 @@ def run_forward(
     with session(model) as hooks:
         hooks.add_forward_pre_hook(recorder.pre, with_kwargs=True)
         hooks.add_forward_hook(recorder.post)
+        hooks.add_forward_hook(recorder.post_always, always_call=True)
         try:
             with stand_ins(model, device), torch.no_grad(), counter:
                 output = model(*args, **kwargs)
@@ -136,8 +152,9 @@ def run_forward(
 
 
 def _failure_message(model: nn.Module, recorder: _Recorder, exc: Exception) -> str:
-    chain = " > ".join(r.name or f"(root {r.type_name})" for r in recorder.stack)
-    where = recorder.stack[-1] if recorder.stack else None
+    _, stack = recorder.failures.get(id(exc), (exc, []))
+    chain = " > ".join(r.name or f"(root {r.type_name})" for r in stack)
+    where = stack[-1] if stack else None
     finished = [r.name for r in recorder.records if r.finished and r.name]
     ran = ", ".join(finished[-8:]) if finished else "none"
     more = f" (last 8 of {len(finished)})" if len(finished) > 8 else ""
