@@ -134,6 +134,7 @@ def test_monitor_enters_monitor_script_with_the_out_dir(
         (["SCRIPT"], "needs --doctor and/or --monitor"),
         (["--doctor", "missing.py"], "script not found: 'missing.py'"),
         (["--monitor", "SCRIPT"], "--monitor needs --out DIR"),
+        (["--doctor", "-m", "no_such_module_here"], "module not found: 'no_such_module_here'"),
     ],
 )
 def test_usage_errors_exit_2(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import importlib.util
 import json
 import os
 import runpy
@@ -57,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--monitor needs --out DIR (where the statistics go)")
     if not args.as_module and not Path(args.target).is_file():
         raise UsageError(f"script not found: {args.target!r}")
+    if args.as_module and not _module_exists(args.target):
+        raise UsageError(f"module not found: {args.target!r}")
     doctor_json = args.out
     if args.doctor and args.monitor:
         doctor_json = args.out / "doctor.json"
@@ -123,8 +126,8 @@ def execute(target: str, argv: Sequence[str], *, as_module: bool = False) -> int
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     script = os.path.abspath(target)
     sys.argv = [target if as_module else script, *argv]
-    if not as_module:
-        sys.path.insert(0, os.path.dirname(script))
+    # Like python: the script's folder, or for -m the working directory, comes first.
+    sys.path.insert(0, os.getcwd() if as_module else os.path.dirname(script))
     try:
         if as_module:
             runpy.run_module(target, run_name="__main__", alter_sys=True)
@@ -139,6 +142,16 @@ def execute(target: str, argv: Sequence[str], *, as_module: bool = False) -> int
         sys.argv[:] = saved_argv
         sys.path[:] = saved_path
     return 0
+
+
+def _module_exists(name: str) -> bool:
+    sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+    finally:
+        sys.path.pop(0)
 
 
 def _exit_code(code: object) -> int:
