@@ -165,7 +165,7 @@ def activation_histogram(
     dropped = values.numel() - finite.numel()
     name = title or "activation"
     extra = f", {dropped} non-finite left out" if dropped else ""
-    ax.set_title(f"{name}: {finite.numel()} values{extra}", fontsize=10)
+    ax.set_title(f"{name}: {finite.numel():,} values{extra}", fontsize=10)
     ax.set_xlabel("value")
     ax.set_ylabel("count")
     ax.grid(alpha=0.3)
