@@ -17,7 +17,15 @@ from hookscope.lint.config import LintConfig, find_pyproject, load_config
 from hookscope.lint.findings import Edit, Finding
 from hookscope.lint.fixes import FileFix, apply_edits, reparses
 from hookscope.lint.registry import Rule, all_rules, select_codes
-from hookscope.lint.runner import LintRun, Progress, analyze_file, analyze_text, discover, run_lint
+from hookscope.lint.runner import (
+    LintRun,
+    Progress,
+    analyze_csharp,
+    analyze_file,
+    analyze_text,
+    discover,
+    run_lint,
+)
 
 PathLike = str | os.PathLike[str]
 _MAX_FIX_ROUNDS = 4
@@ -124,16 +132,7 @@ def _fix_file(path: str, findings: list[Finding], run: LintRun) -> FileFix:
 
 def _reanalyze(path: str, text: str, run: LintRun) -> list[Finding]:
     if path.endswith(".cs"):
-        from hookscope.lint.csharp import CSharpRule, parse_csharp
-
-        data = text.encode("utf-8")
-        root = parse_csharp(data)
-        return [
-            f
-            for r in all_rules()
-            if r.code in run.codes and issubclass(r, CSharpRule)
-            for f in r().check(path, data, root)
-        ]
+        return analyze_csharp(path, text.encode("utf-8"), run.codes)
     return analyze_text(path, text, run.index, run.codes)
 
 

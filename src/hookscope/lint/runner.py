@@ -145,7 +145,7 @@ def analyze_file(path: str, index: ClassIndex, codes: frozenset[str]) -> list[Fi
     except OSError as exc:
         return _unreadable(path, exc.strerror or str(exc), codes)
     if path.endswith(".cs"):
-        return _analyze_csharp(path, data, codes)
+        return analyze_csharp(path, data, codes)
     try:
         text = decode_python(data)
     except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
@@ -182,7 +182,8 @@ def analyze_text(path: str, text: str, index: ClassIndex, codes: frozenset[str])
     return sorted(findings, key=_order)
 
 
-def _analyze_csharp(path: str, data: bytes, codes: frozenset[str]) -> list[Finding]:
+def analyze_csharp(path: str, data: bytes, codes: frozenset[str]) -> list[Finding]:
+    """Unsuppressed findings of the C# rules ``codes`` in ``data`` (the bytes of ``path``)."""
     from hookscope.lint.csharp import CSharpRule, parse_csharp
 
     rules = [r for r in all_rules() if r.code in codes and issubclass(r, CSharpRule)]
