@@ -209,7 +209,7 @@ class Monitor:
             return
         self._closed = True
         try:
-            if self._collector is not None and self._collector.entries:
+            if self.pending:
                 self._finish_step()
         finally:
             if self._grad_hooks is not None:
@@ -282,6 +282,11 @@ class Monitor:
     def step_index(self) -> int:
         """The number of the step in progress (0 before the first `step`)."""
         return self._step
+
+    @property
+    def pending(self) -> bool:
+        """True when the step in progress holds statistics not yet handed over by `step`."""
+        return self._collector is not None and bool(self._collector.entries)
 
     @property
     def results(self) -> list[StepResult]:
