@@ -144,3 +144,26 @@ def test_report_in_headless_chromium(full_run: Path, tmp_path: Path) -> None:
     pixels = load_rgb(tmp_path / "shot.png")
     assert pixels.shape == (900, 1280, 3)
     assert_not_blank(pixels, min_colours=20)
+
+
+def test_report_from_a_real_monitor_run(tmp_path: Path) -> None:
+    from hookscope.sinks import JsonlSink
+
+    model = SmallCNN()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with hookscope.Monitor(model, sinks=[JsonlSink(tmp_path / "monitor.jsonl")]) as mon:
+        for _ in range(2):
+            loss = model(torch.randn(4, 3, 32, 32)).square().mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            mon.step()
+    run = load_run(tmp_path)
+    assert run.steps == 2
+    assert run.notes == ()
+    frame = mon.to_pandas()
+    assert len(run.rows) == len(frame)
+    result = write_report(tmp_path)
+    text = result.path.read_text()
+    assert text.count("data:image/png;base64,") == 2  # gradient flow, activation statistics
+    assert "left out" not in text
