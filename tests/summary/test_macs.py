@@ -213,3 +213,10 @@ def test_exception_caught_inside_model_keeps_stack_right() -> None:
     good = next(r for r in s.rows if r.name == "good")
     assert good.depth == 1 and good.macs == 2 * 4 * 3
     assert s.rows[0].macs == s.macs == 2 * 4 * 3
+
+
+def test_modules_that_never_ran_are_named() -> None:
+    s = hookscope.summary(SmallCNN(plant_bypass=True), input_size=(1, 3, 32, 32))
+    assert s.not_run == ("head",)
+    assert "Modules that never ran (1): head" in str(s)
+    assert hookscope.summary(SmallCNN(), input_size=(1, 3, 32, 32)).not_run == ()

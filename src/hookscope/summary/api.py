@@ -193,6 +193,7 @@ def _build(
 ) -> ModelSummary:
     counter = collected.counter
     totals = model_totals(model)
+    ran = {rec.module_id for rec in collected.records}
     uncounted = sorted(counter.uncounted.items(), key=lambda kv: (kv[1].category, kv[0]))
     return ModelSummary(
         model=type(model).__name__,
@@ -214,4 +215,5 @@ def _build(
         macs_by_op=dict(sorted(counter.by_op.items())),
         uncounted_ops=tuple(UncountedOp(op, t.calls, t.category) for op, t in uncounted),
         activation_bytes=sum(r.output_bytes for r in collected.records if not r.children),
+        not_run=tuple(name for name, m in model.named_modules() if id(m) not in ran),
     )

@@ -85,6 +85,11 @@ def totals_lines(s: ModelSummary) -> list[str]:
     lines.append(
         f"Not in MACs by convention (elementwise, norm, pooling, softmax): {excluded} op calls"
     )
+    if s.not_run:
+        names = ", ".join(s.not_run[:5]) + (
+            f", +{len(s.not_run) - 5} more" if len(s.not_run) > 5 else ""
+        )
+        lines.append(f"Modules that never ran ({len(s.not_run)}): {names}")
     if s.unknown_ops:
         listed = ", ".join(f"{op.op} x{op.calls}" for op in s.unknown_ops)
         lines.append(f"Not counted, no MAC formula: {listed}")

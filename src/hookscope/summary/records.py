@@ -99,6 +99,9 @@ class ModelSummary:
         uncounted_ops: ops with arithmetic that the MACs leave out.
         activation_bytes: estimated forward activation memory: bytes of
             every leaf call's output.
+        not_run: qualified names of modules whose hooks never fired: not
+            used, or run through ``.forward()`` directly (their MACs still
+            count, in the caller).
     """
 
     model: str
@@ -120,6 +123,7 @@ class ModelSummary:
     macs_by_op: dict[str, int]
     uncounted_ops: tuple[UncountedOp, ...]
     activation_bytes: int
+    not_run: tuple[str, ...] = ()
 
     @property
     def flops(self) -> int:
@@ -139,6 +143,7 @@ class ModelSummary:
         data["output_shapes"] = [list(s) for s in self.output_shapes]
         data["rows"] = [row.to_dict() for row in self.rows]
         data["uncounted_ops"] = [asdict(op) for op in self.uncounted_ops]
+        data["not_run"] = list(self.not_run)
         return data
 
     def to_json(self, indent: int | None = 2) -> str:
