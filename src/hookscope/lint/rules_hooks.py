@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator
 
 from hookscope.lint.analysis import Analysis, PythonRule, attribute_name_edit
@@ -12,7 +11,33 @@ from hookscope.lint.findings import Finding
 from hookscope.lint.pyfile import CallSite, Scope
 from hookscope.lint.registry import register
 
-_REGISTER = re.compile(r"register_\w+_hook")
+# Registration functions that return a RemovableHandle (module, global, tensor,
+# autograd and optimizer hooks). Others named alike return nothing and are left
+# alone: DDP's ``register_comm_hook``, Tensor's ``register_hook`` (dies with the tensor).
+HANDLE_RETURNING = frozenset(
+    {
+        *(
+            f"register_{kind}_hook"
+            for kind in ("forward", "forward_pre", "full_backward", "full_backward_pre", "backward")
+        ),
+        *(
+            f"register_module_{kind}_hook"
+            for kind in ("forward", "forward_pre", "full_backward", "full_backward_pre", "backward")
+        ),
+        *(
+            f"register_module_{kind}_registration_hook"
+            for kind in ("buffer", "module", "parameter")
+        ),
+        "register_state_dict_pre_hook",
+        "register_state_dict_post_hook",
+        "register_load_state_dict_pre_hook",
+        "register_load_state_dict_post_hook",
+        "register_post_accumulate_grad_hook",
+        "register_multi_grad_hook",
+        "register_step_pre_hook",
+        "register_step_post_hook",
+    }
+)
 _APPENDERS = frozenset({"append", "add", "extend", "insert", "appendleft", "setdefault", "update"})
 _DEPRECATED = {
     "register_backward_hook": "register_full_backward_hook",
@@ -25,7 +50,7 @@ def hook_registrations(analysis: Analysis) -> Iterator[tuple[CallSite, str]]:
     for site in analysis.file.calls:
         func = site.node.func
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        if _REGISTER.fullmatch(name):
+        if name in HANDLE_RETURNING:
             yield site, name
 
 

@@ -1,0 +1,300 @@
+"""Lint speed and precision: hookscope vs flake8 + flake8-no-module-forward-call.
+
+Both run on the installed sources of ``transformers`` and ``torch`` in the same
+process tree, interleaved; medians are reported. flake8 gets the same ``--jobs``.
+hookscope's own flake8 plugin (entry point ``HS``) is removed from that flake8 run
+so that flake8 does only its usual work plus the ``.forward(`` plugin.
+
+``--quality`` also scores HS101/HS102 against hand labels of every non-``super()``
+``.forward(...)`` call in those trees (transformers 5.24.0, torch 2.13.0), and
+scores the flake8 plugin, which flags every ``.forward(...)`` call, the same way.
+
+Usage::
+
+    python benchmarks/lint_speed.py --jobs 2 --repeat 3 --flake8-repeat 1 --quality
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+FLAKE8_WITHOUT_HOOKSCOPE = (
+    "import sys\n"
+    "import flake8.plugins.finder as finder\n"
+    "_orig = finder._find_importlib_plugins\n"
+    "finder._find_importlib_plugins = lambda: (p for p in _orig() if p.package != 'hookscope')\n"
+    "from flake8.main.cli import main\n"
+    "sys.exit(main())\n"
+)
+
+# Hand labels: True = the receiver is a hookable torch module and the call skips its
+# hooks (HS101), or `self.forward` in a module method other than forward/__call__ (HS102).
+LABELS: dict[str, tuple[bool, str]] = {
+    "transformers/activations.py:304": (False, "compiled CUDA extension object"),
+    "transformers/cli/serving/systemone.py:118": (False, "Pipeline, not a module"),
+    "transformers/integrations/executorch.py:242": (True, "self.model is a PreTrainedModel"),
+    "transformers/integrations/executorch.py:623": (
+        True,
+        "ExportedProgram.module() is a GraphModule",
+    ),
+    "transformers/integrations/executorch.py:633": (
+        True,
+        "ExportedProgram.module() is a GraphModule",
+    ),
+    "transformers/models/bark/modeling_bark.py:1203": (True, "HS102 in generate()"),
+    "transformers/models/eomt/modeling_eomt.py:627": (
+        False,
+        "self.forward inside forward (recursion)",
+    ),
+    "transformers/models/eomt_dinov3/modeling_eomt_dinov3.py:996": (
+        False,
+        "self.forward inside forward",
+    ),
+    "transformers/models/esm/modeling_esmfold.py:2253": (True, "HS102 in infer()"),
+    "transformers/models/gemma3n/modeling_gemma3n.py:1072": (
+        True,
+        "HS102 in scale_corrected_output()",
+    ),
+    "transformers/models/gemma3n/modular_gemma3n.py:1421": (
+        True,
+        "HS102 in scale_corrected_output()",
+    ),
+    "transformers/models/mask2former/modeling_mask2former.py:781": (
+        False,
+        "self.forward inside forward",
+    ),
+    "transformers/models/maskformer/modeling_maskformer.py:1313": (
+        False,
+        "self.forward inside forward",
+    ),
+    "transformers/models/maskformer/modular_maskformer.py:778": (
+        False,
+        "self.forward inside forward",
+    ),
+    "transformers/models/oneformer/modeling_oneformer.py:713": (
+        False,
+        "self.forward inside forward",
+    ),
+    "transformers/models/squeezebert/modeling_squeezebert.py:117": (
+        False,
+        "unbound base call on self",
+    ),
+    "transformers/models/squeezebert/modeling_squeezebert.py:321": (True, "layer of a ModuleList"),
+    "transformers/models/timm_wrapper/modeling_timm_wrapper.py:248": (
+        True,
+        "timm model (nn.Module)",
+    ),
+    "transformers/models/videomt/modeling_videomt.py:901": (False, "self.forward inside forward"),
+    "transformers/models/vjepa2/modeling_vjepa2.py:966": (True, "HS102 in get_vision_features()"),
+    "transformers/pipelines/base.py:1326": (False, "Pipeline.forward, not a module"),
+    "transformers/pipelines/base.py:1342": (False, "Pipeline.forward, not a module"),
+    "torch/_dynamo/aot_compile_types.py:134": (True, "GraphModule"),
+    "torch/_dynamo/backends/debugging.py:87": (True, "GraphModule"),
+    "torch/_dynamo/backends/debugging.py:280": (True, "GraphModule"),
+    "torch/_dynamo/output_graph.py:387": (True, "GraphModule"),
+    "torch/_dynamo/profiler.py:174": (True, "GraphModule"),
+    "torch/_prims/executor.py:28": (True, "GraphModule"),
+    "torch/export/unflatten.py:189": (False, "unbound call type(...).forward(self, ...)"),
+    "torch/export/unflatten.py:707": (False, "unbound call type(...).forward(self, ...)"),
+    "torch/jit/mobile/__init__.py:63": (False, "C++ lite-interpreter object"),
+    "torch/jit/mobile/__init__.py:69": (False, "C++ lite-interpreter object"),
+    "torch/nn/modules/module.py:1757": (False, "inside nn.Module's call machinery"),
+    "torch/nn/modules/module.py:1768": (False, "inside nn.Module's call machinery"),
+    "torch/nn/parallel/distributed.py:1888": (True, "DDP's wrapped module"),
+    "torch/testing/_internal/common_quantization.py:1468": (False, "lite-interpreter module"),
+    "torch/testing/_internal/distributed/ddp_under_dist_autograd_test.py:269": (True, "DDP module"),
+    "torch/testing/_internal/distributed/distributed_test.py:8138": (True, "DDP module"),
+    "torch/testing/_internal/distributed/rpc/jit/rpc_test.py:397": (
+        False,
+        "TorchScript interface: only .forward() compiles",
+    ),
+    "torch/testing/_internal/distributed/rpc/jit/rpc_test.py:418": (
+        True,
+        "ScriptModule called from Python (debatable)",
+    ),
+    "torch/testing/_internal/distributed/rpc/jit/rpc_test.py:838": (
+        False,
+        "TorchScript interface: only .forward() compiles",
+    ),
+    "torch/testing/_internal/distributed/rpc/jit/rpc_test.py:987": (False, "RPC proxy"),
+    "torch/testing/_internal/distributed/rpc/dist_autograd_test.py:2683": (False, "RPC proxy"),
+    "torch/testing/_internal/distributed/rpc/dist_autograd_test.py:2756": (False, "RPC proxy"),
+    "torch/testing/_internal/distributed/rpc/dist_optimizer_test.py:156": (False, "plain class"),
+    "torch/testing/_internal/distributed/rpc/dist_optimizer_test.py:157": (False, "plain class"),
+    "torch/testing/_internal/distributed/rpc/dist_optimizer_test.py:229": (False, "plain class"),
+    "torch/testing/_internal/distributed/rpc/dist_optimizer_test.py:230": (False, "plain class"),
+    "torch/testing/_internal/distributed/rpc/dist_optimizer_test.py:257": (False, "RPC proxy"),
+    "torch/testing/_internal/distributed/rpc/dist_optimizer_test.py:258": (False, "RPC proxy"),
+    **{
+        f"torch/testing/_internal/distributed/rpc/rpc_test.py:{n}": (False, "RPC proxy")
+        for n in (5831, 5832, 5883, 5884, 5958, 5962, 5996)
+    },
+    **{
+        f"torch/testing/_internal/distributed/nn/api/remote_module_test.py:{n}": (
+            False,
+            "RemoteModule refuses hooks",
+        )
+        for n in (38, 147, 153, 195, 212, 234, 622, 640, 649, 658, 670, 682, 694, 725, 747)
+    },
+}
+
+
+def package_dir(name: str) -> str:
+    """Where an installed package lives, without importing it."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit(f"{name} is not installed")
+    return list(spec.submodule_search_locations)[0]
+
+
+def time_flake8(trees: list[str], jobs: int) -> tuple[float, int]:
+    cmd = [
+        sys.executable,
+        "-c",
+        FLAKE8_WITHOUT_HOOKSCOPE,
+        "--isolated",
+        "--select=NMF001",
+        f"-j{jobs}",
+        *trees,
+    ]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"flake8 failed: {proc.stderr[-2000:]}")
+    return elapsed, len(proc.stdout.splitlines())
+
+
+def time_hookscope_cli(trees: list[str], jobs: int) -> tuple[float, int]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "hookscope",
+        "lint",
+        "--no-config",
+        "--select=HS1",
+        f"--jobs={jobs}",
+        *trees,
+    ]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"hookscope failed: {proc.stderr[-2000:]}")
+    return elapsed, len(proc.stdout.splitlines())
+
+
+def time_hookscope_api(trees: list[str], jobs: int) -> tuple[float, int]:
+    from hookscope.lint import lint
+
+    start = time.perf_counter()
+    findings = lint(trees, select=["HS1"], jobs=jobs, config=False)
+    return time.perf_counter() - start, len(findings)
+
+
+def quality(trees: list[str], site: str) -> None:
+    """Precision and recall of HS101+HS102 and of the flake8 plugin against LABELS."""
+    from hookscope.lint import discover, lint
+
+    flagged = {
+        f"{os.path.relpath(f.path, site)}:{f.line}"
+        for f in lint(trees, select=["HS101", "HS102"], config=False)
+    }
+    calls, super_calls = [], 0
+    for path in discover(trees):
+        data = Path(path).read_bytes()
+        if b".forward" not in data:
+            continue
+        try:
+            tree = ast.parse(data)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "forward"
+            ):
+                value = node.func.value
+                if (
+                    isinstance(value, ast.Call)
+                    and getattr(value.func, "id", "") == "super"
+                    and not value.args
+                ):
+                    super_calls += 1
+                else:
+                    calls.append(f"{os.path.relpath(path, site)}:{node.lineno}")
+    unlabelled = [c for c in calls if c not in LABELS]
+    positives = {c for c in calls if LABELS.get(c, (False, ""))[0]}
+    tp = len(flagged & positives)
+    print(
+        f"\n.forward(...) calls: {len(calls)} not through super() (hand-labelled: {len(calls) - len(unlabelled)}),"
+        f" {super_calls} through super(); true bypasses: {len(positives)}"
+    )
+    if unlabelled:
+        print(f"UNLABELLED (versions differ?): {unlabelled[:10]}")
+    print(
+        f"hookscope HS101+HS102: flagged {len(flagged)}, true {tp}: "
+        f"precision {tp / max(len(flagged), 1):.3f}, recall {tp / max(len(positives), 1):.3f}"
+    )
+    for miss in sorted(positives - flagged):
+        print(f"  missed: {miss} ({LABELS[miss][1]})")
+    for wrong in sorted(flagged - positives):
+        print(f"  false positive: {wrong} ({LABELS.get(wrong, (False, 'unlabelled'))[1]})")
+    every = len(calls) + super_calls
+    print(
+        f"flake8-no-module-forward-call NMF001: flagged {every}, true {len(positives)}: "
+        f"precision {len(positives) / max(every, 1):.3f}, recall 1.000"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--repeat", type=int, default=3, help="hookscope repetitions")
+    parser.add_argument("--flake8-repeat", type=int, default=1, help="flake8 repetitions (slow)")
+    parser.add_argument("--quality", action="store_true", help="also score precision/recall")
+    args = parser.parse_args()
+    trees = [package_dir("transformers"), package_dir("torch")]
+    site = str(Path(trees[0]).parent)
+    n_files = sum(1 for tree in trees for _ in Path(tree).rglob("*.py"))
+    print(
+        f"trees: {', '.join(trees)} ({n_files} .py files); jobs={args.jobs}; cpus={os.cpu_count()}"
+    )
+
+    time_hookscope_api(trees, args.jobs)  # warm the page cache and the import
+    api, cli, flake = [], [], []
+    counts: dict[str, int] = {}
+    for i in range(max(args.repeat, args.flake8_repeat)):
+        if i < args.repeat:
+            t, counts["hookscope API"] = time_hookscope_api(trees, args.jobs)
+            api.append(t)
+            t, counts["hookscope CLI"] = time_hookscope_cli(trees, args.jobs)
+            cli.append(t)
+        if i < args.flake8_repeat:
+            t, counts["flake8 + NMF001"] = time_flake8(trees, args.jobs)
+            flake.append(t)
+    f8 = statistics.median(flake)
+    print(f"{'tool':38s} {'median s':>9s} {'runs':>5s} {'findings':>9s} {'flake8 / tool':>14s}")
+    for name, times in (
+        ("flake8 + NMF001", flake),
+        ("hookscope CLI (incl. start-up)", cli),
+        ("hookscope API (in-process)", api),
+    ):
+        key = name.split(" (")[0]
+        med = statistics.median(times)
+        print(f"{name:38s} {med:9.2f} {len(times):5d} {counts[key]:9d} {f8 / med:13.1f}x")
+    if args.quality:
+        quality(trees, site)
+
+
+if __name__ == "__main__":
+    main()
