@@ -41,16 +41,32 @@ def _profile_tracer(found: list[str]) -> Callable[[FrameType, str, Any], None]:
 
 
 def _time(fn: Callable[[], object]) -> float:
-    start = time.perf_counter()
+    # CPU time of this process: robust to other processes competing for the CPU.
+    start = time.process_time()
     fn()
-    return time.perf_counter() - start
+    return time.process_time() - start
+
+
+def _per_call_cost(reps: int) -> tuple[float, float]:
+    """Seconds per module call: plain vs detect_bypass, on 2000 tiny Identity calls."""
+    tiny = nn.Sequential(*[nn.Identity() for _ in range(2000)])
+    x = torch.zeros(1)
+    plain, probed = [], []
+    for _ in range(reps):
+        plain.append(_time(lambda: tiny(x)))
+        with hookscope.session(tiny, detect_bypass=True):
+            probed.append(_time(lambda: tiny(x)))
+    return statistics.median(plain) / 2000, statistics.median(probed) / 2000
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     model = resnet50_like().eval()
     x = torch.randn(args.batch, 3, 224, 224)
@@ -94,11 +110,27 @@ def main() -> None:
         for name, fn in variants.items():
             times[name].append(_time(fn))
     base = statistics.median(times["plain"])
+    counter = BypassDetector(model, track=True)
+    counter.attach()
+    with torch.no_grad():
+        model(x)
+    counter.detach()
+    calls = sum(a.calls for a in counter.activity.values())  # module calls per forward
+    plain_call, probed_call = _per_call_cost(25)
+    extra = (probed_call - plain_call) * calls
     print(f"resnet50_like, batch {args.batch}, CPU fp32 forward, {args.reps} interleaved reps")
-    print(f"threads: {torch.get_num_threads()}, torch {torch.__version__}")
+    print(f"threads: {torch.get_num_threads()}, torch {torch.__version__}; CPU time per forward")
     for name, values in times.items():
         median = statistics.median(values)
-        print(f"{name:<11} median {median * 1000:8.1f} ms   ratio {median / base:5.3f}x")
+        spread = ", ".join(f"{v * 1000:.0f}" for v in values)
+        print(
+            f"{name:<11} median {median * 1000:8.1f} ms   ratio {median / base:5.3f}x   [{spread}]"
+        )
+    print(
+        f"per module call (2000 tiny Identity calls): plain {plain_call * 1e6:.2f} us, "
+        f"detect_bypass {probed_call * 1e6:.2f} us; {calls} module calls per forward "
+        f"-> +{extra * 1000:.2f} ms = {1 + extra / base:.4f}x of the plain forward"
+    )
 
 
 if __name__ == "__main__":
