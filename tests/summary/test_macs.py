@@ -220,3 +220,16 @@ def test_modules_that_never_ran_are_named() -> None:
     assert s.not_run == ("head",)
     assert "Modules that never ran (1): head" in str(s)
     assert hookscope.summary(SmallCNN(), input_size=(1, 3, 32, 32)).not_run == ()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_recurrent_layers(device: str | None) -> None:
+    x = torch.randn(2, 5, 8)  # batch 2, 5 steps, 8 features: 10 (step, batch) positions
+    lstm = nn.LSTM(8, 16, num_layers=2, batch_first=True)
+    # 4 gates x 16 hidden x (inputs + hidden) per position; layer 2 reads 16 features
+    expected = 10 * 4 * 16 * (8 + 16) + 10 * 4 * 16 * (16 + 16)
+    s = hookscope.summary(lstm, x, device=device)
+    assert s.macs == expected
+    assert s.unknown_ops == ()
+    gru = nn.GRU(8, 16, batch_first=True)
+    assert hookscope.summary(gru, x, device=device).macs == 10 * 3 * 16 * (8 + 16)

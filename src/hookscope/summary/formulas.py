@@ -118,6 +118,14 @@ def _encoder_layer(args: Sequence[Any], _kwargs: dict[str, Any], _out: Any) -> i
     return _mha_macs(batch, length, length, embed) + 2 * batch * length * embed * hidden
 
 
+def _rnn_layer(args: Sequence[Any], _kwargs: dict[str, Any], _out: Any) -> int:
+    # One fused RNN layer (oneDNN on CPU): every (step, batch) position runs
+    # the input-hidden and hidden-hidden matrices once.
+    input_, w_ih, w_hh = args[0], args[1], args[2]
+    positions = int(input_.numel()) // int(input_.shape[-1])
+    return positions * (int(w_ih.numel()) + int(w_hh.numel()))
+
+
 def _formulas() -> dict[Any, Formula]:
     table: dict[Any, Formula] = {
         aten.mm.default: _mm,
@@ -147,6 +155,7 @@ def _formulas() -> dict[Any, Formula]:
         "_scaled_dot_product_fused_attention_overrideable": _sdpa,
         "_flash_attention_forward": _sdpa,
         "_efficient_attention_forward": _sdpa,
+        "mkldnn_rnn_layer": _rnn_layer,
     }
     for name, formula in optional.items():
         packet = getattr(aten, name, None)
@@ -235,6 +244,17 @@ _FREE_NAMES = frozenset(
         "item",
         "nonzero",
         "one_hot",
+        "unsafe_split",
+        "unsafe_split_with_sizes",
+        "unsafe_chunk",
+        "transpose_",
+        "t_",
+        "squeeze_",
+        "unsqueeze_",
+        "as_strided_",
+        "detach_",
+        "resize_as_",
+        "_unsafe_index",
     ]
 )
 
