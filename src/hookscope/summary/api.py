@@ -88,11 +88,13 @@ def _parse_device(device: str | torch.device | None) -> torch.device | None:
     if device is None or device == "auto":
         return None
     try:
-        return torch.device(device)
-    except (RuntimeError, TypeError):
+        parsed = torch.device(device)
+        torch.empty(0, device=parsed)  # is it usable here?
+    except (RuntimeError, TypeError, AssertionError) as exc:
         raise UsageError(
-            f"device must be 'auto', 'meta' or a torch device, got {device!r}"
+            f"device must be 'auto', 'meta' or a usable torch device, got {device!r} ({exc})"
         ) from None
+    return parsed
 
 
 def _build_args(
