@@ -269,3 +269,14 @@ def test_attach_all_watches_classes_defined_later_and_names_by_attribute() -> No
 def test_bad_policy_is_a_usage_error_showing_the_value() -> None:
     with pytest.raises(hookscope.UsageError, match="'loud'"):
         BypassDetector(nn.Linear(2, 2), policy="loud")  # type: ignore[arg-type]
+
+
+def test_compiled_model_runs_cleanly_while_another_model_is_watched() -> None:
+    eager = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    compiled = torch.compile(eager, backend="eager")
+    watched = Parent()  # also uses nn.Linear, so nn.Linear.forward is probed
+    x = torch.randn(2, 4)
+    with hookscope.session(watched, detect_bypass=True) as s:
+        assert torch.equal(compiled(x), eager(x))  # no dynamo warning (warnings are errors)
+        watched(torch.ones(1, 4))
+    assert [(r.module, r.count) for r in s.bypasses] == [("inner", 1)]

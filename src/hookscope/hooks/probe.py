@@ -90,8 +90,13 @@ def _make_probe(orig: Callable[..., Any]) -> Callable[..., Any]:
     call_impl, inner, slow = _CALL_IMPL, _INNER, _SLOW_FORWARD
     tracking = _TRACKING
     observe = _observe
+    # Under torch.compile, dynamo reads this as True and inlines the original
+    # forward (it cannot trace sys._getframe); compiled regions are not watched.
+    compiling = torch.compiler.is_compiling
 
     def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if compiling():
+            return orig(self, *args, **kwargs)
         code = getframe(1).f_code
         if (code is call_impl or code is inner or code is slow) and not tracking[0]:
             return orig(self, *args, **kwargs)
