@@ -8,6 +8,8 @@ of the Monitor's implementation while following its file format.
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import math
 from pathlib import Path
@@ -53,8 +55,14 @@ def train_records(steps: int = 4, *, poison_step: int | None = None) -> list[dic
     """``monitor.jsonl`` entries from ``steps`` SGD steps of `SmallCNN` on random data.
 
     With ``poison_step``, that step's input holds a NaN, so the first conv
-    output is the first non-finite tensor.
+    output is the first non-finite tensor. Cached per arguments (a deep copy
+    is returned, so callers may change it).
     """
+    return copy.deepcopy(_train_records(steps, poison_step))
+
+
+@functools.cache
+def _train_records(steps: int, poison_step: int | None) -> list[dict[str, Any]]:
     torch.manual_seed(0)
     model = SmallCNN()
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
