@@ -47,7 +47,8 @@ def parse_dtype(text: str) -> torch.dtype:
 
 def parse_shape(text: str) -> tuple[int, ...]:
     """``"1,3,224,224"`` (or ``1x3x224x224``) → ``(1, 3, 224, 224)``."""
-    parts = [p for p in text.replace("x", ",").replace(" ", "").split(",") if p]
+    compact = text.replace(" ", "")
+    parts = compact.split("," if "," in compact else "x")
     try:
         shape = tuple(int(p) for p in parts)
     except ValueError:
