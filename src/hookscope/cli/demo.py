@@ -43,7 +43,7 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "demo", help="everything on a built-in model, no downloads", description=__doc__
     )
-    parser.add_argument("--steps", type=int, default=25, help="training steps (default 25)")
+    parser.add_argument("--steps", type=int, default=20, help="training steps (default 20)")
     parser.add_argument("--batch", type=int, default=16, help="batch size (default 16)")
     parser.add_argument("--out", default="runs/demo", help="output folder (default runs/demo)")
     parser.set_defaults(func=run)
@@ -103,7 +103,7 @@ def _train(demo: _Demo, model: torch.nn.Module, steps: int, batch: int) -> None:
     from hookscope.sinks import JsonlSink, Sink, TensorBoardSink
 
     generator = torch.Generator().manual_seed(0)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     sinks: list[Sink] = [
         JsonlSink(demo.out / "monitor.jsonl"),
         TensorBoardSink(demo.out / "tensorboard"),
