@@ -56,7 +56,9 @@ def gradient_flow_plot(
     layers = gradient_flow(as_rows(source), phase=phase)
     if not layers:
         raise UsageError("no gradient norms recorded (was backward run under the Monitor?)")
-    fig = new_figure(max(6.0, 0.45 * len(layers) + 2.0), 4.5)
+    # ResNet-50 has 161 parameters: cap the width and shrink the labels instead.
+    fig = new_figure(min(24.0, max(6.0, 0.45 * len(layers) + 2.0)), 4.5)
+    label_size = 8 if len(layers) <= 48 else max(3.0, 8 * 48 / len(layers))
     ax = fig.add_subplot()
     xs = list(range(len(layers)))
     floor = vanishing / 10
@@ -73,7 +75,11 @@ def gradient_flow_plot(
     ax.set_yscale("log")
     ax.set_ylim(floor, max(exploding * 10, max(maxes) * 2))
     ax.set_xticks(
-        xs, [layer.module or "(root)" for layer in layers], rotation=60, ha="right", fontsize=8
+        xs,
+        [layer.module or "(root)" for layer in layers],
+        rotation=60,
+        ha="right",
+        fontsize=label_size,
     )
     ax.set_ylabel("gradient norm")
     ax.set_xlabel("layer, in forward order")
@@ -114,9 +120,8 @@ def activation_stats_plot(
     if not panels:
         raise UsageError(f"no forward statistics {list(stats)} recorded for these modules")
     # One colour (and line style past ten) per layer, the same in every panel.
-    shown = list(dict.fromkeys(label for series in panels.values() for label in series))[
-        :max_layers
-    ]
+    labels = list(dict.fromkeys(label for series in panels.values() for label in series))
+    shown = labels[:max_layers]
     style = {label: (f"C{i % 10}", "-" if i < 10 else "--") for i, label in enumerate(shown)}
     cols = 2 if len(panels) > 1 else 1
     nrows = math.ceil(len(panels) / cols)
@@ -139,7 +144,8 @@ def activation_stats_plot(
     ordered = [handles[label] for label in shown if label in handles]
     names = [label or "(root)" for label in shown if label in handles]
     fig.legend(ordered, names, loc="outside lower center", ncols=min(5, len(names)), fontsize=7)
-    fig.suptitle(title)
+    more = len(labels) > max_layers
+    fig.suptitle(f"{title} (first {max_layers} of {len(labels)} layers)" if more else title)
     return fig
 
 
