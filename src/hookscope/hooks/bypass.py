@@ -10,8 +10,9 @@ containers and ``torch.utils.checkpoint`` recomputation (all go through
 Not watched: TorchScript modules, modules with a per-instance ``forward``
 attribute (set by other libraries; their wrapper calls the class ``forward``
 on purpose), and ``ModuleList``/``ModuleDict`` (no ``forward`` of their own).
-While a detector is attached, ``torch.compile`` traces through the probe and
-``torch.jit.script`` of a watched class still sees the original source.
+Inside ``torch.compile`` regions the probe steps aside (they are not
+watched); ``torch.jit.script`` of a watched class still sees the original
+source; ``copy.deepcopy`` and ``pickle`` see modules exactly as before.
 """
 
 from __future__ import annotations
@@ -202,8 +203,9 @@ class BypassDetector:
         """Start watching the selected modules of the model (default: all)."""
         if self.model is None:
             raise UsageError("attach() needs the detector's model; use attach_all() without one")
+        chosen = select_modules(self.model, modules)  # a bad selector raises before any change
         self._start()
-        for selected in select_modules(self.model, modules):
+        for selected in chosen:
             owner = watchable(selected.module)
             if owner is None:
                 continue
