@@ -72,6 +72,43 @@ def test_pruned_layer_called_through_forward_names_the_pruning_pre_hook() -> Non
     assert report.bypasses[0].hooks_skipped == (
         "forward_pre:torch.nn.utils.prune.L1Unstructured.__call__",
     )
+    prune.remove(model.fc, "weight")  # pruning still finds its own hook object afterwards
+    assert not model.fc._forward_pre_hooks
+
+
+class Twice(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x) + self.fc.forward(x)
+
+
+def test_module_called_both_ways_is_reported_as_partly_skipped() -> None:
+    model = Twice()
+    model.fc.register_forward_hook(count_params)
+    record = _only(hookscope.doctor(model, torch.randn(2, 4)), "fc", "forward")
+    assert (record.fired, record.code) == (1, "forward_called_directly")
+    assert "1 of 2 run(s)" in (record.reason or "")
+
+
+def test_global_module_hooks_are_counted_and_listed_as_skipped() -> None:
+    from torch.nn.modules.module import register_module_forward_hook
+
+    def everywhere(module: nn.Module, args: object, output: object) -> None:
+        pass
+
+    handle = register_module_forward_hook(everywhere)
+    try:
+        report = hookscope.doctor(models.PrunedParent(), torch.randn(2, 4))
+    finally:
+        handle.remove()
+    record = _only(report, "*", "global_forward")
+    assert record.fired == 1  # the root ran through __call__; fc did not
+    assert report.bypasses[0].hooks_skipped == (
+        "global_forward:tests.doctor.test_doctor.test_global_module_hooks_are_counted_and_listed_as_skipped.<locals>.everywhere",
+    )
 
 
 def test_module_never_executed() -> None:
