@@ -16,6 +16,7 @@ import os
 import select
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -32,7 +33,14 @@ FLAGS = (
     "--disable-component-update",
     "--disable-sync",
     "--hide-scrollbars",
+    "--disable-dev-shm-usage",
     "--remote-debugging-pipe",
+)
+
+
+_TRAMPOLINE = (
+    "import os, sys; os.dup2(int(sys.argv[1]), 3); os.dup2(int(sys.argv[2]), 4); "
+    "os.execv(sys.argv[3], sys.argv[3:])"
 )
 
 
@@ -152,16 +160,13 @@ def load_page(
     to_child_r, to_child_w = os.pipe()
     from_child_r, from_child_w = os.pipe()
 
-    def wire_fds() -> None:  # runs in the child: DevTools reads fd 3, writes fd 4
-        a, b = os.dup(to_child_r), os.dup(from_child_w)
-        os.dup2(a, 3)
-        os.dup2(b, 4)
-
+    # DevTools reads fd 3 and writes fd 4: a tiny Python trampoline moves our pipe
+    # ends there and execs Chromium (no preexec_fn, unsafe in a threaded process).
     with tempfile.TemporaryDirectory() as profile:
+        command = [binary, *FLAGS, f"--user-data-dir={profile}", "about:blank"]
         proc = subprocess.Popen(
-            [binary, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
-            pass_fds=(3, 4),  # kept open after wire_fds, which runs before fds are closed
-            preexec_fn=wire_fds,
+            [sys.executable, "-c", _TRAMPOLINE, str(to_child_r), str(from_child_w), *command],
+            pass_fds=(to_child_r, from_child_w),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
