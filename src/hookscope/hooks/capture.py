@@ -15,6 +15,7 @@ session reports it as a `HookError` inside the ``with`` body, and leaving the
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping
 from types import TracebackType
 from typing import Any
@@ -80,6 +81,7 @@ class ActivationCapture(Mapping[str, torch.Tensor]):
         self._session: HookSession | None = None
         self._released = False
         self._overflow: CaptureOverflowError | None = None
+        self._lock = threading.Lock()
 
     # -- mapping -------------------------------------------------------------------
 
@@ -148,7 +150,8 @@ class ActivationCapture(Mapping[str, torch.Tensor]):
     def _hook(self, name: str, module: nn.Module, args: Any, output: Any) -> None:
         for path, tensor in _tensors(output):
             key = "/".join((name, *path)) if path else name
-            self._put(key, tensor)
+            with self._lock:  # replicas (DataParallel) may call hooks from threads
+                self._put(key, tensor)
 
     def _put(self, key: str, tensor: torch.Tensor) -> None:
         size = tensor.numel() * tensor.element_size()
