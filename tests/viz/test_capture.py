@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 import torch
 from torch import nn
@@ -156,3 +158,16 @@ def test_bad_selector_is_a_usage_error_and_leaves_no_hooks() -> None:
     with pytest.raises(UsageError, match="42"), hookscope.capture(model, 42):  # type: ignore[arg-type]
         pass
     assert len(hookscope.list_hooks(model)) == 0
+
+
+def test_threads_keep_byte_count_consistent() -> None:
+    model = SmallCNN().eval()
+    x = torch.randn(2, 3, 16, 16)
+    with torch.no_grad(), hookscope.capture(model, leaves_only=True, keep=True) as cache:
+        threads = [threading.Thread(target=model, args=(x,)) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert set(cache.calls.values()) == {4}
+    assert cache.nbytes == sum(t.numel() * t.element_size() for t in cache.values())
