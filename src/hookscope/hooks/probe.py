@@ -86,21 +86,24 @@ _TRACKING = [0]
 
 
 def _make_probe(orig: Callable[..., Any]) -> Callable[..., Any]:
-    getframe = sys._getframe
-    call_impl, inner, slow = _CALL_IMPL, _INNER, _SLOW_FORWARD
-    tracking = _TRACKING
-    observe = _observe
+    # Closure names carry a _hs_ prefix: torch.jit.script resolves the original
+    # source's free names through this function's closure first, then its globals.
+    _hs_orig = orig
+    _hs_getframe = sys._getframe
+    _hs_call_impl, _hs_inner, _hs_slow = _CALL_IMPL, _INNER, _SLOW_FORWARD
+    _hs_tracking = _TRACKING
+    _hs_observe = _observe
     # Under torch.compile, dynamo reads this as True and inlines the original
     # forward (it cannot trace sys._getframe); compiled regions are not watched.
-    compiling = torch.compiler.is_compiling
+    _hs_compiling = torch.compiler.is_compiling
 
     def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if compiling():
-            return orig(self, *args, **kwargs)
-        code = getframe(1).f_code
-        if (code is call_impl or code is inner or code is slow) and not tracking[0]:
-            return orig(self, *args, **kwargs)
-        return observe(orig, self, getframe(1), args, kwargs)
+        if _hs_compiling():
+            return _hs_orig(self, *args, **kwargs)
+        code = _hs_getframe(1).f_code
+        if (code is _hs_call_impl or code is _hs_inner or code is _hs_slow) and not _hs_tracking[0]:
+            return _hs_orig(self, *args, **kwargs)
+        return _hs_observe(_hs_orig, self, _hs_getframe(1), args, kwargs)
 
     # Same globals as the original (the body only uses closure cells), so that
     # torch.jit.script resolves names in the original source while we are attached.
