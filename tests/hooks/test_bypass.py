@@ -217,6 +217,20 @@ def test_nested_detectors_restore_the_class_only_when_the_last_one_detaches() ->
     assert [r.count for r in sb.bypasses] == [1]
 
 
+def inner(x: torch.Tensor) -> torch.Tensor:
+    """Same name as a cell in the probe's closure: scripting must still find this one."""
+    return x * 2
+
+
+class UsesGlobal(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return inner(self.fc(x))
+
+
 @pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
 def test_deepcopy_pickle_and_torchscript_work_while_watching() -> None:
     model = Parent()
@@ -228,6 +242,9 @@ def test_deepcopy_pickle_and_torchscript_work_while_watching() -> None:
         torch.save(model.state_dict(), buffer)
         scripted = torch.jit.script(nn.Sequential(nn.Linear(4, 4), nn.ReLU()))
         assert scripted(x).shape == (1, 4)
+        mine = UsesGlobal()
+        with hookscope.session(mine, detect_bypass=True):  # UsesGlobal.forward is probed
+            assert torch.equal(torch.jit.script(mine)(x), mine(x))
         assert torch.equal(clone(x), model(x))
         assert torch.equal(restored(x), model(x))
     assert "forward" not in clone.inner.__dict__
