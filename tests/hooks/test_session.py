@@ -329,3 +329,13 @@ def test_huggingface_bert_and_gpt2_sessions_clean_up() -> None:
         assert hook_state(model) == before
         model.zero_grad(set_to_none=True)
         assert_same_state_dict(state_dict_copy(model), weights)
+
+
+def test_bad_bypass_selector_leaves_the_session_closed() -> None:
+    model = mlp()
+    s = hookscope.session(model, detect_bypass=True, bypass_modules=3.5)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="modules="), s:
+        pass
+    assert not s.active
+    with hookscope.session(model) as fresh:
+        assert fresh.depth == 1

@@ -147,12 +147,16 @@ class HookSession:
         self._active = True
         self.depth = _ACTIVE_DEPTH.get(id(self.model), 0) + 1
         _ACTIVE_DEPTH[id(self.model)] = self.depth
+        _LIVE.add(self)
         if self.detect_bypass:
             from hookscope.hooks.bypass import BypassDetector
 
             self._bypass = BypassDetector(self.model, policy=self.bypass_policy)
-            self._bypass.attach(self.bypass_modules)
-        _LIVE.add(self)
+            try:
+                self._bypass.attach(self.bypass_modules)
+            except BaseException:
+                self.close()
+                raise
         return self
 
     def __exit__(
