@@ -64,11 +64,17 @@ def _plot(draw: Callable[[], Any], what: str, notes: list[str]) -> str:
     return h.image(png_bytes(fig), what)
 
 
+def _count(run: RunData, phase: str) -> int:
+    return len({row["module"] for row in run.rows if row["phase"] == phase})
+
+
 def _overview(run: RunData) -> str:
     pairs: list[tuple[str, Any]] = [
         ("run directory", str(run.path.resolve())),
         ("steps recorded", run.steps),
-        ("modules monitored", len({row["module"] for row in run.rows})),
+        ("modules with activation statistics", _count(run, "forward")),
+        ("modules with gradient norms", _count(run, "backward")),
+        ("parameters with gradient norms", _count(run, "param")),
         ("records", len(run.rows)),
         ("alerts", len(run.alerts)),
         ("absent parts", ", ".join(run.missing) or "none"),
