@@ -46,7 +46,9 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--top-k", type=int, default=16, help="channels per grid (default 16)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random input")
-    parser.add_argument("-o", "--output", default="featuremaps", help="output folder")
+    parser.add_argument(
+        "-o", "--output", default="featuremaps", help="output folder (default featuremaps/)"
+    )
     parser.set_defaults(func=run)
 
 
