@@ -20,6 +20,7 @@ import argparse
 import ast
 import importlib.util
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -155,7 +156,24 @@ def package_dir(name: str) -> str:
     return list(spec.submodule_search_locations)[0]
 
 
-def time_flake8(trees: list[str], jobs: int) -> tuple[float, int]:
+def _cpu() -> float:
+    """CPU seconds used so far by this process and its waited-for descendants."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _run(cmd: list[str], what: str) -> tuple[float, float, int]:
+    wall, cpu = time.perf_counter(), _cpu()
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    wall, cpu = time.perf_counter() - wall, _cpu() - cpu
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{what} failed: {proc.stderr[-2000:]}")
+    return wall, cpu, len(proc.stdout.splitlines())
+
+
+def time_flake8(trees: list[str], jobs: int) -> tuple[float, float, int]:
+    """flake8 (its default checks plus NMF001, output filtered to NMF001)."""
     cmd = [
         sys.executable,
         "-c",
@@ -165,15 +183,11 @@ def time_flake8(trees: list[str], jobs: int) -> tuple[float, int]:
         f"-j{jobs}",
         *trees,
     ]
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    elapsed = time.perf_counter() - start
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"flake8 failed: {proc.stderr[-2000:]}")
-    return elapsed, len(proc.stdout.splitlines())
+    return _run(cmd, "flake8")
 
 
-def time_hookscope_cli(trees: list[str], jobs: int) -> tuple[float, int]:
+def time_hookscope_cli(trees: list[str], jobs: int) -> tuple[float, float, int]:
+    """``python -m hookscope lint``: includes interpreter start and ``import hookscope`` (torch)."""
     cmd = [
         sys.executable,
         "-m",
@@ -184,20 +198,15 @@ def time_hookscope_cli(trees: list[str], jobs: int) -> tuple[float, int]:
         f"--jobs={jobs}",
         *trees,
     ]
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    elapsed = time.perf_counter() - start
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"hookscope failed: {proc.stderr[-2000:]}")
-    return elapsed, len(proc.stdout.splitlines())
+    return _run(cmd, "hookscope")
 
 
-def time_hookscope_api(trees: list[str], jobs: int) -> tuple[float, int]:
+def time_hookscope_api(trees: list[str], jobs: int) -> tuple[float, float, int]:
     from hookscope.lint import lint
 
-    start = time.perf_counter()
+    wall, cpu = time.perf_counter(), _cpu()
     findings = lint(trees, select=["HS1"], jobs=jobs, config=False)
-    return time.perf_counter() - start, len(findings)
+    return time.perf_counter() - wall, _cpu() - cpu, len(findings)
 
 
 def quality(trees: list[str], site: str) -> None:
@@ -271,27 +280,30 @@ def main() -> None:
     )
 
     time_hookscope_api(trees, args.jobs)  # warm the page cache and the import
-    api, cli, flake = [], [], []
-    counts: dict[str, int] = {}
+    runs: dict[str, list[tuple[float, float, int]]] = {"flake8": [], "cli": [], "api": []}
     for i in range(max(args.repeat, args.flake8_repeat)):
         if i < args.repeat:
-            t, counts["hookscope API"] = time_hookscope_api(trees, args.jobs)
-            api.append(t)
-            t, counts["hookscope CLI"] = time_hookscope_cli(trees, args.jobs)
-            cli.append(t)
+            runs["api"].append(time_hookscope_api(trees, args.jobs))
+            runs["cli"].append(time_hookscope_cli(trees, args.jobs))
         if i < args.flake8_repeat:
-            t, counts["flake8 + NMF001"] = time_flake8(trees, args.jobs)
-            flake.append(t)
-    f8 = statistics.median(flake)
-    print(f"{'tool':38s} {'median s':>9s} {'runs':>5s} {'findings':>9s} {'flake8 / tool':>14s}")
-    for name, times in (
-        ("flake8 + NMF001", flake),
-        ("hookscope CLI (incl. start-up)", cli),
-        ("hookscope API (in-process)", api),
-    ):
-        key = name.split(" (")[0]
-        med = statistics.median(times)
-        print(f"{name:38s} {med:9.2f} {len(times):5d} {counts[key]:9d} {f8 / med:13.1f}x")
+            runs["flake8"].append(time_flake8(trees, args.jobs))
+    f8_wall = statistics.median(r[0] for r in runs["flake8"])
+    f8_cpu = statistics.median(r[1] for r in runs["flake8"])
+    print(
+        f"{'tool':34s} {'wall s':>8s} {'CPU s':>8s} {'runs':>5s} {'findings':>9s} {'flake8/tool wall':>17s} {'CPU':>7s}"
+    )
+    names = {
+        "flake8": "flake8 + NMF001",
+        "cli": "hookscope CLI (incl. start-up)",
+        "api": "hookscope API (in-process)",
+    }
+    for key, name in names.items():
+        wall = statistics.median(r[0] for r in runs[key])
+        cpu = statistics.median(r[1] for r in runs[key])
+        found = runs[key][-1][2]
+        print(
+            f"{name:34s} {wall:8.2f} {cpu:8.2f} {len(runs[key]):5d} {found:9d} {f8_wall / wall:16.1f}x {f8_cpu / cpu:6.1f}x"
+        )
     if args.quality:
         quality(trees, site)
 

@@ -20,11 +20,21 @@ class Analysis:
     file: PyFile
     resolver: Resolver
     cache: dict[str, object] = field(default_factory=dict)
+    partial: bool = False
+    needs_full: bool = False
 
     @classmethod
-    def of(cls, pyfile: PyFile, index: ClassIndex) -> Analysis:
-        """Analysis of ``pyfile`` against the project-wide ``index``."""
-        return cls(pyfile, Resolver(pyfile, index))
+    def of(cls, pyfile: PyFile, index: ClassIndex, *, partial: bool = False) -> Analysis:
+        """Analysis of ``pyfile`` against the project-wide ``index``.
+
+        ``partial`` says the tree was parsed from a masked text (see `regions`).
+        """
+        return cls(pyfile, Resolver(pyfile, index), partial=partial)
+
+    def unsure(self) -> None:
+        """A rule needed facts a masked parse may lack: the whole file must be parsed."""
+        if self.partial:
+            self.needs_full = True
 
     def finding(
         self, rule: type[Rule], node: ast.AST, *, edits: tuple[Edit, ...] = (), **fields: str

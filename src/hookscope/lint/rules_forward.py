@@ -63,9 +63,10 @@ class ForwardCallRule(PythonRule):
                 continue  # an unbound call such as Base.forward(self, x) or Fn.forward(ctx, x)
             if resolved.kind is Kind.MODULE:
                 how = "a torch module"
-            elif resolved.kind is Kind.UNKNOWN and _heuristic_applies(
-                resolved.name, site, analysis
-            ):
+            elif resolved.kind is Kind.UNKNOWN:
+                analysis.unsure()
+                if not _heuristic_applies(resolved.name, site, analysis):
+                    continue
                 how = "type not resolved; assumed a module by name"
             else:
                 continue
@@ -123,10 +124,12 @@ class SelfForwardRule(PythonRule):
             if scope.method.name in _entry_methods(analysis, scope.cls):
                 continue
             kind, _ = analysis.resolver.class_kind(scope.cls.name)
-            unknown_module = kind is Kind.UNKNOWN and analysis.resolver.class_looks_like_module(
-                scope.cls
-            )
-            if kind is Kind.MODULE or unknown_module:
+            if kind is Kind.MODULE or kind is Kind.UNKNOWN:
+                analysis.unsure()  # the entry-method closure needs every method
+            unknown = kind is Kind.UNKNOWN
+            if kind is Kind.MODULE or (
+                unknown and analysis.resolver.class_looks_like_module(scope.cls)
+            ):
                 edits = drop_forward(analysis.file, func)
                 yield analysis.finding(type(self), site.node, edits=edits, method=scope.method.name)
 

@@ -128,6 +128,13 @@ def _loaded_in(root: ast.AST, sink: str) -> bool:
 
 def _used_elsewhere(sink: str, scope: Scope, analysis: Analysis) -> bool:
     """Is ``sink`` read anywhere in its scope other than to add items to it?"""
+    used = _used_in_scope(sink, scope, analysis)
+    if not used:
+        analysis.unsure()  # the use may sit in a method or statement the mask dropped
+    return used
+
+
+def _used_in_scope(sink: str, scope: Scope, analysis: Analysis) -> bool:
     root: ast.AST = (
         scope.cls if sink.startswith(f"{scope.self_name}.") and scope.cls else scope.node
     )

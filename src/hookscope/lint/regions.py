@@ -1,0 +1,101 @@
+"""Parse less: keep only the statements that can hold a finding.
+
+A statement starts on a line whose first character (at the block's indentation)
+is not blank, a comment or a closing bracket, and whose first word is not
+``else``/``elif``/``except``/``finally``/``case``. Kept: every import; every
+top-level statement that calls ``.forward`` (not ``super().forward``), registers
+a hook or compiles; inside a kept class, its header, its class-level statements,
+``__init__``/``forward``/``__call__``, methods that assign ``self.x``, and the
+members that are themselves of interest. Other lines are blanked, so line and
+column numbers stay those of the file.
+
+A wrong guess (a column-0 line inside a string) makes the masked text fail to
+parse; the runner then parses the whole file, as it does when a rule needed
+something the mask may have dropped (`Analysis.needs_full`).
+"""
+
+from __future__ import annotations
+
+import re
+
+_HOT = re.compile(r"(?<!super\(\))\.\s*forward\b|register_\w+_hook|compile")
+_SELF_ASSIGN = re.compile(r"self\.\w+\s*(?::[^=\n]*)?=[^=]")
+_ALWAYS = re.compile(r"\s*(?:async\s+)?def\s+(?:__init__|forward|__call__)\b")
+_DEF = re.compile(r"\s*(?:async\s+)?def\s")
+_CONTINUATION = frozenset({"else", "elif", "except", "finally", "case"})
+_WORTH_IT = 0.9  # mask only when it drops more than 10% of the lines
+
+
+def _statement_starts(lines: list[str], begin: int, end: int, indent: str) -> list[int]:
+    starts: list[int] = []
+    width = len(indent)
+    for i in range(begin, end):
+        line = lines[i]
+        if not line.startswith(indent) or len(line) <= width or line[width] in " \t#)]}\r\f":
+            continue
+        word = line[width:].split(None, 1)[0].rstrip(":")
+        if word in _CONTINUATION:
+            continue
+        if starts and lines[starts[-1]][width:].startswith("@"):
+            continue  # a decorator and what it decorates are one statement
+        starts.append(i)
+    return starts
+
+
+def _hot(lines: list[str], begin: int, end: int) -> bool:
+    return any(_HOT.search(lines[i]) for i in range(begin, end))
+
+
+def mask(text: str) -> str | None:
+    """The text with uninteresting statements blanked, or ``None`` if not worth it."""
+    lines = text.split("\n")
+    starts = _statement_starts(lines, 0, len(lines), "")
+    if len(starts) < 2:
+        return None
+    keep = [False] * len(lines)
+    for begin, end in zip(starts, [*starts[1:], len(lines)], strict=True):
+        is_import = lines[begin].startswith(("import ", "from "))
+        hot = not is_import and _hot(lines, begin, end)
+        if is_import or (hot and not _keep_class_members(lines, begin, end, keep)):
+            keep[begin:end] = [True] * (end - begin)
+    if sum(keep) > _WORTH_IT * len(lines):
+        return None
+    return "\n".join(line if k else "" for line, k in zip(lines, keep, strict=True))
+
+
+def _keep_class_members(lines: list[str], begin: int, end: int, keep: list[bool]) -> bool:
+    """Keep the useful members of a class statement; ``False`` if it is not a plain class."""
+    header = begin
+    while header < end and lines[header].startswith("@"):
+        header += 1
+    if (
+        header >= end
+        or not lines[header].startswith("class ")
+        or not lines[header].rstrip().endswith(":")
+    ):
+        return False
+    body = header + 1
+    while body < end and (not lines[body].strip() or lines[body].lstrip().startswith("#")):
+        body += 1
+    if body >= end:
+        return False
+    indent = lines[body][: len(lines[body]) - len(lines[body].lstrip())]
+    members = _statement_starts(lines, body, end, indent)
+    if not indent or not members or members[0] != body:
+        return False
+    keep[begin:body] = [True] * (body - begin)
+    for m_begin, m_end in zip(members, [*members[1:], end], strict=True):
+        if _useful_member(lines, m_begin, m_end):
+            keep[m_begin:m_end] = [True] * (m_end - m_begin)
+    return True
+
+
+def _useful_member(lines: list[str], begin: int, end: int) -> bool:
+    first = begin
+    while first < end and lines[first].lstrip().startswith("@"):
+        first += 1
+    if first >= end or not _DEF.match(lines[first]):
+        return True  # class-level statements: attributes, aliases such as __call__ = ...
+    if _ALWAYS.match(lines[first]) or _hot(lines, begin, end):
+        return True
+    return any(_SELF_ASSIGN.search(lines[i]) for i in range(first, end))
