@@ -155,16 +155,16 @@ def test_progress_callback_sees_every_file(tmp_path: Path) -> None:
 
 
 def test_flake8_plugin_runs_for_real() -> None:
-    path = FIXTURES / "forward_cases.py"
+    paths = [FIXTURES / "forward_cases.py", FIXTURES / "suppress_cases.py"]
     proc = subprocess.run(
-        [sys.executable, "-m", "flake8", "--isolated", "--select=HS", str(path)],
+        [sys.executable, "-m", "flake8", "--isolated", "--select=HS", *map(str, paths)],
         capture_output=True,
         text=True,
         check=False,
     )
     assert proc.returncode == 1, proc.stderr
-    found = set()
+    found: dict[str, set[tuple[int, str]]] = {p.name: set() for p in paths}
     for line in proc.stdout.splitlines():
-        _, lineno, _col, rest = line.split(":", 3)
-        found.add((int(lineno), rest.split()[0]))
-    assert found == expected_codes(path)
+        path, lineno, _col, rest = line.split(":", 3)
+        found[Path(path).name].add((int(lineno), rest.split()[0]))
+    assert found == {p.name: expected_codes(p) for p in paths}

@@ -16,6 +16,7 @@ from hookscope.lint.analysis import Analysis, PythonRule
 from hookscope.lint.index import merge, scan_classes
 from hookscope.lint.pyfile import PyFile
 from hookscope.lint.registry import all_rules
+from hookscope.lint.suppress import is_suppressed
 
 
 class HookscopeFlake8:
@@ -41,6 +42,8 @@ class HookscopeFlake8:
         for rule in all_rules():
             if issubclass(rule, PythonRule):
                 for finding in rule().check(analysis):
+                    if is_suppressed(finding, pyfile.lines):  # also "# hookscope: ignore[...]"
+                        continue
                     yield (
                         finding.line,
                         finding.col - 1,
