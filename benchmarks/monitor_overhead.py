@@ -3,8 +3,10 @@
 ResNet-50-shaped CNN (``hookscope.zoo.resnet50_like``), batch 8, CPU fp32,
 every leaf module, inference forward (``torch.no_grad``). Variants run
 interleaved, repetition by repetition; the median of each is reported as a
-ratio to the plain forward. Each monitored forward is followed by
-``mon.step()`` (the one host transfer), which is included in the time.
+ratio to the plain forward, both for wall-clock time and for process CPU
+time (steadier when other jobs share the machine). Each monitored forward is
+followed by ``mon.step()`` (the one host transfer), which is included.
+``fused=True`` is compiled once before timing; the compile time is printed.
 
     .venv/bin/python benchmarks/monitor_overhead.py [--reps 7] [--batch 8]
 """
@@ -45,10 +47,11 @@ def naive_hooks(model: nn.Module) -> list[Any]:
     return [m.register_forward_hook(hook) for m in leaves]
 
 
-def timed(fn: Callable[[], None]) -> float:
-    start = time.perf_counter()
+def timed(fn: Callable[[], None]) -> tuple[float, float]:
+    """(wall seconds, process CPU seconds) of one call."""
+    wall, cpu = time.perf_counter(), time.process_time()
     fn()
-    return time.perf_counter() - start
+    return time.perf_counter() - wall, time.process_time() - cpu
 
 
 def main() -> None:
@@ -67,29 +70,40 @@ def main() -> None:
     monitors: dict[str, dict[str, Any]] = {
         "hookscope defaults": {},
         "hookscope every=10": {"every": 10},
-        "hookscope stats=mean,std": {"stats": ["mean", "std"]},
+        "hookscope fused=True": {"fused": True},
     }
-    times: dict[str, list[float]] = {"plain": [], **{k: [] for k in monitors}, "naive .item()": []}
+    times: dict[str, list[tuple[float, float]]] = {
+        "plain": [],
+        **{k: [] for k in monitors},
+        "naive .item()": [],
+    }
     forward()  # warm-up
+    start = time.perf_counter()
+    with hookscope.Monitor(model, keep=False, fused=True) as mon:
+        forward()
+        mon.step()
+    print(f"fused=True one-time compile and first step: {time.perf_counter() - start:.1f} s")
     for _rep in range(args.reps):
         times["plain"].append(timed(forward))
         for label, options in monitors.items():
             with hookscope.Monitor(model, keep=False, **options) as mon:
                 runs = mon.every
-                elapsed = timed(lambda m=mon, n=runs: _monitored(forward, m, n))
-                times[label].append(elapsed / runs)
+                wall, cpu = timed(lambda m=mon, n=runs: _monitored(forward, m, n))
+                times[label].append((wall / runs, cpu / runs))
         handles = naive_hooks(model)
         try:
             times["naive .item()"].append(timed(forward))
         finally:
             for handle in handles:
                 handle.remove()
-    plain = statistics.median(times["plain"])
+    plain_wall = statistics.median(w for w, _ in times["plain"])
+    plain_cpu = statistics.median(c for _, c in times["plain"])
     print(f"ResNet-50-shaped, batch {args.batch}, CPU fp32, {torch.get_num_threads()} threads")
-    print(f"{'variant':<28}{'median s':>10}{'x plain':>10}")
+    print(f"{'variant':<26}{'wall s':>9}{'x plain':>9}{'cpu s':>9}{'x plain':>9}")
     for label, values in times.items():
-        median = statistics.median(values)
-        print(f"{label:<28}{median:>10.3f}{median / plain:>10.2f}")
+        wall = statistics.median(w for w, _ in values)
+        cpu = statistics.median(c for _, c in values)
+        print(f"{label:<26}{wall:>9.3f}{wall / plain_wall:>9.2f}{cpu:>9.3f}{cpu / plain_cpu:>9.2f}")
 
 
 def _monitored(forward: Callable[[], None], mon: hookscope.Monitor, runs: int) -> None:

@@ -69,28 +69,44 @@ class Plan:
         squares: the 2-norm (std, RMS, norm).
         extrema: min and max (abs-max).
         zeros: how to count zeros: ``"none"``, ``"count"`` or ``"nonneg"``.
+        fused: take sum, norm, min, max (and the zero count) in one compiled
+            pass where possible (see `hookscope.stats.fused`).
     """
 
     sum: bool = True
     squares: bool = True
     extrema: bool = True
     zeros: Zeros = "none"
+    fused: bool = False
 
 
-def plan_for(stats: Collection[str], zeros: Zeros = "count") -> Plan:
+def plan_for(stats: Collection[str], zeros: Zeros = "count", *, fused: bool = False) -> Plan:
     """The cheapest `Plan` that yields ``stats`` (names from `ALL_STATS`)."""
     return Plan(
         sum=bool({"mean", "std"} & set(stats)),
         squares=bool({"std", "rms", "norm"} & set(stats)),
         extrema=bool({"min", "max", "absmax"} & set(stats)),
         zeros=zeros if "zero_frac" in stats else "none",
+        fused=fused,
     )
 
 
 class Reduction:
     """The reductions of one tensor: 0-d device tensors until `fetch`, then floats."""
 
-    __slots__ = ("inf", "kind", "max", "min", "nan", "nonzero", "norm", "numel", "sum")
+    __slots__ = (
+        "inf",
+        "kind",
+        "max",
+        "min",
+        "nan",
+        "nonzero",
+        "norm",
+        "numel",
+        "packed",
+        "packed_fields",
+        "sum",
+    )
 
     def __init__(self, kind: Kind, numel: int) -> None:
         self.kind: Kind = kind
@@ -102,6 +118,9 @@ class Reduction:
         self.nonzero: Value = None
         self.nan: Value = None
         self.inf: Value = None
+        #: Several fields in one device vector (the fused path), named by ``packed_fields``.
+        self.packed: torch.Tensor | None = None
+        self.packed_fields: tuple[str, ...] = ()
 
     def nonfinite(self) -> bool:
         """True when (after `fetch`) a NaN or Inf was seen; exact when counts exist."""
@@ -147,6 +166,8 @@ def reduce_tensor(tensor: torch.Tensor, plan: Plan) -> Reduction:
         t = t.to(torch.float64)
     elif t.dtype not in _NATIVE_FLOAT:
         t = t.to(torch.float32)  # float8 and friends
+    if plan.fused and kind == "float" and _fused(t, plan, red):
+        return red
     acc = torch.float32 if t.dtype in _LOW_PRECISION else None
     if plan.sum:
         red.sum = t.sum(dtype=acc)
@@ -165,36 +186,61 @@ def reduce_tensor(tensor: torch.Tensor, plan: Plan) -> Reduction:
     return red
 
 
-def _count_nonfinite(t: torch.Tensor, red: Reduction) -> None:
+def _fused(t: torch.Tensor, plan: Plan, red: Reduction) -> bool:
+    from hookscope.stats import fused
+
+    if plan.zeros == "none" and not (plan.sum or plan.squares or plan.extrema):
+        return False
+    if not fused.supports(t):
+        return False
+    packed = fused.reduce_packed(t, plan.zeros != "none")
+    if packed is None:
+        return False
+    red.packed = packed
+    red.packed_fields = fused.FIELDS if plan.zeros != "none" else fused.FIELDS_NO_ZEROS
+    _count_nonfinite(t, red, packed[:4].sum())
+    return True
+
+
+def _count_nonfinite(t: torch.Tensor, red: Reduction, probe: torch.Tensor | None = None) -> None:
     probes = [v for v in (red.min, red.max, red.sum, red.norm) if isinstance(v, torch.Tensor)]
-    if t.device.type == "cpu" and probes:
-        # Host memory: reading a reduced value is not a device synchronisation.
-        probe = probes[0] if len(probes) == 1 else probes[0] + probes[1]
-        if math.isfinite(float(probe)):
-            red.nan = red.inf = 0.0
-            return
+    if probe is not None:
+        probes = [probe]
+    # On the host, reading a reduced value is not a device synchronisation;
+    # min and max (or sum, or norm) show any NaN or Inf in the tensor.
+    if t.device.type == "cpu" and probes and all(math.isfinite(float(p)) for p in probes[:2]):
+        red.nan = red.inf = 0.0
+        return
     red.nan = torch.isnan(t).sum()
     red.inf = torch.isinf(t).sum()
 
 
 def fetch(reductions: Sequence[Reduction]) -> None:
-    """Replace every 0-d tensor in ``reductions`` by a float, in one transfer per device."""
+    """Replace every device value in ``reductions`` by a float, in one transfer per device."""
     groups: dict[tuple[torch.device, torch.dtype], list[tuple[Reduction, str, torch.Tensor]]] = {}
+    per_device: dict[torch.device, list[tuple[list[tuple[Reduction, str]], torch.Tensor]]] = {}
     for red in reductions:
+        if red.packed is not None:
+            wide = _wide(red.packed.device)
+            targets = [(red, name) for name in red.packed_fields]
+            per_device.setdefault(red.packed.device, []).append((targets, red.packed.to(wide)))
+            red.packed = None
         for name in _FIELDS:
             value = getattr(red, name)
             if isinstance(value, torch.Tensor):
                 groups.setdefault((value.device, value.dtype), []).append((red, name, value))
-    per_device: dict[torch.device, list[tuple[list[tuple[Reduction, str]], torch.Tensor]]] = {}
     for (device, _dtype), items in groups.items():
-        wide = torch.float32 if device.type == "mps" else torch.float64
-        stacked = torch.stack([value for _, _, value in items]).to(wide)
+        stacked = torch.stack([value for _, _, value in items]).to(_wide(device))
         per_device.setdefault(device, []).append(([(r, n) for r, n, _ in items], stacked))
     for parts in per_device.values():
         host = torch.cat([stacked for _, stacked in parts]).cpu().tolist()
         slots = [slot for targets, _ in parts for slot in targets]
         for (red, name), value in zip(slots, host, strict=True):
             setattr(red, name, float(value))
+
+
+def _wide(device: torch.device) -> torch.dtype:
+    return torch.float32 if device.type == "mps" else torch.float64
 
 
 def merge(a: Reduction, b: Reduction) -> Reduction:
