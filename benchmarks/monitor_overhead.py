@@ -8,7 +8,7 @@ time (steadier when other jobs share the machine). Each monitored forward is
 followed by ``mon.step()`` (the one host transfer), which is included.
 ``fused=True`` is compiled once before timing; the compile time is printed.
 
-    .venv/bin/python benchmarks/monitor_overhead.py [--reps 7] [--batch 8]
+    .venv/bin/python benchmarks/monitor_overhead.py [--reps 7] [--batch 8] [--device cuda]
 """
 
 from __future__ import annotations
@@ -58,14 +58,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
     torch.manual_seed(0)
-    model = resnet50_like().eval()
-    x = torch.randn(args.batch, 3, 224, 224)
+    device = torch.device(args.device)
+    model = resnet50_like().eval().to(device)
+    x = torch.randn(args.batch, 3, 224, 224, device=device)
 
     def forward() -> None:
         with torch.no_grad():
             model(x)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
 
     monitors: dict[str, dict[str, Any]] = {
         "hookscope defaults": {},
@@ -98,7 +102,7 @@ def main() -> None:
                 handle.remove()
     plain_wall = statistics.median(w for w, _ in times["plain"])
     plain_cpu = statistics.median(c for _, c in times["plain"])
-    print(f"ResNet-50-shaped, batch {args.batch}, CPU fp32, {torch.get_num_threads()} threads")
+    print(f"ResNet-50-shaped, batch {args.batch}, {device} fp32, {torch.get_num_threads()} threads")
     print(f"{'variant':<26}{'wall s':>9}{'x plain':>9}{'cpu s':>9}{'x plain':>9}")
     for label, values in times.items():
         wall = statistics.median(w for w, _ in values)

@@ -228,3 +228,20 @@ def test_stats_subset() -> None:
         model(torch.randn(2, 3))
         mon.step()
     assert set(mon.to_pandas().stat) == {"mean", "absmax"}
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_no_host_sync_inside_a_cuda_forward_and_backward() -> None:
+    model = SmallCNN().cuda()
+    x = torch.randn(4, 3, 32, 32, device="cuda")
+    with Monitor(model) as mon:
+        model(x).sum().backward()  # warm-up: lazy CUDA initialisation may sync
+        mon.step()
+        torch.cuda.synchronize()
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            model(x).sum().backward()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        result = mon.step()
+    assert result is not None and len(result.records) > 0

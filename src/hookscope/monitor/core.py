@@ -128,17 +128,7 @@ class Monitor:
         self.model = model
         self.modules = modules
         self.stats = _check_stats(stats)
-        if not isinstance(every, int) or isinstance(every, bool) or every < 1:
-            raise UsageError(f"every must be an int >= 1, got {every!r}")
-        if zeros not in _ZEROS:
-            raise UsageError(f"zeros must be one of {_ZEROS}, got {zeros!r}")
-        if on_error not in _ON_ERROR:
-            raise UsageError(f"on_error must be one of {_ON_ERROR}, got {on_error!r}")
-        for sink in sinks:
-            if not (
-                callable(getattr(sink, "write", None)) and callable(getattr(sink, "close", None))
-            ):
-                raise UsageError(f"a sink needs write(result) and close() methods, got {sink!r}")
+        _check_options(every, zeros, on_error, sinks)
         self.inputs, self.outputs, self.grads, self.params = inputs, outputs, grads, params
         self.every = every
         self.sinks = list(sinks)
@@ -319,6 +309,18 @@ class Monitor:
         from hookscope.sinks.pandas import to_frame
 
         return to_frame(self._results)
+
+
+def _check_options(every: object, zeros: object, on_error: object, sinks: Sequence[Any]) -> None:
+    if not isinstance(every, int) or isinstance(every, bool) or every < 1:
+        raise UsageError(f"every must be an int >= 1, got {every!r}")
+    if zeros not in _ZEROS:
+        raise UsageError(f"zeros must be one of {_ZEROS}, got {zeros!r}")
+    if on_error not in _ON_ERROR:
+        raise UsageError(f"on_error must be one of {_ON_ERROR}, got {on_error!r}")
+    for sink in sinks:
+        if not (callable(getattr(sink, "write", None)) and callable(getattr(sink, "close", None))):
+            raise UsageError(f"a sink needs write(result) and close() methods, got {sink!r}")
 
 
 def _check_stats(stats: Sequence[str] | None) -> tuple[str, ...]:

@@ -166,8 +166,16 @@ def reduce_tensor(tensor: torch.Tensor, plan: Plan) -> Reduction:
         t = t.to(torch.float64)
     elif t.dtype not in _NATIVE_FLOAT:
         t = t.to(torch.float32)  # float8 and friends
-    if plan.fused and kind == "float" and _fused(t, plan, red):
-        return red
+    if not (plan.fused and kind == "float" and _fused(t, plan, red)):
+        _eager(t, plan, red)
+        if kind == "int":
+            red.nan = red.inf = 0.0
+        else:
+            _count_nonfinite(t, red)
+    return red
+
+
+def _eager(t: torch.Tensor, plan: Plan, red: Reduction) -> None:
     acc = torch.float32 if t.dtype in _LOW_PRECISION else None
     if plan.sum:
         red.sum = t.sum(dtype=acc)
@@ -179,11 +187,6 @@ def reduce_tensor(tensor: torch.Tensor, plan: Plan) -> Reduction:
         red.nonzero = t.sign().sum(dtype=torch.float32)
     elif plan.zeros == "count":
         red.nonzero = torch.count_nonzero(t)
-    if kind != "int":
-        _count_nonfinite(t, red)
-    else:
-        red.nan = red.inf = 0.0
-    return red
 
 
 def _fused(t: torch.Tensor, plan: Plan, red: Reduction) -> bool:
