@@ -6,7 +6,7 @@ import ast
 
 from hookscope.lint import runner
 from hookscope.lint.analysis import Analysis
-from hookscope.lint.index import merge, scan_classes
+from hookscope.lint.index import ClassIndex, merge, scan_classes
 from hookscope.lint.pyfile import PyFile
 from hookscope.lint.regions import mask
 from hookscope.lint.registry import select_codes
@@ -94,7 +94,9 @@ def test_unsure_rules_ask_for_the_whole_file() -> None:
     text = _source()
     masked = mask(text)
     assert masked is not None
-    analysis = Analysis.of(PyFile.from_tree("m.py", text, ast.parse(masked)), {}, partial=True)
+    analysis = Analysis.of(
+        PyFile.from_tree("m.py", text, ast.parse(masked)), ClassIndex(), partial=True
+    )
     runner._check(analysis, select_codes(["HS101"]))
     assert analysis.needs_full  # `model` in unknown() cannot be resolved from the mask
 

@@ -29,7 +29,7 @@ def test_project_wide_class_index_resolves_across_files() -> None:
     expected = {
         (p.name, line, code) for p in project.glob("*.py") for line, code in expected_codes(p)
     }
-    assert expected == {("use.py", 16, "HS101")}
+    assert len(expected) == 2
     assert found(project) == expected
 
 

@@ -159,7 +159,7 @@ class Resolver:
             base = self.resolve(expr.value, scope, depth + 1)
             if base.container or base.elem is Kind.MODULE:
                 return Resolved(Kind.MODULE, name=base.name)
-            return Resolved(Kind.UNKNOWN, name=base.name)
+            return Resolved(base.elem or Kind.UNKNOWN, name=base.name)
         if isinstance(expr, ast.Call):
             return self._call(expr, scope, depth)
         if isinstance(
@@ -266,9 +266,11 @@ class Resolver:
     def _class_attr(
         self, cls_name: str, attr: str, seen: frozenset[str] = frozenset()
     ) -> list[Binding]:
-        cls = self.file.classes.get(cls_name)
-        if cls is None or cls_name in seen:
+        if cls_name in seen:
             return []
+        cls = self.file.classes.get(cls_name)
+        if cls is None:
+            return self._indexed_attr(cls_name, attr, seen | {cls_name})
         if cls_name not in self._attrs:
             self._attrs[cls_name] = class_attributes(cls)
         found = self._attrs[cls_name].get(attr)
@@ -279,6 +281,22 @@ class Resolver:
             found = self._class_attr(name, attr, seen | {cls_name})
             if found:
                 return found
+        return []
+
+    def _indexed_attr(self, cls_name: str, attr: str, seen: frozenset[str]) -> list[Binding]:
+        """``self.attr: T`` of a class in another file, from the project-wide index."""
+        source = self.index.attrs.get(cls_name, {}).get(attr)
+        if source is not None:
+            try:
+                annotation = ast.parse(source.strip(), mode="eval").body
+            except SyntaxError:
+                return []
+            return [Binding("annotation", annotation, self.file.tree)]
+        for bases in self.index.get(cls_name) or ():
+            for base in bases:
+                found = self._class_attr(base.rsplit(".", 1)[-1], attr, seen)
+                if found:
+                    return found
         return []
 
     def _combine(self, bindings: list[Binding], depth: int) -> Resolved:

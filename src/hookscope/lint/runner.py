@@ -26,7 +26,7 @@ from pathlib import Path
 from hookscope.errors import LintError
 from hookscope.lint.analysis import Analysis, PythonRule
 from hookscope.lint.findings import Finding
-from hookscope.lint.index import ClassIndex, merge, scan_classes
+from hookscope.lint.index import ClassEntry, ClassIndex, merge, scan_classes
 from hookscope.lint.pyfile import PyFile
 from hookscope.lint.regions import mask
 from hookscope.lint.registry import UnreadableFileRule, all_rules
@@ -56,7 +56,7 @@ Progress = Callable[[str, int, int], None]
 @dataclass(frozen=True)
 class _Scan:
     path: str
-    classes: list[tuple[str, tuple[str, ...]]]
+    classes: list[ClassEntry]
     candidate: bool
     error: str
 
