@@ -148,6 +148,38 @@ LABELS: dict[str, tuple[bool, str]] = {
 }
 
 
+# Held-out labels: wheels unpacked into one folder (see benchmarks/README.md), scored
+# once before any change prompted by them and once after.
+HELDOUT_LABELS: dict[str, tuple[bool, str]] = {
+    "diffusers/hooks/hooks.py:217": (False, "saved original forward function"),
+    "diffusers/guiders/guider_utils.py:184": (False, "guider is not a module"),
+    "diffusers/pipelines/ledits_pp/pipeline_leditspp_stable_diffusion.py:82": (
+        False,
+        "plain class",
+    ),
+    "diffusers/pipelines/ledits_pp/pipeline_leditspp_stable_diffusion_xl.py:112": (
+        False,
+        "plain class",
+    ),
+    "peft/peft_model.py:759": (True, "super(cls, prompt_encoder).forward (HS103)"),
+    "peft/tuners/adalora/model.py:230": (True, "wrapped base model"),
+    "peft/tuners/boft/layer.py:133": (False, "CUDA extension"),
+    "peft/tuners/xlora/classifier.py:151": (True, "nn.Sequential"),
+    "peft/tuners/xlora/model.py:367": (True, "wrapped base model"),
+    "timm/models/hrnet.py:828": (True, "element of a ModuleList"),
+    **{
+        f"peft/tuners/lora/{name}:{n}": (False, "LoraVariant: plain class with a static forward")
+        for name, lines in (
+            ("layer.py", (887, 1104, 1528, 1826)),
+            ("gptq.py", (98,)),
+            ("bnb.py", (223, 271, 499, 554)),
+            ("hqq.py", (218,)),
+        )
+        for n in lines
+    },
+}
+
+
 def package_dir(name: str) -> str:
     """Where an installed package lives, without importing it."""
     spec = importlib.util.find_spec(name)
@@ -209,13 +241,13 @@ def time_hookscope_api(trees: list[str], jobs: int) -> tuple[float, float, int]:
     return time.perf_counter() - wall, _cpu() - cpu, len(findings)
 
 
-def quality(trees: list[str], site: str) -> None:
-    """Precision and recall of HS101+HS102 and of the flake8 plugin against LABELS."""
+def quality(trees: list[str], site: str, labels: dict[str, tuple[bool, str]] = LABELS) -> None:
+    """Precision and recall of HS101-HS103 and of the flake8 plugin against ``labels``."""
     from hookscope.lint import discover, lint
 
     flagged = {
         f"{os.path.relpath(f.path, site)}:{f.line}"
-        for f in lint(trees, select=["HS101", "HS102"], config=False)
+        for f in lint(trees, select=["HS101", "HS102", "HS103"], config=False)
     }
     calls, super_calls = [], 0
     for path in discover(trees):
@@ -241,8 +273,8 @@ def quality(trees: list[str], site: str) -> None:
                     super_calls += 1
                 else:
                     calls.append(f"{os.path.relpath(path, site)}:{node.lineno}")
-    unlabelled = [c for c in calls if c not in LABELS]
-    positives = {c for c in calls if LABELS.get(c, (False, ""))[0]}
+    unlabelled = [c for c in calls if c not in labels]
+    positives = {c for c in calls if labels.get(c, (False, ""))[0]}
     tp = len(flagged & positives)
     print(
         f"\n.forward(...) calls: {len(calls)} not through super() (hand-labelled: {len(calls) - len(unlabelled)}),"
@@ -251,13 +283,13 @@ def quality(trees: list[str], site: str) -> None:
     if unlabelled:
         print(f"UNLABELLED (versions differ?): {unlabelled[:10]}")
     print(
-        f"hookscope HS101+HS102: flagged {len(flagged)}, true {tp}: "
+        f"hookscope HS101-HS103: flagged {len(flagged)}, true {tp}: "
         f"precision {tp / max(len(flagged), 1):.3f}, recall {tp / max(len(positives), 1):.3f}"
     )
     for miss in sorted(positives - flagged):
-        print(f"  missed: {miss} ({LABELS[miss][1]})")
+        print(f"  missed: {miss} ({labels[miss][1]})")
     for wrong in sorted(flagged - positives):
-        print(f"  false positive: {wrong} ({LABELS.get(wrong, (False, 'unlabelled'))[1]})")
+        print(f"  false positive: {wrong} ({labels.get(wrong, (False, 'unlabelled'))[1]})")
     every = len(calls) + super_calls
     print(
         f"flake8-no-module-forward-call NMF001: flagged {every}, true {len(positives)}: "
@@ -271,7 +303,18 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="hookscope repetitions")
     parser.add_argument("--flake8-repeat", type=int, default=1, help="flake8 repetitions (slow)")
     parser.add_argument("--quality", action="store_true", help="also score precision/recall")
+    parser.add_argument(
+        "--heldout", metavar="DIR", help="only score the held-out wheels unpacked in DIR"
+    )
     args = parser.parse_args()
+    if args.heldout:
+        folders = [
+            str(p)
+            for p in sorted(Path(args.heldout).iterdir())
+            if p.is_dir() and "dist-info" not in p.name
+        ]
+        quality(folders, args.heldout, HELDOUT_LABELS)
+        return
     trees = [package_dir("transformers"), package_dir("torch")]
     site = str(Path(trees[0]).parent)
     n_files = sum(1 for tree in trees for _ in Path(tree).rglob("*.py"))
