@@ -16,13 +16,14 @@ and otherwise only when it reads like one (``model``, ``layer``, ``encoder``...)
 from __future__ import annotations
 
 import ast
-import enum
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from hookscope.lint import known
 from hookscope.lint.bindings import Binding, class_attributes, dotted, returned, scope_bindings
 from hookscope.lint.index import ClassIndex
+from hookscope.lint.kinds import NAMESPACE, UNKNOWN, Kind, Resolved
 from hookscope.lint.pyfile import PyFile, Scope
+from hookscope.lint.typehints import annotation_kind, local_class
 
 _MAX_DEPTH = 8
 _SELF_RETURNING = frozenset(
@@ -42,51 +43,6 @@ _SELF_RETURNING = frozenset(
     }
 )
 _PASS_THROUGH = frozenset({"deepcopy", "copy", "compile", "cast"})
-
-
-class Kind(enum.Enum):
-    """What an expression is, as far as hooks are concerned."""
-
-    MODULE = "module"
-    HOOKLESS = "hookless module"
-    OTHER = "not a module"
-    UNKNOWN = "unknown"
-
-
-@dataclass(frozen=True)
-class Resolved:
-    """The result of resolving an expression.
-
-    Attributes:
-        kind: module, not a module, or unknown.
-        is_class: the expression is a class object, not an instance.
-        container: a ``Sequential``/``ModuleList``/``ModuleDict`` (or subclass) instance.
-        elem: the kind of the elements when iterated or indexed.
-        name: the last identifier of the expression, for the heuristic.
-        cls: the same-file class of an instance, for attribute look-ups.
-        function: the same-file function the expression names, for return values.
-    """
-
-    kind: Kind
-    is_class: bool = False
-    container: bool = False
-    elem: Kind | None = None
-    name: str = ""
-    cls: str = ""
-    function: ast.FunctionDef | ast.AsyncFunctionDef | None = None
-
-
-UNKNOWN = Resolved(Kind.UNKNOWN)
-_NAMESPACE = Resolved(Kind.OTHER, name="<namespace>")
-
-
-def looks_like_module(name: str, mentions_torch: bool) -> bool:
-    """The heuristic for receivers whose type cannot be resolved (see module docstring)."""
-    if name and known.NOT_MODULE_NAME.search(name):
-        return False
-    if name and known.MODULE_NAME.search(name):
-        return True
-    return mentions_torch
 
 
 class Resolver:
@@ -198,7 +154,7 @@ class Resolver:
             if method is not None:
                 return Resolved(Kind.OTHER, name=expr.attr, function=method)
         if expr.attr[:1].isupper() and (
-            base.is_class or base is _NAMESPACE or base.kind is Kind.UNKNOWN
+            base.is_class or base is NAMESPACE or base.kind is Kind.UNKNOWN
         ):
             kind, container = self.class_kind(expr.attr)
             return Resolved(kind, is_class=True, container=container, name=expr.attr)
@@ -225,7 +181,7 @@ class Resolver:
                 callee.kind,
                 container=callee.container,
                 name=callee.name,
-                cls=_local_class(self.file, callee.name),
+                cls=local_class(self.file, callee.name),
             )
         return Resolved(Kind.UNKNOWN, name=last)
 
@@ -312,7 +268,7 @@ class Resolver:
     def _binding(self, binding: Binding, depth: int) -> Resolved | None:
         scope = self._scope_of(binding.owner)
         if binding.kind == "namespace":
-            return _NAMESPACE
+            return NAMESPACE
         if binding.kind == "function" and isinstance(
             binding.owner, (ast.FunctionDef, ast.AsyncFunctionDef)
         ):
@@ -368,61 +324,3 @@ class Resolver:
     def annotation(self, node: ast.expr) -> Resolved:
         """The kind of a value annotated with ``node``."""
         return annotation_kind(self, node)
-
-
-def _local_class(pyfile: PyFile, name: str) -> str:
-    return name if name in pyfile.classes else ""
-
-
-def annotation_kind(resolver: Resolver, node: ast.expr) -> Resolved:
-    """Resolve a type annotation: ``nn.Module``, ``Optional[X]``, ``X | None``, ``list[X]``."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        try:
-            parsed = ast.parse(node.value, mode="eval").body
-        except SyntaxError:
-            return UNKNOWN
-        return annotation_kind(resolver, parsed)
-    if isinstance(node, ast.Constant) and node.value is None:
-        return Resolved(Kind.OTHER, name="None")
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        return _union(resolver, [node.left, node.right])
-    if isinstance(node, ast.Subscript):
-        base = (dotted(node.value) or "").rsplit(".", 1)[-1]
-        args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        if base in ("Optional", "Union"):
-            return _union(resolver, args)
-        if base in (
-            "list",
-            "List",
-            "Sequence",
-            "Iterable",
-            "Iterator",
-            "tuple",
-            "Tuple",
-            "dict",
-            "Dict",
-            "Mapping",
-        ):
-            return Resolved(Kind.OTHER, elem=annotation_kind(resolver, args[-1]).kind)
-        if base in ("type", "Type"):
-            return replace(annotation_kind(resolver, args[0]), is_class=True)
-        node = node.value
-    path = dotted(node)
-    if path is None:
-        return UNKNOWN
-    kind, container = resolver.class_kind(path)
-    return Resolved(
-        kind,
-        container=container,
-        name=path.rsplit(".", 1)[-1],
-        cls=_local_class(resolver.file, path),
-    )
-
-
-def _union(resolver: Resolver, members: list[ast.expr]) -> Resolved:
-    results = [annotation_kind(resolver, m) for m in members]
-    results = [r for r in results if r.name != "None"]
-    kinds = {r.kind for r in results}
-    if len(kinds) == 1:
-        return results[0]
-    return UNKNOWN

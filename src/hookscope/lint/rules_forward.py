@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from hookscope.lint.analysis import Analysis, PythonRule, self_names
 from hookscope.lint.bindings import dotted
 from hookscope.lint.findings import Edit, Finding
+from hookscope.lint.kinds import Kind, looks_like_module
 from hookscope.lint.pyfile import CallSite, PyFile, Scope
 from hookscope.lint.registry import register
-from hookscope.lint.resolve import Kind, looks_like_module
 
 _DOT_FORWARD = re.compile(r"\s*(?:\\\n\s*)*\.\s*(?:\\\n\s*)*forward")
 

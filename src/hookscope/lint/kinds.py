@@ -1,0 +1,54 @@
+"""What an expression is, as far as hooks are concerned: the records resolution returns."""
+
+from __future__ import annotations
+
+import ast
+import enum
+from dataclasses import dataclass
+
+from hookscope.lint import known
+
+
+class Kind(enum.Enum):
+    """What an expression is, as far as hooks are concerned."""
+
+    MODULE = "module"
+    HOOKLESS = "hookless module"
+    OTHER = "not a module"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The result of resolving an expression.
+
+    Attributes:
+        kind: module, not a module, or unknown.
+        is_class: the expression is a class object, not an instance.
+        container: a ``Sequential``/``ModuleList``/``ModuleDict`` (or subclass) instance.
+        elem: the kind of the elements when iterated or indexed.
+        name: the last identifier of the expression, for the heuristic.
+        cls: the same-file class of an instance, for attribute look-ups.
+        function: the same-file function the expression names, for return values.
+    """
+
+    kind: Kind
+    is_class: bool = False
+    container: bool = False
+    elem: Kind | None = None
+    name: str = ""
+    cls: str = ""
+    function: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+
+
+UNKNOWN = Resolved(Kind.UNKNOWN)
+NAMESPACE = Resolved(Kind.OTHER, name="<namespace>")
+
+
+def looks_like_module(name: str, mentions_torch: bool) -> bool:
+    """The heuristic for receivers whose type cannot be resolved (see module docstring)."""
+    if name and known.NOT_MODULE_NAME.search(name):
+        return False
+    if name and known.MODULE_NAME.search(name):
+        return True
+    return mentions_torch

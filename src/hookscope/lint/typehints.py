@@ -1,0 +1,73 @@
+"""Resolve type annotations: ``nn.Module``, ``Optional[X]``, ``X | None``, ``list[X]``."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from hookscope.lint.bindings import dotted
+from hookscope.lint.kinds import UNKNOWN, Kind, Resolved
+from hookscope.lint.pyfile import PyFile
+
+if TYPE_CHECKING:
+    from hookscope.lint.resolve import Resolver
+
+
+def local_class(pyfile: PyFile, name: str) -> str:
+    """``name`` if it is a class of this file, else ``""``."""
+    return name if name in pyfile.classes else ""
+
+
+def annotation_kind(resolver: Resolver, node: ast.expr) -> Resolved:
+    """Resolve a type annotation: ``nn.Module``, ``Optional[X]``, ``X | None``, ``list[X]``."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            parsed = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return UNKNOWN
+        return annotation_kind(resolver, parsed)
+    if isinstance(node, ast.Constant) and node.value is None:
+        return Resolved(Kind.OTHER, name="None")
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _union(resolver, [node.left, node.right])
+    if isinstance(node, ast.Subscript):
+        base = (dotted(node.value) or "").rsplit(".", 1)[-1]
+        args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if base in ("Optional", "Union"):
+            return _union(resolver, args)
+        if base in (
+            "list",
+            "List",
+            "Sequence",
+            "Iterable",
+            "Iterator",
+            "tuple",
+            "Tuple",
+            "dict",
+            "Dict",
+            "Mapping",
+        ):
+            return Resolved(Kind.OTHER, elem=annotation_kind(resolver, args[-1]).kind)
+        if base in ("type", "Type"):
+            return replace(annotation_kind(resolver, args[0]), is_class=True)
+        node = node.value
+    path = dotted(node)
+    if path is None:
+        return UNKNOWN
+    kind, container = resolver.class_kind(path)
+    return Resolved(
+        kind,
+        container=container,
+        name=path.rsplit(".", 1)[-1],
+        cls=local_class(resolver.file, path),
+    )
+
+
+def _union(resolver: Resolver, members: list[ast.expr]) -> Resolved:
+    results = [annotation_kind(resolver, m) for m in members]
+    results = [r for r in results if r.name != "None"]
+    kinds = {r.kind for r in results}
+    if len(kinds) == 1:
+        return results[0]
+    return UNKNOWN
