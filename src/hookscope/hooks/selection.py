@@ -10,6 +10,8 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 from torch import nn
 
@@ -108,4 +110,44 @@ def select_modules(
         if any(match(alias, module) for alias in all_names for match in matchers):
             seen.add(key)
             selected.append(SelectedModule(all_names, module))
+    return selected
+
+
+def _glob_match(pattern: str, name: str, _param: Any) -> bool:
+    return fnmatch.fnmatchcase(name, pattern)
+
+
+def _predicate_match(predicate: Callable[[str, Any], Any], name: str, param: Any) -> bool:
+    return bool(predicate(name, param))
+
+
+def select_params(
+    model: nn.Module, params: ModuleSelector
+) -> list[tuple[tuple[str, ...], nn.Parameter]]:
+    """Parameters that require grad, chosen by glob on their names or a predicate.
+
+    Tied parameters are selected once, with every name they have.
+    """
+    names: dict[int, list[str]] = {}
+    tensors: dict[int, nn.Parameter] = {}
+    for pname, param in model.named_parameters(remove_duplicate=False):
+        names.setdefault(id(param), []).append(pname)
+        tensors[id(param)] = param
+    if params is None:
+        matchers: list[Callable[[str, Any], bool]] = [lambda _n, _p: True]
+    else:
+        items: list[Any] = [params] if isinstance(params, str) or callable(params) else list(params)
+        matchers = []
+        for item in items:
+            if isinstance(item, str):
+                matchers.append(partial(_glob_match, item))
+            elif callable(item) and not isinstance(item, type):
+                matchers.append(partial(_predicate_match, item))
+            else:
+                raise UsageError(f"params= takes globs or a predicate (name, param); got {item!r}")
+    selected = []
+    for key, pnames in names.items():
+        param = tensors[key]
+        if param.requires_grad and any(m(n, param) for n in pnames for m in matchers):
+            selected.append((tuple(dict.fromkeys(pnames)), param))
     return selected

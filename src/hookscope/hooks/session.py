@@ -10,14 +10,12 @@ takes PyTorch's no-hook fast path again.
 
 from __future__ import annotations
 
-import fnmatch
 import threading
 import traceback
 import warnings
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from types import TracebackType
 from typing import Any, Literal, get_args
 
@@ -27,73 +25,32 @@ from torch.utils.hooks import RemovableHandle
 
 from hookscope.errors import HookError, HookWarning, UsageError
 from hookscope.hooks.describe import WRAPPED_ATTR, callable_name
-from hookscope.hooks.selection import ModuleSelector, SelectedModule, module_names, select_modules
+from hookscope.hooks.handles import HandleGroup, HookFailure, HookKind, Registration
+from hookscope.hooks.selection import (
+    ModuleSelector,
+    SelectedModule,
+    module_names,
+    select_modules,
+    select_params,
+)
+
+__all__ = [
+    "BypassPolicy",
+    "HandleGroup",
+    "HookFailure",
+    "HookKind",
+    "HookSession",
+    "OnError",
+    "Registration",
+    "active_sessions",
+    "session",
+]
 
 OnError = Literal["raise", "warn", "disable"]
 BypassPolicy = Literal["record", "warn", "raise"]
-HookKind = Literal["forward", "forward_pre", "backward", "backward_pre", "grad"]
 
 _ON_ERROR = get_args(OnError)
 _BYPASS = get_args(BypassPolicy)
-
-
-@dataclass(frozen=True)
-class HookFailure:
-    """An exception a user hook raised under ``on_error="warn"|"disable"``."""
-
-    module: str
-    hook: str
-    kind: HookKind
-    error: BaseException
-    traceback: str
-
-
-@dataclass(eq=False)
-class Registration:
-    """One hook the session added on one module (or parameter)."""
-
-    names: tuple[str, ...]
-    kind: HookKind
-    hook: Callable[..., Any]
-    hook_name: str
-    target: weakref.ref[Any]
-    handle: RemovableHandle | None = None
-    count: int = 0
-    disabled: bool = False
-    warned: bool = False
-
-    @property
-    def name(self) -> str:
-        """Primary qualified name of the hooked module or parameter."""
-        return self.names[0]
-
-    @property
-    def label(self) -> str:
-        """``kind:hook`` — how ``fired`` keys this hook."""
-        return f"{self.kind}:{self.hook_name}"
-
-
-class HandleGroup:
-    """Handles of the hooks one ``add_*`` call registered; ``remove()`` is idempotent."""
-
-    def __init__(self, registrations: list[Registration]) -> None:
-        self.registrations = registrations
-
-    def __len__(self) -> int:
-        return len(self.registrations)
-
-    def remove(self) -> None:
-        """Remove these hooks now (the session would remove them on exit anyway)."""
-        for reg in self.registrations:
-            if reg.handle is not None:
-                reg.handle.remove()
-            reg.disabled = True
-
-    def __enter__(self) -> HandleGroup:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.remove()
 
 
 @dataclass
@@ -301,7 +258,7 @@ class HookSession:
         globs; tied parameters are hooked once and reported under every name.
         """
         self._check_active()
-        selected = _select_params(self.model, params)
+        selected = select_params(self.model, params)
         regs = []
         for names, param in selected:
             reg = self._registration("grad", hook, names, param)
@@ -465,42 +422,6 @@ _LIVE: weakref.WeakSet[HookSession] = weakref.WeakSet()
 def active_sessions(model: nn.Module) -> list[HookSession]:
     """Active sessions opened on ``model``."""
     return [s for s in list(_LIVE) if s.model is model]
-
-
-def _glob_match(pattern: str, name: str, _param: Any) -> bool:
-    return fnmatch.fnmatchcase(name, pattern)
-
-
-def _predicate_match(predicate: Callable[[str, Any], Any], name: str, param: Any) -> bool:
-    return bool(predicate(name, param))
-
-
-def _select_params(
-    model: nn.Module, params: ModuleSelector
-) -> list[tuple[tuple[str, ...], nn.Parameter]]:
-    names: dict[int, list[str]] = {}
-    tensors: dict[int, nn.Parameter] = {}
-    for pname, param in model.named_parameters(remove_duplicate=False):
-        names.setdefault(id(param), []).append(pname)
-        tensors[id(param)] = param
-    if params is None:
-        matchers: list[Callable[[str, Any], bool]] = [lambda _n, _p: True]
-    else:
-        items: list[Any] = [params] if isinstance(params, str) or callable(params) else list(params)
-        matchers = []
-        for item in items:
-            if isinstance(item, str):
-                matchers.append(partial(_glob_match, item))
-            elif callable(item) and not isinstance(item, type):
-                matchers.append(partial(_predicate_match, item))
-            else:
-                raise UsageError(f"params= takes globs or a predicate (name, param); got {item!r}")
-    selected = []
-    for key, pnames in names.items():
-        param = tensors[key]
-        if param.requires_grad and any(m(n, param) for n in pnames for m in matchers):
-            selected.append((tuple(dict.fromkeys(pnames)), param))
-    return selected
 
 
 def session(
