@@ -110,9 +110,22 @@ def _unremoved(site: CallSite, analysis: Analysis) -> str:
                 return f"only ever stored in `{sink}`"
             return ""
         sink = dotted(target)
+        if (
+            isinstance(target, ast.Attribute)
+            and sink
+            and sink.split(".")[0] in _stored_in(site.loops[-1])
+        ):
+            return ""  # reg.handle = ... on an object made in this iteration
         if sink and not _loaded_in(site.loops[-1], sink):
             return f"overwritten on each iteration of `{sink}`"
     return ""
+
+
+def _stored_in(loop: ast.AST) -> set[str]:
+    """Names (re)bound on each iteration of ``loop``: its target and its assignments."""
+    return {
+        n.id for n in ast.walk(loop) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
 
 
 def _loaded_in(root: ast.AST, sink: str) -> bool:
