@@ -111,3 +111,13 @@ def test_pyproject_config_is_read(dirty: Path, capsys: pytest.CaptureFixture[str
     assert main(["lint", str(dirty)]) == 0
     assert main(["lint", "--no-config", str(dirty)]) == 1
     capsys.readouterr()
+
+
+def test_progress_bar_on_a_terminal(
+    dirty: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(["lint", "--no-config", str(dirty)]) == 1
+    assert "HS101" in capsys.readouterr().out

@@ -152,3 +152,23 @@ def test_after_the_fix_the_skipped_hook_fires(tmp_path: Path) -> None:
     assert [f.code for f in lint(path, config=False)] == ["HS101"]
     assert _fix_in_place(path) == 1
     assert fires(_load(path, "fixme_model")) == 1
+
+
+def test_fix_keeps_crlf_line_endings(tmp_path: Path) -> None:
+    path = tmp_path / "crlf.py"
+    path.write_bytes(
+        b"import torch\r\n\r\ndef f(model, x):\r\n    return model.forward(x)  # c\r\n"
+    )
+    assert _fix_in_place_bytes(path) == 1
+    assert (
+        path.read_bytes() == b"import torch\r\n\r\ndef f(model, x):\r\n    return model(x)  # c\r\n"
+    )
+
+
+def _fix_in_place_bytes(path: Path) -> int:
+    applied = 0
+    for file_fix in fix(lint_run(path, config=False)):
+        with open(file_fix.path, "w", encoding="utf-8", newline="") as handle:
+            handle.write(file_fix.fixed)
+        applied += file_fix.applied
+    return applied
