@@ -241,14 +241,10 @@ def time_hookscope_api(trees: list[str], jobs: int) -> tuple[float, float, int]:
     return time.perf_counter() - wall, _cpu() - cpu, len(findings)
 
 
-def quality(trees: list[str], site: str, labels: dict[str, tuple[bool, str]] = LABELS) -> None:
-    """Precision and recall of HS101-HS103 and of the flake8 plugin against ``labels``."""
-    from hookscope.lint import discover, lint
+def forward_calls(trees: list[str], site: str) -> tuple[list[str], int]:
+    """``path:line`` of every ``.forward(...)`` call not through ``super()``, and that count."""
+    from hookscope.lint import discover
 
-    flagged = {
-        f"{os.path.relpath(f.path, site)}:{f.line}"
-        for f in lint(trees, select=["HS101", "HS102", "HS103"], config=False)
-    }
     calls, super_calls = [], 0
     for path in discover(trees):
         data = Path(path).read_bytes()
@@ -273,6 +269,18 @@ def quality(trees: list[str], site: str, labels: dict[str, tuple[bool, str]] = L
                     super_calls += 1
                 else:
                     calls.append(f"{os.path.relpath(path, site)}:{node.lineno}")
+    return calls, super_calls
+
+
+def quality(trees: list[str], site: str, labels: dict[str, tuple[bool, str]] = LABELS) -> None:
+    """Precision and recall of HS101-HS103 and of the flake8 plugin against ``labels``."""
+    from hookscope.lint import lint
+
+    flagged = {
+        f"{os.path.relpath(f.path, site)}:{f.line}"
+        for f in lint(trees, select=["HS101", "HS102", "HS103"], config=False)
+    }
+    calls, super_calls = forward_calls(trees, site)
     unlabelled = [c for c in calls if c not in labels]
     positives = {c for c in calls if labels.get(c, (False, ""))[0]}
     tp = len(flagged & positives)
