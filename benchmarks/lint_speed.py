@@ -323,6 +323,8 @@ def main() -> None:
         ]
         quality(folders, args.heldout, HELDOUT_LABELS)
         return
+    if importlib.util.find_spec("flake8_no_module_forward_call") is None:
+        raise SystemExit("needs the flake8 plugin: pip install flake8-no-module-forward-call")
     trees = [package_dir("transformers"), package_dir("torch")]
     site = str(Path(trees[0]).parent)
     n_files = sum(1 for tree in trees for _ in Path(tree).rglob("*.py"))
