@@ -16,12 +16,30 @@ from hookscope.errors import HookscopeError, MissingExtraError, require_extra
 
 def test_all_is_sorted_and_complete() -> None:
     assert hookscope.__all__ == sorted(hookscope.__all__)
+    for name in hookscope.__all__:
+        assert getattr(hookscope, name) is not None
     public = {
         name
         for name, value in vars(hookscope).items()
         if not name.startswith("_") and not isinstance(value, types.ModuleType)
     }
-    assert public - {"annotations"} == set(hookscope.__all__) - {"__version__"}
+    assert public - {"annotations", "TYPE_CHECKING", "Any"} == set(hookscope.__all__) - {
+        "__version__"
+    }
+    assert callable(hookscope.doctor)
+    assert callable(hookscope.summary)
+    assert callable(hookscope.lint)
+
+
+def test_import_and_lint_command_do_not_import_torch(tmp_path: Path) -> None:
+    (tmp_path / "ok.py").write_text("x = 1\n")
+    code = (
+        "import sys\nfrom hookscope.cli.main import main\n"
+        f"rc = main(['lint', {str(tmp_path)!r}])\n"
+        "print(rc, 'torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["0", "False"]
 
 
 def test_every_error_is_a_hookscope_error() -> None:

@@ -3,47 +3,52 @@
 Each subcommand lives in its own module exposing ``register(subparsers)``,
 which adds a parser whose default ``func(args) -> int`` runs the command.
 Exit codes: 0 ok, 1 findings or alerts, 2 usage or input error.
+
+Only the module of the command being run is imported, so ``hookscope lint``
+never pays for importing torch; ``hookscope --help`` imports them all.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 
 from hookscope import __version__
-from hookscope.cli import (
-    demo,
-    doctor,
-    featuremaps,
-    hooks,
-    lint,
-    report,
-    run,
-    summary,
-)
 from hookscope.errors import HookscopeError
 
-_COMMANDS = (summary, doctor, hooks, run, lint, featuremaps, report, demo)
+_COMMANDS = ("summary", "doctor", "hooks", "run", "lint", "featuremaps", "report", "demo")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser with every subcommand."""
+def build_parser(only: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser: every subcommand, or just those in ``only``."""
     parser = argparse.ArgumentParser(
         prog="hookscope",
         description="Trustworthy PyTorch hooks: summary, doctor, monitor, pictures, lint.",
     )
     parser.add_argument("--version", action="version", version=f"hookscope {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in _COMMANDS:
-        command.register(subparsers)
+    for name in _COMMANDS if only is None else only:
+        importlib.import_module(f"hookscope.cli.{name}").register(subparsers)
     return parser
+
+
+def _needed_commands(argv: Sequence[str]) -> Sequence[str] | None:
+    """The subcommands this command line needs (None: all, for help and errors)."""
+    first = next((arg for arg in argv if not arg.startswith("-")), None)
+    if first in _COMMANDS:
+        return (first,)
+    if first is None and "--version" in argv:
+        return ()
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_needed_commands(arguments))
+    args = parser.parse_args(arguments)
     if getattr(args, "func", None) is None:
         parser.print_help(sys.stderr)
         return 2
