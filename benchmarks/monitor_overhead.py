@@ -8,7 +8,7 @@ time (steadier when other jobs share the machine). Each monitored forward is
 followed by ``mon.step()`` (the one host transfer), which is included.
 ``fused=True`` is compiled once before timing; the compile time is printed.
 
-    .venv/bin/python benchmarks/monitor_overhead.py [--reps 7] [--batch 8] [--device cuda]
+    .venv/bin/python benchmarks/monitor_overhead.py [--reps 7] [--batch 8] [--threads N] [--device cuda]
 """
 
 from __future__ import annotations
@@ -59,7 +59,10 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=0, help="intra-op threads (0: default)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     device = torch.device(args.device)
     model = resnet50_like().eval().to(device)

@@ -156,3 +156,15 @@ def test_plan_for_takes_only_needed_reductions() -> None:
 def test_summarize_refuses_unfetched() -> None:
     with pytest.raises(ValueError, match="fetch"):
         summarize(reduce_tensor(torch.randn(4), FULL))
+
+
+def test_merge_of_dot_and_norm_paths() -> None:
+    a = torch.randn(20, 30)  # contiguous: sum of squares by dot
+    b = torch.randn(30, 20).t()  # non-contiguous: by vector_norm
+    ra, rb = reduce_tensor(a, FULL), reduce_tensor(b, FULL)
+    assert ra.sumsq is not None and rb.norm is not None
+    fetch([ra, rb])
+    got = summarize(merge(ra, rb))
+    both = torch.cat([a.ravel(), b.ravel()]).double().numpy()
+    assert got["std"] == pytest.approx(both.std(), rel=1e-5)
+    assert got["norm"] == pytest.approx(math.sqrt((both * both).sum()), rel=1e-5)

@@ -14,11 +14,11 @@ about 1x, 1.5-2.5x and 1.1-2x one ``sum``; ``var_mean`` would cost 20-40x,
   them). On host tensors (CPU) the hook reads that reduction — host memory, no
   device synchronisation. On any other device branching would synchronise,
   so there the exact counts are always computed on the device.
-* the zero count is optional per tensor (`Plan.zeros`): ``"nonneg"`` counts
-  positives with ``sign().sum()`` (about 2.5x cheaper than ``count_nonzero``;
-  valid for outputs known to be >= 0, e.g. ReLU; float32 accumulation, so
-  beyond 2**24 elements the count may be off by a few), ``"count"`` uses
-  ``count_nonzero``.
+* the zero count is optional per tensor (`Plan.zeros`): ``"count"`` uses
+  ``count_nonzero`` (exact, but 5-11x one ``sum`` on float CPU tensors);
+  ``"nonneg"``, for outputs known to be >= 0 (ReLU), runs ``count_nonzero``
+  on the same-size integer view instead (about 1.5x one ``sum``; a ``-0.0``,
+  which ReLU does not produce from negative inputs, would count as non-zero).
 
 `fetch` then moves every pending value of a step to the host in one transfer
 per device, and `summarize` computes the named statistics from them.
@@ -55,7 +55,14 @@ Kind = Literal["float", "complex", "int", "bool", "skip"]
 
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
 _NATIVE_FLOAT = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
-_FIELDS = ("sum", "norm", "min", "max", "nonzero", "nan", "inf")
+_SAME_SIZE_INT = {
+    torch.float16: torch.int16,
+    torch.bfloat16: torch.int16,
+    torch.float32: torch.int32,
+    torch.float64: torch.int64,
+}
+_FIELDS = ("sum", "norm", "sumsq", "min", "max", "nonzero", "nan", "inf")
+_DOT = (torch.float32, torch.float64)
 
 Value = torch.Tensor | float | None
 
@@ -106,6 +113,7 @@ class Reduction:
         "packed",
         "packed_fields",
         "sum",
+        "sumsq",
     )
 
     def __init__(self, kind: Kind, numel: int) -> None:
@@ -113,6 +121,7 @@ class Reduction:
         self.numel = numel
         self.sum: Value = None
         self.norm: Value = None
+        self.sumsq: Value = None
         self.min: Value = None
         self.max: Value = None
         self.nonzero: Value = None
@@ -128,7 +137,7 @@ class Reduction:
             return float(self.nan) + float(self.inf) > 0
         return any(
             isinstance(v, float) and not math.isfinite(v)
-            for v in (self.sum, self.norm, self.min, self.max)
+            for v in (self.sum, self.norm, self.sumsq, self.min, self.max)
         )
 
 
@@ -180,12 +189,18 @@ def _eager(t: torch.Tensor, plan: Plan, red: Reduction) -> None:
     if plan.sum:
         red.sum = t.sum(dtype=acc)
     if plan.squares:
-        red.norm = torch.linalg.vector_norm(t, dtype=acc)
+        if t.dtype in _DOT and t.is_contiguous():
+            flat = t.view(-1)  # BLAS dot: about 2x faster than vector_norm on CPU
+            red.sumsq = torch.dot(flat, flat)
+        else:
+            red.norm = torch.linalg.vector_norm(t, dtype=acc)
     if plan.extrema:
         red.min, red.max = torch.aminmax(t)
-    if plan.zeros == "nonneg":
-        red.nonzero = t.sign().sum(dtype=torch.float32)
-    elif plan.zeros == "count":
+    if plan.zeros == "nonneg" and t.dtype in _SAME_SIZE_INT:
+        # For values >= 0 a bit pattern is zero exactly when the value is +0.0;
+        # counting on the integer view is ~7x faster than on floats.
+        red.nonzero = torch.count_nonzero(t.view(_SAME_SIZE_INT[t.dtype]))
+    elif plan.zeros != "none":
         red.nonzero = torch.count_nonzero(t)
 
 
@@ -206,7 +221,8 @@ def _fused(t: torch.Tensor, plan: Plan, red: Reduction) -> bool:
 
 
 def _count_nonfinite(t: torch.Tensor, red: Reduction, probe: torch.Tensor | None = None) -> None:
-    probes = [v for v in (red.min, red.max, red.sum, red.norm) if isinstance(v, torch.Tensor)]
+    fields = (red.min, red.max, red.sum, red.norm, red.sumsq)
+    probes = [v for v in fields if isinstance(v, torch.Tensor)]
     if probe is not None:
         probes = [probe]
     # On the host, reading a reduced value is not a device synchronisation;
@@ -248,6 +264,8 @@ def _wide(device: torch.device) -> torch.dtype:
 
 def merge(a: Reduction, b: Reduction) -> Reduction:
     """Combine the fetched reductions of two tensors (a module called twice in a step)."""
+    _as_sumsq(a)
+    _as_sumsq(b)
     out = Reduction(a.kind if a.kind == b.kind else "float", a.numel + b.numel)
     for name in _FIELDS:
         x, y = getattr(a, name), getattr(b, name)
@@ -260,9 +278,12 @@ def merge(a: Reduction, b: Reduction) -> Reduction:
     return out
 
 
+def _as_sumsq(red: Reduction) -> None:
+    if isinstance(red.norm, float) and red.sumsq is None:
+        red.sumsq, red.norm = red.norm * red.norm, None
+
+
 def _combine(name: str, x: float, y: float) -> float:
-    if name == "norm":
-        return math.hypot(x, y)
     if name == "min":
         return x if math.isnan(x) or x <= y else y
     if name == "max":
@@ -281,14 +302,17 @@ def summarize(red: Reduction) -> dict[str, float]:
         out.update(mean=trues / n, min=float(trues == n), max=float(trues > 0))
         out.update(zero_frac=1.0 - trues / n)
         return out
-    total, norm = _float(red.sum), _float(red.norm)
+    total, norm, sumsq = _float(red.sum), _float(red.norm), _float(red.sumsq)
+    if norm is None and sumsq is not None:
+        norm = math.sqrt(sumsq) if sumsq >= 0 else math.nan
     if total is not None:
         out["mean"] = total / n
     if norm is not None:
         out["norm"] = norm
         out["rms"] = norm / math.sqrt(n)
         if total is not None:
-            var = (norm * norm) / n - (total / n) ** 2
+            squares = sumsq if sumsq is not None else norm * norm
+            var = squares / n - (total / n) ** 2
             out["std"] = math.sqrt(0.0 if var < 0 else var)
     low, high = _float(red.min), _float(red.max)
     if low is not None and high is not None:
