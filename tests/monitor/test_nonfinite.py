@@ -131,3 +131,12 @@ def test_gpt2_model_output_paths(gpt2_config: object) -> None:
     tensors = set(mon.to_pandas().tensor)
     assert "output.logits" in tensors
     assert "output[0]" in tensors
+
+
+def test_pass_through_module_is_not_blamed_in_backward() -> None:
+    model = nn.Sequential(nn.Linear(4, 4), nn.Identity(), NaNGrad(), nn.Linear(4, 2))
+    with Monitor(model) as mon:
+        model(torch.randn(3, 4)).sum().backward()
+        mon.step()
+    # Identity returns its input object: the NaN gradient is NaNGrad's doing
+    assert mon.first_nonfinite == NonFinite(0, "backward", "2", "input[0]")

@@ -140,7 +140,13 @@ class Collector:
         role: Role = (name, path, shown)
         seen = self._grad_roles.get(id(t))
         if seen is not None and seen[0]() is t and seen[1] == t._version:
-            seen[2].append(role)  # same tensor, same version: one hook serves both
+            # Same tensor, same version: one hook serves every role. A module
+            # that returns its input unchanged (Identity, eval Dropout) did not
+            # make that tensor's gradient: drop its input role.
+            roles = seen[2]
+            if not path.startswith("input"):
+                roles[:] = [r for r in roles if not (r[0] == name and r[1].startswith("input"))]
+            roles.append(role)
             return
         roles = [role]
         self._grad_roles[id(t)] = (weakref.ref(t), t._version, roles)
