@@ -8,7 +8,7 @@ time (steadier when other jobs share the machine). Each monitored forward is
 followed by ``mon.step()`` (the one host transfer), which is included.
 ``fused=True`` is compiled once before timing; the compile time is printed.
 
-    .venv/bin/python benchmarks/monitor_overhead.py [--reps 7] [--batch 8] [--threads N] [--device cuda]
+    .venv/bin/python benchmarks/monitor_overhead.py [--reps 7] [--batch 8] [--threads N] [--train] [--device cuda]
 """
 
 from __future__ import annotations
@@ -60,6 +60,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=0, help="intra-op threads (0: default)")
+    parser.add_argument(
+        "--train", action="store_true", help="forward + backward (gradient statistics too)"
+    )
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -69,8 +72,12 @@ def main() -> None:
     x = torch.randn(args.batch, 3, 224, 224, device=device)
 
     def forward() -> None:
-        with torch.no_grad():
-            model(x)
+        if args.train:
+            model.zero_grad(set_to_none=True)
+            model(x).sum().backward()
+        else:
+            with torch.no_grad():
+                model(x)
         if device.type == "cuda":
             torch.cuda.synchronize()
 
@@ -105,7 +112,11 @@ def main() -> None:
                 handle.remove()
     plain_wall = statistics.median(w for w, _ in times["plain"])
     plain_cpu = statistics.median(c for _, c in times["plain"])
-    print(f"ResNet-50-shaped, batch {args.batch}, {device} fp32, {torch.get_num_threads()} threads")
+    mode = "forward + backward" if args.train else "inference forward"
+    print(
+        f"ResNet-50-shaped, batch {args.batch}, {device} fp32, {torch.get_num_threads()} threads,"
+    )
+    print(mode)
     print(f"{'variant':<26}{'wall s':>9}{'x plain':>9}{'cpu s':>9}{'x plain':>9}")
     for label, values in times.items():
         wall = statistics.median(w for w, _ in values)
