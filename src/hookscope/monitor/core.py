@@ -67,7 +67,14 @@ class Monitor:
     ``(name, module, args, output)`` on each selected module, tensor gradient
     hooks ``(grad)`` on their outputs and inputs, and a post-accumulate-grad
     hook ``(name, param)`` on each trainable parameter. None of them reads a
-    device value back; statistics stay on the device until `step`.
+    device value back; statistics stay on the device until `step`. (For CPU
+    tensors a hook reads the just-reduced min/max from host memory to decide
+    whether exact NaN/Inf counts are needed; that is not a synchronisation.)
+
+    Tensors are reduced when the hook runs, so in-place changes made later
+    (``nn.ReLU(inplace=True)`` after a BatchNorm) do not alter the statistics
+    already taken. A module called several times in a step gets statistics
+    merged over its calls.
 
     Args:
         model: the root module.
