@@ -25,7 +25,8 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from hookscope.errors import HookWarning
-from hookscope.hooks.session import HookSession, Registration
+from hookscope.hooks.handles import Registration
+from hookscope.hooks.session import HookSession
 
 
 class TensorGradHooks:

@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from hookscope.hooks.globals import TensorGradHooks
-from hookscope.hooks.session import Registration
+from hookscope.hooks.handles import Registration
 from hookscope.monitor.records import Phase
 from hookscope.stats import Plan, Reduction, reduce_tensor, tensors_in
 

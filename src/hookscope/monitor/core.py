@@ -11,8 +11,9 @@ from torch import nn
 
 from hookscope.errors import UsageError
 from hookscope.hooks.globals import TensorGradHooks
+from hookscope.hooks.handles import HookFailure
 from hookscope.hooks.selection import ModuleSelector, select_modules
-from hookscope.hooks.session import HookFailure, HookSession, OnError, session
+from hookscope.hooks.session import HookSession, OnError, session
 from hookscope.monitor.alerts import AlertRules, Thresholds
 from hookscope.monitor.collector import CollectOptions, Collector
 from hookscope.monitor.records import Alert, NonFinite, Record, StepResult
