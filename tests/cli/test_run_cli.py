@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import sys
 import textwrap
-import types
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -99,33 +95,22 @@ def test_module_mode_runs_a_module_as_main(
     assert "3 direct .forward() call(s)" in captured.err
 
 
-def test_monitor_enters_monitor_script_with_the_out_dir(
-    script: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+def test_monitor_and_doctor_write_the_run_directory_even_when_the_script_raises(
+    script: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # A stand-in for hookscope.monitor.script (owned elsewhere): records how it is used.
-    seen: list[tuple[str, Path]] = []
+    from hookscope.sinks.jsonl import read_jsonl
 
-    @contextlib.contextmanager
-    def monitor_script(out_dir: Path) -> Iterator[None]:
-        seen.append(("enter", out_dir))
-        try:
-            yield
-        finally:
-            seen.append(("exit", out_dir))
-
-    fake = types.ModuleType("hookscope.monitor.script")
-    fake.monitor_script = monitor_script  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "hookscope.monitor.script", fake)
     out_dir = tmp_path / "run"
     assert (
         main(["run", "--monitor", "--doctor", "--out", str(out_dir), str(script), "--raise"]) == 1
     )
-    assert seen == [("enter", out_dir), ("exit", out_dir)]
+    steps = read_jsonl(out_dir / "monitor.jsonl")
+    assert [line["step"] for line in steps] == [0, 1, 2]
+    assert {r["module"] for r in steps[0]["records"] if r["phase"] == "forward"} >= {"body"}
     assert json.loads((out_dir / "doctor.json").read_text())["exit_code"] == 1
-    capsys.readouterr()
+    err = capsys.readouterr().err
+    assert "1 model(s) monitored" in err
+    assert f"hookscope report {out_dir}" in err
 
 
 @pytest.mark.parametrize(

@@ -91,8 +91,21 @@ def _monitor(out_dir: Path) -> Iterator[None]:
         script = importlib.import_module("hookscope.monitor.script")
     except ImportError as exc:
         raise UsageError(f"hookscope run --monitor is not available: {exc}") from None
-    with script.monitor_script(out_dir):
-        yield
+    with script.monitor_script(out_dir) as watcher:
+        try:
+            yield
+        finally:
+            _report_monitor(watcher, out_dir)
+
+
+def _report_monitor(watcher: Any, out_dir: Path) -> None:
+    files = ", ".join(str(path) for path in watcher.paths) or "nothing (no model was called)"
+    print(
+        f"\nhookscope run --monitor: {len(watcher.monitors)} model(s) monitored, "
+        f"{len(watcher.alerts)} alert(s); wrote {files}\n"
+        f"  HTML report: hookscope report {out_dir} -o {out_dir}/report.html",
+        file=sys.stderr,
+    )
 
 
 def _report(
