@@ -56,11 +56,12 @@ def scan_classes(data: bytes) -> list[ClassEntry]:
         starts.append(start)
         entries.append((name, _bases(raw), []))
     if entries and b"self." in data:
-        for match in _SELF_ANNOTATION.finditer(data):
+        # Annotations above the first class have no owner; no match spans a line, and
+        # only indentation precedes starts[0] on its line, so starting there is exact.
+        for match in _SELF_ANNOTATION.finditer(data, starts[0]):
             owner = bisect.bisect_right(starts, match.start()) - 1
-            if owner >= 0:
-                attr = match.group(1).decode("ascii", errors="replace")
-                entries[owner][2].append((attr, match.group(2).decode("utf-8", errors="replace")))
+            attr = match.group(1).decode("ascii", errors="replace")
+            entries[owner][2].append((attr, match.group(2).decode("utf-8", errors="replace")))
     return [(name, bases, tuple(attrs)) for name, bases, attrs in entries]
 
 

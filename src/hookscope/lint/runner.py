@@ -19,7 +19,7 @@ import re
 import tokenize
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +46,7 @@ DEFAULT_EXCLUDE = (
 )
 SUFFIXES = (".py", ".pyi", ".cs")
 _FORWARD = re.compile(rb"forward\s*\(")
+_DOT_FORWARD = re.compile(rb"\.[ \t\r\n\\]*forward\s*\(")
 _HOOK = re.compile(rb"register_\w+_hook\s*\(")
 _BLANK = b" \t\r\n\\"
 _PARALLEL_MIN_FILES = 64
@@ -59,6 +60,7 @@ class _Scan:
     classes: list[ClassEntry]
     candidate: bool
     error: str
+    size: int = 0
 
 
 def discover(paths: Sequence[str | os.PathLike[str]], exclude: Sequence[str] = ()) -> list[str]:
@@ -70,7 +72,7 @@ def discover(paths: Sequence[str | os.PathLike[str]], exclude: Sequence[str] = (
     Raises:
         LintError: a path does not exist.
     """
-    patterns = (*DEFAULT_EXCLUDE, *exclude)
+    excluded = _exclusion((*DEFAULT_EXCLUDE, *exclude))
     found: list[str] = []
     for raw in paths:
         root = Path(raw)
@@ -81,18 +83,27 @@ def discover(paths: Sequence[str | os.PathLike[str]], exclude: Sequence[str] = (
             raise LintError(f"no such file or directory: {str(raw)!r}")
         for folder, dirs, files in os.walk(root):
             rel = os.path.relpath(folder, root)
-            dirs[:] = sorted(d for d in dirs if not _excluded(d, os.path.join(rel, d), patterns))
+            dirs[:] = sorted(d for d in dirs if not excluded(d, os.path.join(rel, d)))
             for name in sorted(files):
-                if name.endswith(SUFFIXES) and not _excluded(
-                    name, os.path.join(rel, name), patterns
-                ):
+                if name.endswith(SUFFIXES) and not excluded(name, os.path.join(rel, name)):
                     found.append(os.path.join(folder, name))
     return list(dict.fromkeys(found))
 
 
-def _excluded(name: str, rel: str, patterns: Iterable[str]) -> bool:
-    rel = os.path.normpath(rel).replace(os.sep, "/")
-    return any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(rel, p) for p in patterns)
+def _exclusion(patterns: Iterable[str]) -> Callable[[str, str], bool]:
+    """``excluded(name, rel)``: whether a glob matches the name or the relative path.
+
+    The same test as ``fnmatch.fnmatch`` per pattern, with all patterns compiled into
+    one expression: calling fnmatch for every pattern, file and folder took most of
+    the time of a walk over a large tree.
+    """
+    match = re.compile("|".join(fnmatch.translate(os.path.normcase(p)) for p in patterns)).match
+
+    def excluded(name: str, rel: str) -> bool:
+        rel = os.path.normpath(rel).replace(os.sep, "/")
+        return bool(match(os.path.normcase(name)) or match(os.path.normcase(rel)))
+
+    return excluded
 
 
 def _scan(path: str) -> _Scan:
@@ -102,22 +113,20 @@ def _scan(path: str) -> _Scan:
     except OSError as exc:
         return _Scan(path, [], False, exc.strerror or str(exc))
     if path.endswith(".cs"):
-        return _Scan(path, [], b"forward" in data and bool(_FORWARD.search(data)), "")
+        candidate = b"forward" in data and bool(_FORWARD.search(data))
+        return _Scan(path, [], candidate, "", len(data))
     candidate = (b"forward" in data and _calls_forward(data)) or (
         b"_hook" in data and _registers_hook(data)
     )
-    return _Scan(path, scan_classes(data), candidate, "")
+    return _Scan(path, scan_classes(data), candidate, "", len(data))
 
 
 def _calls_forward(data: bytes) -> bool:
     """A ``.forward(`` call other than ``super().forward(`` (which no rule flags)."""
-    for match in _FORWARD.finditer(data):
+    # _DOT_FORWARD finds exactly the _FORWARD matches whose previous non-blank byte is
+    # ".", so the Python loop below runs over method calls only, not every "forward(".
+    for match in _DOT_FORWARD.finditer(data):
         i = match.start() - 1
-        while i >= 0 and data[i] in _BLANK:
-            i -= 1
-        if i < 0 or data[i] != ord("."):
-            continue
-        i -= 1
         while i >= 0 and data[i] in _BLANK:
             i -= 1
         if data[max(0, i - 6) : i + 1] != b"super()":
@@ -272,12 +281,13 @@ def run_lint(
 
 
 def _run(files: list[str], codes: frozenset[str], jobs: int, progress: Progress | None) -> LintRun:
-    scans = list(_map(_scan, files, jobs, "index", progress))
-    index = merge(entry for scan in scans for entry in scan.classes)
-    findings = [
-        f for scan in scans if scan.error for f in _unreadable(scan.path, scan.error, codes)
-    ]
-    candidates = [scan.path for scan in scans if scan.candidate and not scan.error]
+    parts = list(_scan_all(files, jobs, progress))
+    index = merge(entry for part in parts for entry in part.classes)
+    findings = [f for part in parts for p, why in part.errors for f in _unreadable(p, why, codes)]
+    # Biggest first, one file per task: the slowest files start early instead of
+    # landing together in one chunk at the end while the other workers idle.
+    by_size = sorted((c for part in parts for c in part.candidates), key=lambda c: -c[0])
+    candidates = [path for _, path in by_size]
     if jobs == 1 or len(candidates) < 8:
         results: Iterable[list[Finding]] = (analyze_file(p, index, codes) for p in candidates)
         findings.extend(
@@ -285,24 +295,49 @@ def _run(files: list[str], codes: frozenset[str], jobs: int, progress: Progress 
         )
     else:
         with ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(index, codes)) as pool:
-            results = pool.map(
-                _analyze_worker, candidates, chunksize=max(1, len(candidates) // (jobs * 4))
-            )
+            results = pool.map(_analyze_worker, candidates)
             findings.extend(
                 f for r in _progress(results, len(candidates), "check", progress) for f in r
             )
     return LintRun(sorted(findings, key=_order), index, codes, len(files))
 
 
-def _map(
-    func: Callable[[str], _Scan], files: list[str], jobs: int, phase: str, progress: Progress | None
-) -> Iterable[_Scan]:
-    if jobs == 1:
-        yield from _progress((func(p) for p in files), len(files), phase, progress)
-        return
-    with ProcessPoolExecutor(jobs, initializer=_init_worker) as pool:
-        results = pool.map(func, files, chunksize=max(1, len(files) // (jobs * 8)))
-        yield from _progress(results, len(files), phase, progress)
+@dataclass(frozen=True)
+class _Scans:
+    """The scans of consecutive files, sent back by a worker as one small message."""
+
+    files: int
+    classes: list[ClassEntry]
+    candidates: list[tuple[int, str]]  # (size in bytes, path)
+    errors: list[tuple[str, str]]  # (path, reason)
+
+
+def _scan_files(paths: list[str]) -> _Scans:
+    scans = [_scan(path) for path in paths]
+    return _Scans(
+        len(paths),
+        [entry for scan in scans for entry in scan.classes],
+        [(scan.size, scan.path) for scan in scans if scan.candidate and not scan.error],
+        [(scan.path, scan.error) for scan in scans if scan.error],
+    )
+
+
+def _scan_all(files: list[str], jobs: int, progress: Progress | None) -> Iterator[_Scans]:
+    """Scan ``files`` in consecutive chunks, in order (the index keeps the file order)."""
+    size = max(1, len(files) // (jobs * 8))
+    chunks = [files[i : i + size] for i in range(0, len(files), size)]
+    done = 0
+    with ExitStack() as stack:
+        if jobs == 1:
+            parts: Iterable[_Scans] = map(_scan_files, chunks)
+        else:
+            pool = stack.enter_context(ProcessPoolExecutor(jobs, initializer=_init_worker))
+            parts = pool.map(_scan_files, chunks)
+        for part in parts:
+            done += part.files
+            if progress is not None:
+                progress("index", done, len(files))
+            yield part
 
 
 def _progress(
