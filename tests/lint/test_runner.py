@@ -1,0 +1,48 @@
+"""The runner's cheap pre-filter and file discovery, on real files."""
+
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+
+import pytest
+
+from hookscope.lint import discover
+from hookscope.lint.runner import _calls_forward
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        (b"m.forward(x)", True),
+        (b"m . forward (x)", True),
+        (b"m.\\\n    forward(x)", True),  # line continuation between "." and the name
+        (b"super().forward(x)", False),
+        (b"super() . forward(x)", False),
+        (b"super().forward(x)\nm.forward(y)", True),
+        (b"forward(x)", False),  # a plain function call
+        (b"m.xforward(x)", False),
+        (b"def forward(self, x):", False),
+    ],
+)
+def test_forward_prefilter(source: bytes, expected: bool) -> None:
+    assert _calls_forward(source) is expected
+
+
+def test_exclude_globs_match_like_fnmatch(tmp_path: Path) -> None:
+    rels = ["a.py", "b1.py", "zz.py", "sub/e1.py", "sub/f.py", "pkg.egg-info/g.py", "deep/sub/h.py"]
+    for rel in rels:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("", encoding="utf-8")
+    patterns = ["sub/e*.py", "[x-z]*.py", "b?.py"]
+    found = {Path(p).relative_to(tmp_path).as_posix() for p in discover([tmp_path], patterns)}
+    # The same rule spelled with fnmatch: a glob matches a file's name, its path, or
+    # one of its folders' names or paths ("*.egg-info" is a default exclude).
+    everything = [*patterns, "*.egg-info"]
+
+    def kept(rel: str) -> bool:
+        parts = rel.split("/")
+        prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+        return not any(fnmatch.fnmatch(name, p) for name in [*parts, *prefixes] for p in everything)
+
+    assert found == {rel for rel in rels if kept(rel)} == {"a.py", "sub/f.py", "deep/sub/h.py"}
