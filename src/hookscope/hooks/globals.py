@@ -44,7 +44,7 @@ class TensorGradHooks:
         self, names: tuple[str, ...], module: nn.Module, hook: Callable[..., Any]
     ) -> Registration:
         """Create the session record (kind ``"backward"``) under which a module's tensor hooks count."""
-        return self.session._registration("backward", hook, names, module)
+        return self.session.record("backward", hook, names, module)
 
     def add(
         self, reg: Registration, tensor: torch.Tensor, fn: Callable[[torch.Tensor], Any]
@@ -60,11 +60,11 @@ class TensorGradHooks:
         def tensor_hook(grad: torch.Tensor) -> None:
             if reg.disabled:
                 return
-            reg.count += 1
+            session.count(reg)
             try:
                 fn(grad)
             except Exception as exc:
-                session._failed(reg, exc)
+                session.failed(reg, exc)
 
         self._handles.append(tensor.register_hook(tensor_hook))
 

@@ -261,7 +261,7 @@ class HookSession:
         selected = select_params(self.model, params)
         regs = []
         for names, param in selected:
-            reg = self._registration("grad", hook, names, param)
+            reg = self.record("grad", hook, names, param)
             self._remember_tensor(param)
             reg.handle = param.register_post_accumulate_grad_hook(self._wrap(reg))
             regs.append(reg)
@@ -320,13 +320,18 @@ class HookSession:
         selected: SelectedModule,
         register: Callable[[nn.Module, Callable[..., Any]], RemovableHandle],
     ) -> Registration:
-        reg = self._registration(kind, hook, selected.names, selected.module)
+        reg = self.record(kind, hook, selected.names, selected.module)
         reg.handle = register(selected.module, self._wrap(reg))
         return reg
 
-    def _registration(
+    def record(
         self, kind: HookKind, hook: Callable[..., Any], names: tuple[str, ...], target: Any
     ) -> Registration:
+        """Create the session's record of a hook on ``target`` (counted in ``fired``).
+
+        For hook mechanisms outside this class (``hooks.globals``): call `count`
+        when the hook fires and `failed` when it raises.
+        """
         reg = Registration(names, kind, hook, callable_name(hook), weakref.ref(target))
         self.registrations.append(reg)
         return reg
@@ -377,14 +382,20 @@ class HookSession:
             try:
                 return hook(name, *args)
             except Exception as exc:
-                self._failed(reg, exc)
+                self.failed(reg, exc)
                 return None
 
         setattr(wrapper, WRAPPED_ATTR, hook)
         wrapper.__qualname__ = f"hookscope[{reg.hook_name}]"
         return wrapper
 
-    def _failed(self, reg: Registration, exc: Exception) -> None:
+    def count(self, reg: Registration) -> None:
+        """Count one firing of ``reg`` (thread-safe)."""
+        with self._lock:
+            reg.count += 1
+
+    def failed(self, reg: Registration, exc: Exception) -> None:
+        """Apply the session's ``on_error`` policy to ``exc`` raised by ``reg``'s hook."""
         where = f"{reg.kind} hook {reg.hook_name} on module '{reg.name}'"
         if reg.kind == "grad":
             where = f"grad hook {reg.hook_name} on parameter '{reg.name}'"
