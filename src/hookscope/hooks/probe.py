@@ -49,7 +49,6 @@ class ModuleActivity:
     """
 
     calls: int = 0
-    direct: int = 0
     grad_enabled: int = 0
     inference_mode: int = 0
     output_requires_grad: int = 0
@@ -143,7 +142,6 @@ def _observe(
     activities = [d._activity(module) for d in trackers]
     for activity in activities:
         activity.calls += 1
-        activity.direct += not via_call
         activity.grad_enabled += grad
         activity.inference_mode += inference
     output = orig(module, *args, **kwargs)

@@ -227,7 +227,6 @@ CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 # Methods of a module that yield modules: ``for m in model.modules()``.
 MODULE_ITERATORS = frozenset({"modules", "children"})
 NAMED_MODULE_ITERATORS = frozenset({"named_modules", "named_children"})
-MODULE_GETTERS = frozenset({"get_submodule", "module"})
 
 # The unknown-receiver heuristic (documented in ``resolve.py``): identifiers that name
 # RPC proxies, pipelines, compiled extensions, autograd contexts and the like.

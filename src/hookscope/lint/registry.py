@@ -53,12 +53,6 @@ def all_rules() -> list[type[Rule]]:
     return [_REGISTRY[code] for code in sorted(_REGISTRY)]
 
 
-def get_rule(code: str) -> type[Rule]:
-    """The rule with ``code``."""
-    _load_rules()
-    return _REGISTRY[code]
-
-
 def select_codes(
     select: Iterable[str] | None = None, ignore: Iterable[str] | None = None
 ) -> frozenset[str]:
