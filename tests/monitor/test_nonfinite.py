@@ -140,3 +140,56 @@ def test_pass_through_module_is_not_blamed_in_backward() -> None:
         mon.step()
     # Identity returns its input object: the NaN gradient is NaNGrad's doing
     assert mon.first_nonfinite == NonFinite(0, "backward", "2", "input[0]")
+
+
+class _LogInPlace(nn.Module):
+    """Takes the log of its input in place: finite in, NaN out."""
+
+    inplace = True
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.log_()
+
+
+class _Between(nn.Module):
+    def __init__(self, middle: nn.Module) -> None:
+        super().__init__()
+        self.a = nn.Linear(3, 3)
+        self.middle = middle
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.middle(self.a(x) * 0 - 1)  # a functional op: input no module produced
+
+
+def test_in_place_module_that_makes_a_nan_is_blamed_not_its_input() -> None:
+    # The check of an input no module produced normally waits until an output
+    # is non-finite; an in-place module has overwritten its input by then, so
+    # that input is checked before the module runs.
+    model = _Between(_LogInPlace())
+    with Monitor(model) as mon, torch.no_grad():
+        model(torch.randn(2, 3))
+        mon.step()
+    assert mon.first_nonfinite == NonFinite(0, "forward", "middle", "output")
+
+
+def test_inputs_are_checked_only_when_an_output_is_not_finite() -> None:
+    model = _Between(nn.Tanh())
+    with Monitor(model) as mon, torch.no_grad():
+        model(torch.randn(2, 3))
+        collector = mon._collector
+        assert collector is not None
+        finite_step = [e.roles for e in collector.entries]
+        mon.step()
+        model.a.bias.data[0] = math.nan
+        model(torch.randn(2, 3))
+        nan_step = [e.roles for e in collector.entries]
+        mon.step()
+    assert finite_step == [[("a", "output", True)], [("middle", "output", True)]]
+    # the input check sits where the pre-hook ran: before the module's output
+    assert nan_step == [
+        [("a", "input[0]", False)],
+        [("a", "output", True)],
+        [("middle", "input[0]", False)],
+        [("middle", "output", True)],
+    ]
+    assert mon.first_nonfinite == NonFinite(1, "forward", "a", "output")

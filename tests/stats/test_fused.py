@@ -13,6 +13,7 @@ from hookscope.stats import Plan, fetch, reduce_tensor, summarize
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("eager")  # on CPU the native kernel comes before the compiled one
 def test_fused_matches_eager_and_monitor_uses_it() -> None:
     pytest.importorskip("torch._inductor")
     x = torch.randn(3, 50) * 2 + 1

@@ -41,6 +41,7 @@ def numpy_stats(a: np.ndarray) -> dict[str, float]:
     }
 
 
+@pytest.mark.usefixtures("path")
 def test_float32_matches_numpy() -> None:
     t = torch.randn(4, 8, 16, 16) * 2.5 + 0.7
     t[t.abs() < 0.3] = 0.0
@@ -52,6 +53,7 @@ def test_float32_matches_numpy() -> None:
     assert got["inf_count"] == 0.0
 
 
+@pytest.mark.usefixtures("path")
 def test_noncontiguous_and_float64_match_numpy() -> None:
     t = torch.randn(6, 10, dtype=torch.float64).t()[::2]
     got = stats_of(t)
@@ -59,6 +61,7 @@ def test_noncontiguous_and_float64_match_numpy() -> None:
         assert got[name] == pytest.approx(value, rel=1e-12, abs=1e-12), name
 
 
+@pytest.mark.usefixtures("path")
 def test_bfloat16_accumulates_in_float32() -> None:
     t = (torch.rand(50_000) + 1.0).to(torch.bfloat16)
     got = stats_of(t)
@@ -68,6 +71,7 @@ def test_bfloat16_accumulates_in_float32() -> None:
         assert got[name] == pytest.approx(ref[name], rel=1e-4), name
 
 
+@pytest.mark.usefixtures("path")
 def test_exact_nonfinite_counts() -> None:
     t = torch.arange(20, dtype=torch.float32)
     t[[1, 4, 9]] = float("nan")
@@ -77,8 +81,10 @@ def test_exact_nonfinite_counts() -> None:
     assert got["nan_count"] == 3.0
     assert got["inf_count"] == 3.0
     assert math.isnan(got["mean"])
+    assert math.isnan(got["min"]) and math.isnan(got["max"])  # as numpy.min / numpy.max
 
 
+@pytest.mark.usefixtures("path")
 def test_inf_without_nan_is_counted() -> None:
     t = torch.ones(10)
     t[5] = float("-inf")
@@ -87,6 +93,7 @@ def test_inf_without_nan_is_counted() -> None:
     assert got["min"] == -math.inf
 
 
+@pytest.mark.usefixtures("eager")
 def test_finite_cpu_tensor_skips_the_counting_reductions() -> None:
     red = reduce_tensor(torch.randn(100), FULL)
     # counts were settled in the hook without isnan/isinf passes: plain floats
@@ -95,12 +102,14 @@ def test_finite_cpu_tensor_skips_the_counting_reductions() -> None:
     assert isinstance(bad.nan, torch.Tensor)
 
 
+@pytest.mark.usefixtures("path")
 def test_nonneg_zero_count_equals_count_nonzero() -> None:
     t = torch.relu(torch.randn(3, 1000))
     fast = stats_of(t, Plan(zeros="nonneg"))["zero_frac"]
     assert fast == pytest.approx(float((t == 0).double().mean()), abs=1e-12)
 
 
+@pytest.mark.usefixtures("path")
 def test_integer_tensor() -> None:
     t = torch.tensor([[0, 3, -5], [7, 0, 2]])
     got = stats_of(t)
@@ -109,11 +118,13 @@ def test_integer_tensor() -> None:
     assert got["nan_count"] == 0.0
 
 
+@pytest.mark.usefixtures("path")
 def test_bool_tensor_gets_what_applies() -> None:
     got = stats_of(torch.tensor([True, False, False, True, True]))
     assert got == {"mean": 0.6, "min": 0.0, "max": 1.0, "zero_frac": pytest.approx(0.4)}
 
 
+@pytest.mark.usefixtures("path")
 def test_complex_uses_magnitude() -> None:
     t = torch.tensor([3 + 4j, 0j, -1j], dtype=torch.complex64)
     got = stats_of(t)
@@ -122,11 +133,13 @@ def test_complex_uses_magnitude() -> None:
     assert got["zero_frac"] == pytest.approx(1 / 3)
 
 
+@pytest.mark.usefixtures("path")
 def test_empty_and_meta_tensors_give_no_stats() -> None:
     assert stats_of(torch.empty(0, 4)) == {}
     assert stats_of(torch.empty(3, device="meta")) == {}
 
 
+@pytest.mark.usefixtures("path")
 def test_merge_equals_stats_of_concatenation() -> None:
     a, b = torch.randn(100) * 3, torch.randn(50) + 4
     ra, rb = reduce_tensor(a, FULL), reduce_tensor(b, FULL)
@@ -136,6 +149,7 @@ def test_merge_equals_stats_of_concatenation() -> None:
         assert got[name] == pytest.approx(value, rel=1e-5), name
 
 
+@pytest.mark.usefixtures("path")
 def test_fetch_mixes_dtypes_in_one_call() -> None:
     reds = [
         reduce_tensor(t, FULL) for t in (torch.randn(5), torch.arange(4), torch.randn(3).half())
@@ -153,11 +167,13 @@ def test_plan_for_takes_only_needed_reductions() -> None:
     assert set(stats_of(torch.randn(10))) <= set(ALL_STATS)
 
 
+@pytest.mark.usefixtures("eager")
 def test_summarize_refuses_unfetched() -> None:
     with pytest.raises(ValueError, match="fetch"):
         summarize(reduce_tensor(torch.randn(4), FULL))
 
 
+@pytest.mark.usefixtures("eager")
 def test_merge_of_dot_and_norm_paths() -> None:
     a = torch.randn(20, 30)  # contiguous: sum of squares by dot
     b = torch.randn(30, 20).t()  # non-contiguous: by vector_norm

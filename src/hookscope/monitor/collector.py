@@ -8,11 +8,14 @@ them all at once.
 Hooks used (all through a `HookSession`):
 
 * forward pre-hook ``(name, module, args)``: statistics of inputs
-  (``inputs=True``); otherwise a single ``sum`` of each input that no
+  (``inputs=True``); otherwise a finiteness check of each input that no
   monitored module produced earlier in the step (the model input, results of
   functional ops), so the first NaN can be told apart from one that came in;
   gradient hooks on inputs that require grad (the module's input gradient,
-  used to attribute the first non-finite gradient).
+  used to attribute the first non-finite gradient). Where the outputs'
+  reductions are known in the hook (CPU, native kernel) and the module does
+  not work in place, the check waits for the forward hook and runs only if an
+  output is not finite, saving a read of those inputs in every normal step.
 * forward hook ``(name, module, args, output)``: output statistics, and
   gradient hooks on outputs (the module's output gradient). Tensor hooks are
   used instead of full backward hooks because they survive in-place ops on the
@@ -76,12 +79,16 @@ class Collector:
         self.recording = True
         self._produced: dict[int, tuple[weakref.ref[torch.Tensor], int]] = {}
         self._grad_roles: dict[int, tuple[weakref.ref[torch.Tensor], int, list[Role]]] = {}
+        #: Per module name, a stack (one per call in progress) of input checks
+        #: put off to the forward hook, with the entry index they belong at.
+        self._deferred: dict[str, list[tuple[int, list[tuple[str, torch.Tensor]]]]] = {}
 
     def take(self) -> list[Entry]:
         """Hand over this step's entries and start a new step."""
         entries, self.entries = self.entries, []
         self._produced = {}
         self._grad_roles = {}
+        self._deferred = {}
         return entries
 
     # -- hooks ---------------------------------------------------------------------
@@ -91,13 +98,19 @@ class Collector:
         if not self.recording:
             return
         grads = self.grad_hooks is not None and torch.is_grad_enabled()
+        deferred: list[tuple[str, torch.Tensor]] = []
+        defer = self.options.outputs and not getattr(module, "inplace", False)
         for path, t in tensors_in(args, "input"):
             if self.options.inputs:
                 self._reduce("forward", name, path, t, self.options.plans[name], True)
             elif t.is_floating_point() and not self._was_produced(t):
-                self._reduce("forward", name, path, t, CHECK_PLAN, False)
+                if defer and t.device.type == "cpu":
+                    deferred.append((path, t))
+                else:
+                    self._reduce("forward", name, path, t, CHECK_PLAN, False)
             if grads and t.requires_grad:
                 self._grad_role(name, path, t, self.options.inputs)
+        self._deferred.setdefault(name, []).append((len(self.entries), deferred))
 
     def on_forward(self, name: str, module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
         """Forward hook: ``(name, module, args, output) -> None``."""
@@ -105,12 +118,22 @@ class Collector:
             return
         grads = self.grad_hooks is not None and torch.is_grad_enabled()
         plan = self.options.plans[name]
+        start = len(self.entries)
         for path, t in tensors_in(output, "output"):
             if self.options.outputs:
                 self._reduce("forward", name, path, t, plan, True)
             self._produced[id(t)] = (weakref.ref(t), t._version)
             if grads and t.requires_grad:
                 self._grad_role(name, path, t, True)
+        stack = self._deferred.get(name)
+        if stack:
+            index, deferred = stack.pop()
+            if deferred and not all(_finite(e.red) for e in self.entries[start:]):
+                self.entries[index:index] = [
+                    Entry("forward", [(name, path, False)], reduce_tensor(t, CHECK_PLAN),
+                          tuple(t.shape), t.dtype)
+                    for path, t in deferred
+                ]  # fmt: skip
 
     def on_param_grad(self, name: str, param: torch.Tensor) -> None:
         """Post-accumulate-grad hook: ``(name, param) -> None``."""
@@ -157,3 +180,8 @@ class Collector:
         """Tensor gradient hook (bound to ``roles``): ``(grad) -> None``."""
         red = reduce_tensor(grad, GRAD_PLAN)
         self.entries.append(Entry("backward", roles, red, tuple(grad.shape), grad.dtype))
+
+
+def _finite(red: Reduction) -> bool:
+    """True when ``red`` is known in the hook to hold no NaN or Inf."""
+    return isinstance(red.nan, float) and isinstance(red.inf, float) and red.nan + red.inf == 0

@@ -33,6 +33,8 @@ from typing import Literal
 
 import torch
 
+from hookscope.stats import native
+
 #: Statistics of activations (forward), in the order they are reported.
 ACTIVATION_STATS = (
     "mean",
@@ -175,6 +177,8 @@ def reduce_tensor(tensor: torch.Tensor, plan: Plan) -> Reduction:
         t = t.to(torch.float64)
     elif t.dtype not in _NATIVE_FLOAT:
         t = t.to(torch.float32)  # float8 and friends
+    if _native(t, plan, red):
+        return red
     if not (plan.fused and kind == "float" and _fused(t, plan, red)):
         _eager(t, plan, red)
         if kind == "int":
@@ -182,6 +186,27 @@ def reduce_tensor(tensor: torch.Tensor, plan: Plan) -> Reduction:
         else:
             _count_nonfinite(t, red)
     return red
+
+
+def _native(t: torch.Tensor, plan: Plan, red: Reduction) -> bool:
+    """One pass through the C kernel (CPU); False when it cannot take ``t``."""
+    got = native.moments(t)
+    if got is None:
+        return False
+    if plan.sum:
+        red.sum = got.sum
+    if plan.squares:
+        red.sumsq = got.sumsq
+    if plan.extrema:
+        red.min, red.max = got.min, got.max
+    if plan.zeros != "none":
+        red.nonzero = got.nonzero
+    if math.isfinite(got.sum) and math.isfinite(got.sumsq):
+        red.nan = red.inf = 0.0
+    else:  # a NaN or Inf (or a sum too large for float32): count exactly
+        red.nan = torch.isnan(t).sum()
+        red.inf = torch.isinf(t).sum()
+    return True
 
 
 def _eager(t: torch.Tensor, plan: Plan, red: Reduction) -> None:
@@ -315,6 +340,8 @@ def summarize(red: Reduction) -> dict[str, float]:
             var = squares / n - (total / n) ** 2
             out["std"] = math.sqrt(0.0 if var < 0 else var)
     low, high = _float(red.min), _float(red.max)
+    if _float(red.nan):  # as numpy.min: a NaN anywhere makes min and max NaN
+        low = high = None if low is None else math.nan
     if low is not None and high is not None:
         out.update(min=low, max=high)
         out["absmax"] = math.nan if math.isnan(low + high) else max(abs(low), abs(high))

@@ -1,0 +1,139 @@
+"""The one-pass C kernel against NumPy, and how it is built, cached and refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from hookscope.stats import native
+
+pytestmark = pytest.mark.skipif(
+    not native.available(), reason=f"native kernel unavailable: {native.why_unavailable()}"
+)
+
+# Lengths around the kernel's block (2048), vector width and per-thread split (65536).
+SIZES = [1, 15, 16, 2047, 2048, 2049, 65536 * 2 + 17, (1 << 20) + 3]
+
+
+def reference(t: torch.Tensor) -> dict[str, float]:
+    a = t.detach().double().numpy().ravel()
+    return {
+        "sum": float(a.sum()),
+        "sumsq": float((a * a).sum()),
+        "min": float(a.min()),
+        "max": float(a.max()),
+        "nonzero": float(np.count_nonzero(a)),
+    }
+
+
+def as_dict(got: native.Moments | None) -> dict[str, float]:
+    assert got is not None
+    return {k: getattr(got, k) for k in ("sum", "sumsq", "min", "max", "nonzero")}
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize(
+    ("dtype", "rel"),
+    [(torch.float32, 1e-5), (torch.float64, 1e-12), (torch.bfloat16, 1e-5), (torch.float16, 1e-5)],
+)
+def test_matches_numpy(n: int, dtype: torch.dtype, rel: float) -> None:
+    t = (torch.randn(n, dtype=torch.float64) * 3 + 0.5).to(dtype)
+    t[:: max(n // 7, 1)] = 0.0
+    got = as_dict(native.moments(t))
+    ref = reference(t)
+    assert got["min"] == ref["min"] and got["max"] == ref["max"]
+    assert got["nonzero"] == ref["nonzero"]
+    assert got["sum"] == pytest.approx(ref["sum"], rel=rel, abs=1e-6 * n)
+    assert got["sumsq"] == pytest.approx(ref["sumsq"], rel=rel)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 7])
+def test_thread_count_changes_only_rounding(threads: int) -> None:
+    t = torch.randn(1_000_003)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        got = as_dict(native.moments(t))
+    finally:
+        torch.set_num_threads(before)
+    ref = reference(t)
+    assert got["sum"] == pytest.approx(ref["sum"], rel=1e-6, abs=1e-2)
+    assert (got["min"], got["max"], got["nonzero"]) == (ref["min"], ref["max"], ref["nonzero"])
+
+
+def test_channels_last_is_read_in_place_and_slices_are_refused() -> None:
+    t = torch.randn(2, 8, 5, 5).to(memory_format=torch.channels_last)
+    assert not t.is_contiguous()
+    got = as_dict(native.moments(t))
+    assert got["sum"] == pytest.approx(reference(t)["sum"], rel=1e-5, abs=1e-5)
+    assert native.moments(torch.randn(6, 6)[:, ::2]) is None  # holes: eager path
+    assert native.moments(torch.arange(5)) is None  # integers: eager path
+    assert native.moments(torch.randn(3, device="meta")) is None
+
+
+def test_negative_zero_counts_as_zero_and_nonfinite_shows_in_the_sums() -> None:
+    got = native.moments(torch.tensor([-0.0, 0.0, 1.0, -2.0]))
+    assert got is not None and got.nonzero == 2.0
+    nan = native.moments(torch.tensor([1.0, float("nan"), 3.0]))
+    inf = native.moments(torch.tensor([1.0, float("inf"), -3.0]))
+    assert nan is not None and inf is not None
+    assert np.isnan(nan.sum)
+    assert np.isinf(inf.sum) and inf.max == float("inf") and inf.min == -3.0
+
+
+def run_fresh(env: dict[str, str], code: str) -> dict[str, object]:
+    """Run ``code`` in a new interpreter (a fresh kernel state); it prints one JSON line."""
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=True,
+    )
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+PROBE = """
+import json, torch
+from hookscope.stats import native
+import hookscope
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+with hookscope.Monitor(model) as mon, torch.no_grad():
+    model(torch.ones(2, 4))
+    mon.step()
+rows = mon.to_pandas().query("stat == 'mean'").value.round(6).tolist()
+print(json.dumps({"available": native.available(), "why": native.why_unavailable(), "means": rows}))
+"""
+
+
+def test_without_a_compiler_the_monitor_falls_back_to_eager(tmp_path: Path) -> None:
+    cache = str(tmp_path / "cache")
+    built = run_fresh({"HOOKSCOPE_CACHE_DIR": cache}, PROBE)
+    missing = run_fresh({"HOOKSCOPE_CACHE_DIR": cache + "2", "CC": "no-such-cc"}, PROBE)
+    off = run_fresh({"HOOKSCOPE_CACHE_DIR": cache, "HOOKSCOPE_NATIVE": "0"}, PROBE)
+    assert built["available"] and built["why"] is None
+    assert not missing["available"] and "no-such-cc" in str(missing["why"])
+    assert not off["available"] and "HOOKSCOPE_NATIVE=0" in str(off["why"])
+    assert built["means"] == missing["means"] == off["means"]
+
+
+def test_kernel_is_cached_and_built_once_under_concurrency(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    env = {**os.environ, "HOOKSCOPE_CACHE_DIR": str(cache)}
+    code = "from hookscope.stats import native; import torch; assert native.available()"
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env) for _ in range(3)]
+    assert [p.wait(timeout=240) for p in procs] == [0, 0, 0]
+    built = list((cache / "kernels").iterdir())
+    assert [p.suffix for p in built] == [".so"]  # one finished library, no stray temp files
+    stamp = built[0].stat().st_mtime_ns
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=240)
+    assert built[0].stat().st_mtime_ns == stamp  # loaded from the cache, not rebuilt
