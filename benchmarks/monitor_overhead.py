@@ -1,14 +1,20 @@
 """Monitor overhead: plain forward vs hookscope.Monitor vs a naive ``.item()`` hook.
 
 ResNet-50-shaped CNN (``hookscope.zoo.resnet50_like``), batch 8, CPU fp32,
-every leaf module, inference forward (``torch.no_grad``). Variants run
-interleaved, repetition by repetition; the median of each is reported as a
-ratio to the plain forward, both for wall-clock time and for process CPU
-time (steadier when other jobs share the machine). Each monitored forward is
-followed by ``mon.step()`` (the one host transfer), which is included.
-``fused=True`` is compiled once before timing; the compile time is printed.
+every leaf module, inference forward (``torch.no_grad``). Each monitored
+forward is followed by ``mon.step()`` (the one host transfer), which is
+included. Every timing of a variant is paired with plain forwards run just before
+it (as many as the variant runs), and the ratio of the pair is taken: the median of those ratios is
+steady even when other jobs share the machine and its speed drifts. Both wall
+time and process CPU time are reported.
 
-    .venv/bin/python benchmarks/monitor_overhead.py [--reps 7] [--batch 8] [--threads N] [--train] [--device cuda]
+Variants: hookscope defaults (on CPU, the one-pass native kernel), the same
+with eager PyTorch reductions (``native.set_enabled(False)``, what a machine
+without a C compiler gets), ``every=10`` (amortised over 10 steps),
+``fused=True`` (``torch.compile``; only with ``--device cuda`` or when the
+kernel is off), and the naive hook.
+
+    .venv/bin/python benchmarks/monitor_overhead.py [--reps 9] [--batch 8] [--threads N] [--train] [--device cuda]
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import torch
 from torch import nn
 
 import hookscope
+from hookscope.stats import native
 from hookscope.zoo import resnet50_like
 
 
@@ -56,7 +63,7 @@ def timed(fn: Callable[[], None]) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--reps", type=int, default=9)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=0, help="intra-op threads (0: default)")
@@ -81,53 +88,81 @@ def main() -> None:
         if device.type == "cuda":
             torch.cuda.synchronize()
 
-    monitors: dict[str, dict[str, Any]] = {
-        "hookscope defaults": {},
-        "hookscope every=10": {"every": 10},
-        "hookscope fused=True": {"fused": True},
+    variants: dict[str, Callable[[], Any]] = {
+        "hookscope defaults": lambda: _monitored(model, forward, {}),
+        "hookscope eager reductions": lambda: _monitored(model, forward, {}, native_on=False),
+        "hookscope every=10": lambda: _monitored(model, forward, {"every": 10}),
     }
-    times: dict[str, list[tuple[float, float]]] = {
-        "plain": [],
-        **{k: [] for k in monitors},
-        "naive .item()": [],
-    }
+    if device.type != "cpu":
+        variants["hookscope fused=True"] = lambda: _monitored(model, forward, {"fused": True})
+        start = time.perf_counter()
+        with hookscope.Monitor(model, keep=False, fused=True) as mon:
+            forward()
+            mon.step()
+        print(f"fused=True one-time compile and first step: {time.perf_counter() - start:.1f} s")
+    variants["naive .item()"] = lambda: _naive(model, forward)
+    print(f"native kernel: {native.why_unavailable() or 'in use'}")
     forward()  # warm-up
-    start = time.perf_counter()
-    with hookscope.Monitor(model, keep=False, fused=True) as mon:
-        forward()
-        mon.step()
-    print(f"fused=True one-time compile and first step: {time.perf_counter() - start:.1f} s")
+    for run in variants.values():
+        run()  # warm-up: the kernel is built and loaded on first use
+    plain: list[tuple[float, float]] = []
+    ratios: dict[str, list[tuple[float, float]]] = {k: [] for k in variants}
     for _rep in range(args.reps):
-        times["plain"].append(timed(forward))
-        for label, options in monitors.items():
-            with hookscope.Monitor(model, keep=False, **options) as mon:
-                runs = mon.every
-                wall, cpu = timed(lambda m=mon, n=runs: _monitored(forward, m, n))
-                times[label].append((wall / runs, cpu / runs))
-        handles = naive_hooks(model)
-        try:
-            times["naive .item()"].append(timed(forward))
-        finally:
-            for handle in handles:
-                handle.remove()
-    plain_wall = statistics.median(w for w, _ in times["plain"])
-    plain_cpu = statistics.median(c for _, c in times["plain"])
+        for label, run in variants.items():
+            # as many plain forwards as the variant runs (10 for every=10)
+            runs = 10 if "every=10" in label else 1
+            base_wall, base_cpu = timed(lambda n=runs: _repeat(forward, n))
+            base = (base_wall / runs, base_cpu / runs)
+            plain.append(base)
+            wall, cpu = run()
+            ratios[label].append((wall / base[0], cpu / base[1]))
     mode = "forward + backward" if args.train else "inference forward"
     print(
         f"ResNet-50-shaped, batch {args.batch}, {device} fp32, {torch.get_num_threads()} threads,"
     )
-    print(mode)
-    print(f"{'variant':<26}{'wall s':>9}{'x plain':>9}{'cpu s':>9}{'x plain':>9}")
-    for label, values in times.items():
+    print(f"{mode}; {args.reps} paired repetitions, medians")
+    plain_wall = statistics.median(w for w, _ in plain)
+    plain_cpu = statistics.median(c for _, c in plain)
+    print(f"{'variant':<28}{'x plain (wall)':>16}{'x plain (cpu)':>15}")
+    print(f"{'plain':<28}{f'1.00 ({plain_wall:.3f} s)':>16}{f'1.00 ({plain_cpu:.3f} s)':>15}")
+    for label, values in ratios.items():
         wall = statistics.median(w for w, _ in values)
         cpu = statistics.median(c for _, c in values)
-        print(f"{label:<26}{wall:>9.3f}{wall / plain_wall:>9.2f}{cpu:>9.3f}{cpu / plain_cpu:>9.2f}")
+        print(f"{label:<28}{wall:>16.3f}{cpu:>15.3f}")
 
 
-def _monitored(forward: Callable[[], None], mon: hookscope.Monitor, runs: int) -> None:
-    for _ in range(runs):
-        forward()
-        mon.step()
+def _monitored(
+    model: nn.Module, forward: Callable[[], None], options: dict[str, Any], native_on: bool = True
+) -> tuple[float, float]:
+    """Per-step (wall, cpu) seconds of a monitored forward and ``step()``, amortised over ``every``."""
+    native.set_enabled(native_on)
+    try:
+        with hookscope.Monitor(model, keep=False, **options) as mon:
+            runs = mon.every
+
+            def steps() -> None:
+                for _ in range(runs):
+                    forward()
+                    mon.step()
+
+            wall, cpu = timed(steps)
+    finally:
+        native.set_enabled(True)
+    return wall / runs, cpu / runs
+
+
+def _repeat(fn: Callable[[], None], times: int) -> None:
+    for _ in range(times):
+        fn()
+
+
+def _naive(model: nn.Module, forward: Callable[[], None]) -> tuple[float, float]:
+    handles = naive_hooks(model)
+    try:
+        return timed(forward)
+    finally:
+        for handle in handles:
+            handle.remove()
 
 
 if __name__ == "__main__":

@@ -245,3 +245,40 @@ def test_no_host_sync_inside_a_cuda_forward_and_backward() -> None:
             torch.cuda.set_sync_debug_mode("default")
         result = mon.step()
     assert result is not None and len(result.records) > 0
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_activation_checkpointing_is_recorded_once(reentrant: bool) -> None:
+    from torch.utils.checkpoint import checkpoint
+
+    class Net(nn.Module):
+        def __init__(self, use_checkpoint: bool) -> None:
+            super().__init__()
+            self.block = nn.Sequential(nn.Linear(4, 8), nn.Tanh())
+            self.head = nn.Linear(8, 1)
+            self.use_checkpoint = use_checkpoint
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if self.use_checkpoint:
+                x = checkpoint(self.block, x, use_reentrant=reentrant)
+            else:
+                x = self.block(x)
+            return self.head(x)
+
+    x = torch.randn(3, 4, requires_grad=reentrant)  # reentrant needs an input that requires grad
+    frames, forward_entries = [], []
+    for use_checkpoint in (False, True):
+        torch.manual_seed(0)
+        model = Net(use_checkpoint)
+        with Monitor(model) as mon:
+            model(x).sum().backward()
+            collector = mon._collector
+            assert collector is not None
+            forward_entries.append(sum(e.phase == "forward" for e in collector.entries))
+            mon.step()
+        frames.append(mon.to_pandas().set_index(["phase", "module", "tensor", "stat"]).value)
+    # the recompute inside backward took no statistics again
+    assert forward_entries[1] == forward_entries[0]
+    # and module output gradients are there in both modes
+    assert frames[1].to_dict() == pytest.approx(frames[0].to_dict(), rel=1e-6)
+    assert ("backward", "block.0", "output", "norm") in frames[1]

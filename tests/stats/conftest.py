@@ -2,26 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from hookscope.stats import native
 
 
-def _without_native(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(native, "_state", {"reason": "turned off for this test"})
-
-
 @pytest.fixture
-def eager(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Reduce with eager PyTorch ops only (the kernel reports itself unavailable)."""
-    _without_native(monkeypatch)
+def eager() -> Iterator[None]:
+    """Reduce with eager PyTorch ops only (the kernel turned off for the test)."""
+    native.set_enabled(False)
+    try:
+        yield
+    finally:
+        native.set_enabled(True)
 
 
 @pytest.fixture(params=["native", "eager"])
-def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+def path(request: pytest.FixtureRequest) -> Iterator[str]:
     """Run the test once through the native kernel and once through eager ops."""
-    if request.param == "eager":
-        _without_native(monkeypatch)
-    elif not native.available():
+    if request.param == "native" and not native.available():
         pytest.skip(f"native kernel unavailable: {native.why_unavailable()}")
-    return str(request.param)
+    native.set_enabled(request.param == "native")
+    try:
+        yield str(request.param)
+    finally:
+        native.set_enabled(True)

@@ -137,3 +137,14 @@ def test_kernel_is_cached_and_built_once_under_concurrency(tmp_path: Path) -> No
     stamp = built[0].stat().st_mtime_ns
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=240)
     assert built[0].stat().st_mtime_ns == stamp  # loaded from the cache, not rebuilt
+
+
+def test_set_enabled_switches_between_kernel_and_eager() -> None:
+    t = torch.randn(100)
+    native.set_enabled(False)
+    try:
+        assert not native.available() and native.moments(t) is None
+        assert "set_enabled" in str(native.why_unavailable())
+    finally:
+        native.set_enabled(True)
+    assert native.available() and native.moments(t) is not None

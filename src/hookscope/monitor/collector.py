@@ -21,6 +21,9 @@ Hooks used (all through a `HookSession`):
   used instead of full backward hooks because they survive in-place ops on the
   output (see `hookscope.hooks.globals`).
 * post-accumulate-grad hook ``(name, param)``: parameter gradient norm.
+
+Forwards that run inside a backward (activation checkpointing recomputes
+them) get gradient hooks only: their statistics were taken the first time.
 """
 
 from __future__ import annotations
@@ -97,6 +100,9 @@ class Collector:
         """Forward pre-hook: ``(name, module, args) -> None``."""
         if not self.recording:
             return
+        if _in_backward():
+            self._recomputed(name, args, "input", self.options.inputs)
+            return
         grads = self.grad_hooks is not None and torch.is_grad_enabled()
         deferred: list[tuple[str, torch.Tensor]] = []
         defer = self.options.outputs and not getattr(module, "inplace", False)
@@ -115,6 +121,9 @@ class Collector:
     def on_forward(self, name: str, module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
         """Forward hook: ``(name, module, args, output) -> None``."""
         if not self.recording:
+            return
+        if _in_backward():
+            self._recomputed(name, output, "output", True)
             return
         grads = self.grad_hooks is not None and torch.is_grad_enabled()
         plan = self.options.plans[name]
@@ -153,6 +162,18 @@ class Collector:
         red = reduce_tensor(t, plan)
         self.entries.append(Entry(phase, [(name, path, shown)], red, tuple(t.shape), t.dtype))
 
+    def _recomputed(self, name: str, value: Any, prefix: str, shown: bool) -> None:
+        """A forward re-run inside a backward (activation checkpointing).
+
+        Its statistics were taken in the first run; only gradient hooks are
+        added, since reentrant checkpointing backpropagates through these tensors.
+        """
+        if self.grad_hooks is None or not torch.is_grad_enabled():
+            return
+        for path, t in tensors_in(value, prefix):
+            if t.requires_grad:
+                self._grad_role(name, path, t, shown)
+
     def _was_produced(self, t: torch.Tensor) -> bool:
         seen = self._produced.get(id(t))
         return seen is not None and seen[0]() is t and seen[1] == t._version
@@ -185,3 +206,8 @@ class Collector:
 def _finite(red: Reduction) -> bool:
     """True when ``red`` is known in the hook to hold no NaN or Inf."""
     return isinstance(red.nan, float) and isinstance(red.inf, float) and red.nan + red.inf == 0
+
+
+def _in_backward() -> bool:
+    """True while autograd runs a backward: a forward now is activation-checkpoint recompute."""
+    return bool(torch._C._current_graph_task_id() != -1)

@@ -68,9 +68,10 @@ class Monitor:
     ``(name, module, args, output)`` on each selected module, tensor gradient
     hooks ``(grad)`` on their outputs and inputs, and a post-accumulate-grad
     hook ``(name, param)`` on each trainable parameter. None of them reads a
-    device value back; statistics stay on the device until `step`. (For CPU
-    tensors a hook reads the just-reduced min/max from host memory to decide
-    whether exact NaN/Inf counts are needed; that is not a synchronisation.)
+    device value back; statistics stay on the device until `step`. (CPU
+    tensors are reduced by a C kernel straight into host memory, and a hook
+    reads those values to decide whether exact NaN/Inf counts, or a check of
+    the module's inputs, are needed; that is not a synchronisation.)
 
     Tensors are reduced when the hook runs, so in-place changes made later
     (``nn.ReLU(inplace=True)`` after a BatchNorm) do not alter the statistics
@@ -95,14 +96,17 @@ class Monitor:
             `hookscope.sinks.JsonlSink`, `hookscope.sinks.TensorBoardSink`.
         on_error: the session's policy when a monitor hook raises:
             ``"raise"``, ``"warn"`` or ``"disable"``.
-        zeros: which outputs get a zero fraction (it costs 2.5-8x a ``sum``):
-            ``"activations"`` (activation modules, where dead units show),
-            ``"all"`` or ``"none"``.
+        zeros: which outputs get a zero fraction: ``"activations"``
+            (activation modules, where dead units show), ``"all"`` or
+            ``"none"`` (free with the CPU kernel; with eager reductions it
+            costs 1.5-8x a ``sum``).
         update_ratio: also report ‖Δw‖/‖w‖ per parameter between steps
             (keeps one copy of the parameters).
-        fused: reduce each activation in one ``torch.compile``d pass instead
-            of three eager ones (faster per step; a one-time compile of
-            roughly 10-30 s on CPU; see `hookscope.stats.fused`).
+        fused: on GPUs (and on CPUs without the native kernel), reduce each
+            activation in one ``torch.compile``d pass instead of three eager
+            ones (a one-time compile of roughly 10-30 s; see
+            `hookscope.stats.fused`). CPU tensors use the one-pass C kernel
+            of `hookscope.stats.native` whenever it is available.
         keep: keep results in memory for `to_pandas` and `results`.
         explode_above, explode_jump, vanish_below, vanish_steps, dead_above:
             alert thresholds (see `hookscope.monitor.alerts`).

@@ -10,7 +10,7 @@ The kernel is compiled with the system C compiler (``$CC``, else ``cc``) on
 first use, in about half a second, and cached under
 ``$HOOKSCOPE_CACHE_DIR`` (default ``~/.cache/hookscope``), keyed by the
 source, the flags and the CPU. Without a compiler, or with
-``HOOKSCOPE_NATIVE=0``, `available` is False, `why_unavailable` says why,
+``HOOKSCOPE_NATIVE=0`` (or after ``set_enabled(False)``), `available` is False, `why_unavailable` says why,
 and hookscope uses eager reductions: the same statistics, slower.
 """
 
@@ -54,6 +54,15 @@ class Moments:
         self.sum, self.sumsq, self.min, self.max, self.nonzero = values
 
 
+def set_enabled(enabled: bool) -> None:
+    """Turn the kernel off (eager reductions) or back on for this process, e.g. to compare."""
+    with _lock:
+        if enabled:
+            _state.pop("off", None)
+        else:
+            _state["off"] = True
+
+
 def available() -> bool:
     """True when the kernel is built (building it now if needed)."""
     return _library() is not None
@@ -61,9 +70,9 @@ def available() -> bool:
 
 def why_unavailable() -> str | None:
     """Why the kernel cannot be used, or None when it can."""
-    _library()
-    reason = _state.get("reason")
-    return None if reason is None else str(reason)
+    if _library() is not None:
+        return None
+    return "turned off by set_enabled(False)" if "off" in _state else str(_state["reason"])
 
 
 def uses_openmp() -> bool:
@@ -107,6 +116,8 @@ def _dense(tensor: torch.Tensor) -> bool:
 
 
 def _library() -> ctypes.CDLL | None:
+    if "off" in _state:
+        return None
     lib = _state.get("lib")
     if lib is not None or "reason" in _state:
         return lib  # type: ignore[return-value]

@@ -1,24 +1,30 @@
 """Reducing a tensor on its own device, then turning the reductions into statistics.
 
-The hot path (`reduce_tensor`) launches a few full reductions per tensor and
-never reads a result back: sum (mean), ``vector_norm`` (sum of squares: std,
-RMS, norm) and ``aminmax`` (min, max, abs-max), with ``float32`` accumulators
-for half-precision inputs. Measured on CPU (benchmarks/PERF_NOTES), these cost
-about 1x, 1.5-2.5x and 1.1-2x one ``sum``; ``var_mean`` would cost 20-40x,
-``(~isfinite).sum()`` 50-90x and ``count_nonzero`` 5-8x. Hence:
+The hot path (`reduce_tensor`) never reads a device value back. It takes, in
+order of preference:
 
-* std is derived on the host from sum and sum of squares (population std,
-  ``ddof=0`` as ``numpy.std``); this loses precision when ``|mean| >> std``.
-* exact NaN / Inf counts are computed only when a reduction already taken is
-  non-finite (NaN propagates through sum, norm and aminmax, an Inf shows in
-  them). On host tensors (CPU) the hook reads that reduction — host memory, no
-  device synchronisation. On any other device branching would synchronise,
-  so there the exact counts are always computed on the device.
-* the zero count is optional per tensor (`Plan.zeros`): ``"count"`` uses
-  ``count_nonzero`` (exact, but 5-11x one ``sum`` on float CPU tensors);
-  ``"nonneg"``, for outputs known to be >= 0 (ReLU), runs ``count_nonzero``
-  on the same-size integer view instead (about 1.5x one ``sum``; a ``-0.0``,
-  which ReLU does not produce from negative inputs, would count as non-zero).
+* CPU tensors (float16/bfloat16/float32/float64, dense in any memory order):
+  one pass of the C kernel (`hookscope.stats.native`) for sum, sum of
+  squares, min, max and the non-zero count, as host floats. Exact NaN / Inf
+  counts are computed only when the sum or sum of squares is non-finite.
+* ``Plan.fused`` (meant for GPUs): one ``torch.compile``d pass
+  (`hookscope.stats.fused`).
+* otherwise eager reductions launched on the device: sum (mean), BLAS ``dot``
+  or ``vector_norm`` (sum of squares: std, RMS, norm) and ``aminmax`` (min,
+  max, abs-max), with ``float32`` accumulators for half-precision inputs.
+  ``var_mean`` would cost 20-40x a ``sum`` on CPU and ``(~isfinite).sum()``
+  50-90x. NaN propagates through sum, norm and aminmax and an Inf shows in
+  them, so exact counts are needed only when one of those is non-finite: on
+  CPU the hook reads that value (host memory, no synchronisation); on other
+  devices branching would synchronise, so the counts are always computed
+  there. The optional zero count (`Plan.zeros`): ``"count"`` uses
+  ``count_nonzero`` (5-11x one ``sum`` on float CPU tensors), ``"nonneg"``,
+  for outputs known to be >= 0 (ReLU), counts on the same-size integer view
+  (about 1.5x one ``sum``).
+
+std is derived on the host from sum and sum of squares (population std,
+``ddof=0`` as ``numpy.std``); this loses precision when ``|mean| >> std``.
+As ``numpy.min``, min and max are NaN when the tensor holds a NaN.
 
 `fetch` then moves every pending value of a step to the host in one transfer
 per device, and `summarize` computes the named statistics from them.
