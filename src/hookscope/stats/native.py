@@ -194,6 +194,8 @@ def _cache_dir() -> Path:
             return path
     except OSError:
         pass
+    # A private directory (mode 0700) for this process: a shared, fixed one
+    # under /tmp would let another user plant the library we load.
     return Path(tempfile.mkdtemp(prefix="hookscope-kernels-"))
 
 
