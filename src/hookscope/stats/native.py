@@ -7,11 +7,15 @@ CPU that takes the Monitor's overhead on a ResNet-50 forward from about 1.3x
 to about 1.1x (``benchmarks/monitor_overhead.py``).
 
 The kernel is compiled with the system C compiler (``$CC``, else ``cc``) on
-first use, in about half a second, and cached under
-``$HOOKSCOPE_CACHE_DIR`` (default ``~/.cache/hookscope``), keyed by the
-source, the flags and the CPU. Without a compiler, or with
-``HOOKSCOPE_NATIVE=0`` (or after ``set_enabled(False)``), `available` is False, `why_unavailable` says why,
+first use, in about 0.3 s, and cached under ``$HOOKSCOPE_CACHE_DIR``
+(default ``~/.cache/hookscope``), keyed by the source, the flags and the
+CPU. Without a compiler, with ``HOOKSCOPE_NATIVE=0`` or after
+``set_enabled(False)``, `available` is False, `why_unavailable` says why,
 and hookscope uses eager reductions: the same statistics, slower.
+
+This is the one place in `hookscope.stats` that does I/O (running the
+compiler, writing the cache), once per machine and kernel version; the
+statistics themselves stay pure.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -41,8 +46,16 @@ _FLAG_SETS = (
 )
 _BASE_FLAGS = ("-O3", "-shared", "-fPIC", "-w")
 
+
+@dataclass
+class _State:
+    lib: ctypes.CDLL | None = None
+    reason: str | None = None  # why loading failed (it is not retried)
+    off: bool = False  # set_enabled(False)
+
+
 _lock = threading.Lock()
-_state: dict[str, object] = {}
+_state = _State()
 
 
 class Moments:
@@ -56,11 +69,7 @@ class Moments:
 
 def set_enabled(enabled: bool) -> None:
     """Turn the kernel off (eager reductions) or back on for this process, e.g. to compare."""
-    with _lock:
-        if enabled:
-            _state.pop("off", None)
-        else:
-            _state["off"] = True
+    _state.off = not enabled
 
 
 def available() -> bool:
@@ -72,7 +81,7 @@ def why_unavailable() -> str | None:
     """Why the kernel cannot be used, or None when it can."""
     if _library() is not None:
         return None
-    return "turned off by set_enabled(False)" if "off" in _state else str(_state["reason"])
+    return "turned off by set_enabled(False)" if _state.off else _state.reason
 
 
 def uses_openmp() -> bool:
@@ -116,18 +125,16 @@ def _dense(tensor: torch.Tensor) -> bool:
 
 
 def _library() -> ctypes.CDLL | None:
-    if "off" in _state:
+    if _state.off:
         return None
-    lib = _state.get("lib")
-    if lib is not None or "reason" in _state:
-        return lib  # type: ignore[return-value]
-    with _lock:
-        if "lib" not in _state and "reason" not in _state:
-            try:
-                _state["lib"] = _load()
-            except _Unavailable as exc:
-                _state["reason"] = str(exc)
-    return _state.get("lib")  # type: ignore[return-value]
+    if _state.lib is None and _state.reason is None:
+        with _lock:
+            if _state.lib is None and _state.reason is None:
+                try:
+                    _state.lib = _load()
+                except _Unavailable as exc:
+                    _state.reason = str(exc)
+    return _state.lib
 
 
 class _Unavailable(Exception):
