@@ -23,6 +23,7 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import torch
@@ -88,32 +89,36 @@ def main() -> None:
         if device.type == "cuda":
             torch.cuda.synchronize()
 
-    variants: dict[str, Callable[[], Any]] = {
-        "hookscope defaults": lambda: _monitored(model, forward, {}),
-        "hookscope eager reductions": lambda: _monitored(model, forward, {}, native_on=False),
-        "hookscope every=10": lambda: _monitored(model, forward, {"every": 10}),
+    # label -> (forwards per timing, the timed run)
+    variants: dict[str, tuple[int, Callable[[], tuple[float, float]]]] = {
+        "hookscope defaults": (1, lambda: _monitored(model, forward, {}, 1)),
+        "hookscope eager reductions": (
+            1,
+            lambda: _monitored(model, forward, {}, 1, native_on=False),
+        ),
+        "hookscope every=10": (10, lambda: _monitored(model, forward, {"every": 10}, 10)),
     }
     if device.type != "cpu":
-        variants["hookscope fused=True"] = lambda: _monitored(model, forward, {"fused": True})
+        variants["hookscope fused=True"] = (
+            1,
+            lambda: _monitored(model, forward, {"fused": True}, 1),
+        )
         start = time.perf_counter()
         with hookscope.Monitor(model, keep=False, fused=True) as mon:
             forward()
             mon.step()
         print(f"fused=True one-time compile and first step: {time.perf_counter() - start:.1f} s")
-    variants["naive .item()"] = lambda: _naive(model, forward)
+    variants["naive .item()"] = (1, lambda: _naive(model, forward))
     print(f"native kernel: {native.why_unavailable() or 'in use'}")
     forward()  # warm-up
-    for run in variants.values():
+    for _runs, run in variants.values():
         run()  # warm-up: the kernel is built and loaded on first use
     plain: list[tuple[float, float]] = []
     ratios: dict[str, list[tuple[float, float]]] = {k: [] for k in variants}
     for _rep in range(args.reps):
-        for label, run in variants.items():
-            # as many plain forwards as the variant runs (10 for every=10)
-            runs = 10 if "every=10" in label else 1
-            base_wall, base_cpu = timed(lambda n=runs: _repeat(forward, n))
-            base = (base_wall / runs, base_cpu / runs)
-            plain.append(base)
+        for label, (runs, run) in variants.items():
+            base = timed(partial(_repeat, forward, runs))
+            plain.append((base[0] / runs, base[1] / runs))
             wall, cpu = run()
             ratios[label].append((wall / base[0], cpu / base[1]))
     mode = "forward + backward" if args.train else "inference forward"
@@ -132,23 +137,25 @@ def main() -> None:
 
 
 def _monitored(
-    model: nn.Module, forward: Callable[[], None], options: dict[str, Any], native_on: bool = True
+    model: nn.Module,
+    forward: Callable[[], None],
+    options: dict[str, Any],
+    steps: int,
+    native_on: bool = True,
 ) -> tuple[float, float]:
-    """Per-step (wall, cpu) seconds of a monitored forward and ``step()``, amortised over ``every``."""
+    """(wall, cpu) seconds of ``steps`` monitored forwards, each followed by ``step()``."""
     native.set_enabled(native_on)
     try:
         with hookscope.Monitor(model, keep=False, **options) as mon:
-            runs = mon.every
 
-            def steps() -> None:
-                for _ in range(runs):
+            def run() -> None:
+                for _ in range(steps):
                     forward()
                     mon.step()
 
-            wall, cpu = timed(steps)
+            return timed(run)
     finally:
         native.set_enabled(True)
-    return wall / runs, cpu / runs
 
 
 def _repeat(fn: Callable[[], None], times: int) -> None:
