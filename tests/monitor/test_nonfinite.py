@@ -193,3 +193,30 @@ def test_inputs_are_checked_only_when_an_output_is_not_finite() -> None:
         [("middle", "output", True)],
     ]
     assert mon.first_nonfinite == NonFinite(1, "forward", "a", "output")
+
+
+class _LogThen(nn.Module):
+    scale = 1.0  # log(a(x) * 0 - scale): NaN for scale > 0
+
+    def __init__(self, middle: nn.Module) -> None:
+        super().__init__()
+        self.a = nn.Linear(3, 3)
+        self.middle = middle
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.middle(torch.log(self.a(x) * 0 - self.scale))
+
+
+def test_in_place_relu_input_check_waits_and_still_blames_the_input() -> None:
+    model = _LogThen(nn.ReLU(inplace=True))
+    with Monitor(model) as mon, torch.no_grad():
+        model.scale = -1.0  # log(1): finite
+        model(torch.randn(2, 3))
+        collector = mon._collector
+        assert collector is not None
+        assert all(shown for e in collector.entries for _, _, shown in e.roles)  # no checks
+        mon.step()
+        model.scale = 1.0  # log(-1): NaN made by a functional op, fed to an in-place ReLU
+        model(torch.randn(2, 3))
+        mon.step()
+    assert mon.first_nonfinite == NonFinite(1, "forward", "middle", "input[0]")

@@ -12,10 +12,12 @@ Hooks used (all through a `HookSession`):
   monitored module produced earlier in the step (the model input, results of
   functional ops), so the first NaN can be told apart from one that came in;
   gradient hooks on inputs that require grad (the module's input gradient,
-  used to attribute the first non-finite gradient). Where the outputs'
-  reductions are known in the hook (CPU, native kernel) and the module does
-  not work in place, the check waits for the forward hook and runs only if an
-  output is not finite, saving a read of those inputs in every normal step.
+  used to attribute the first non-finite gradient). On CPU, where the
+  outputs' reductions are known in the hook, the check waits for the forward
+  hook and runs only if an output is not finite, saving a read of those
+  inputs in every normal step; except for modules that overwrite their input
+  (``inplace=True``) and could turn a finite input into a NaN, which are
+  checked first (see `KEEPS_NONFINITE`).
 * forward hook ``(name, module, args, output)``: output statistics, and
   gradient hooks on outputs (the module's output gradient). Tensor hooks are
   used instead of full backward hooks because they survive in-place ops on the
@@ -44,6 +46,15 @@ from hookscope.stats import Plan, Reduction, reduce_tensor, tensors_in
 #: Reductions for gradients (norm, RMS) and for "did a NaN come in?" checks.
 GRAD_PLAN = Plan(sum=False, squares=True, extrema=False)
 CHECK_PLAN = Plan(sum=True, squares=False, extrema=False)
+
+#: In-place modules whose output is NaN exactly where the input was and that
+#: never make a NaN/Inf from finite values: checking their (overwritten)
+#: input after the fact still tells whether a NaN came in. An Inf they clamp
+#: (ReLU of -inf) goes unreported.
+KEEPS_NONFINITE: tuple[type[nn.Module], ...] = (
+    nn.ReLU, nn.Hardtanh, nn.LeakyReLU, nn.RReLU, nn.Threshold,
+    nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d,
+)  # fmt: skip
 
 #: (module or parameter name, tensor path, reported?) — one tensor can play
 #: several roles, e.g. output of one module and input of the next.
@@ -85,6 +96,7 @@ class Collector:
         #: Per module name, a stack (one per call in progress) of input checks
         #: put off to the forward hook, with the entry index they belong at.
         self._deferred: dict[str, list[tuple[int, list[tuple[str, torch.Tensor]]]]] = {}
+        self._can_defer: dict[str, bool] = {}
 
     def take(self) -> list[Entry]:
         """Hand over this step's entries and start a new step."""
@@ -105,7 +117,11 @@ class Collector:
             return
         grads = self.grad_hooks is not None and torch.is_grad_enabled()
         deferred: list[tuple[str, torch.Tensor]] = []
-        defer = self.options.outputs and not getattr(module, "inplace", False)
+        defer = self._can_defer.get(name)
+        if defer is None:  # once per module: a missing attribute costs an exception
+            defer = self._can_defer[name] = self.options.outputs and (
+                not getattr(module, "inplace", False) or isinstance(module, KEEPS_NONFINITE)
+            )
         for path, t in tensors_in(args, "input"):
             if self.options.inputs:
                 self._reduce("forward", name, path, t, self.options.plans[name], True)
