@@ -3,16 +3,20 @@
 ResNet-50-shaped CNN (``hookscope.zoo.resnet50_like``), batch 8, CPU fp32,
 every leaf module, inference forward (``torch.no_grad``). Each monitored
 forward is followed by ``mon.step()`` (the one host transfer), which is
-included. Every timing of a variant is paired with plain forwards run just before
-it (as many as the variant runs), and the ratio of the pair is taken: the median of those ratios is
-steady even when other jobs share the machine and its speed drifts. Both wall
-time and process CPU time are reported.
+included. Every timing of a variant is paired with plain forwards run just
+before it (as many as the variant runs), and the median of the per-pair
+ratios is reported: steady even when other jobs share the machine and its
+speed drifts. Wall time and process CPU time are both reported.
 
-Variants: hookscope defaults (on CPU, the one-pass native kernel), the same
-with eager PyTorch reductions (``native.set_enabled(False)``, what a machine
-without a C compiler gets), ``every=10`` (amortised over 10 steps),
-``fused=True`` (``torch.compile``; only with ``--device cuda`` or when the
-kernel is off), and the naive hook.
+Variants:
+
+* plain again: 10 plain forwards against 10, the noise floor of the ratios;
+* hookscope defaults (on CPU, the one-pass native kernel);
+* the same with eager PyTorch reductions (``native.set_enabled(False)``,
+  what a machine without a C compiler gets);
+* ``every=10``, amortised over 10 steps;
+* ``fused=True`` (``torch.compile``; with ``--device cuda`` only);
+* the naive hook.
 
     .venv/bin/python benchmarks/monitor_overhead.py [--reps 9] [--batch 8] [--threads N] [--train] [--device cuda]
 """
@@ -91,6 +95,7 @@ def main() -> None:
 
     # label -> (forwards per timing, the timed run)
     variants: dict[str, tuple[int, Callable[[], tuple[float, float]]]] = {
+        "plain again (noise floor)": (10, lambda: timed(partial(_repeat, forward, 10))),
         "hookscope defaults": (1, lambda: _monitored(model, forward, {}, 1)),
         "hookscope eager reductions": (
             1,
