@@ -3,31 +3,33 @@
 ResNet-50-shaped CNN (``hookscope.zoo.resnet50_like``), batch 8, CPU fp32,
 every leaf module, inference forward (``torch.no_grad``). Each monitored
 forward is followed by ``mon.step()`` (the one host transfer), which is
-included. Every timing of a variant is paired with plain forwards run just
-before it (as many as the variant runs), and the median of the per-pair
-ratios is reported: steady even when other jobs share the machine and its
-speed drifts. Wall time and process CPU time are both reported.
+included. Every forward of a variant alternates with a forward of an
+identical copy of the model that carries no hooks (in A B, B A order), so
+both see the same machine; a repetition (4 monitored steps, or 10 for
+``every=10``) gives the ratio of the summed times, and the median over
+repetitions is reported. Wall time and process CPU time
+are both reported.
 
 Variants:
 
-* plain again: 10 plain forwards against 10, the noise floor of the ratios;
+* plain again: the hooked model with no hooks, the noise floor of the ratios;
 * hookscope defaults (on CPU, the one-pass native kernel);
 * the same with eager PyTorch reductions (``native.set_enabled(False)``,
   what a machine without a C compiler gets);
-* ``every=10``, amortised over 10 steps;
+* ``every=10``: 10 steps, one recorded;
 * ``fused=True`` (``torch.compile``; with ``--device cuda`` only);
 * the naive hook.
 
-    .venv/bin/python benchmarks/monitor_overhead.py [--reps 9] [--batch 8] [--threads N] [--train] [--device cuda]
+    .venv/bin/python benchmarks/monitor_overhead.py [--reps 7] [--batch 8] [--threads N] [--train] [--device cuda]
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import statistics
 import time
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 import torch
@@ -59,7 +61,7 @@ def naive_hooks(model: nn.Module) -> list[Any]:
     return [m.register_forward_hook(hook) for m in leaves]
 
 
-def timed(fn: Callable[[], None]) -> tuple[float, float]:
+def timed(fn: Callable[[], object]) -> tuple[float, float]:
     """(wall seconds, process CPU seconds) of one call."""
     wall, cpu = time.perf_counter(), time.process_time()
     fn()
@@ -68,7 +70,7 @@ def timed(fn: Callable[[], None]) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=9)
+    parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=0, help="intra-op threads (0: default)")
@@ -81,58 +83,52 @@ def main() -> None:
     torch.manual_seed(0)
     device = torch.device(args.device)
     model = resnet50_like().eval().to(device)
+    twin = copy.deepcopy(model)  # never hooked: the plain side of every pair
     x = torch.randn(args.batch, 3, 224, 224, device=device)
 
-    def forward() -> None:
-        if args.train:
-            model.zero_grad(set_to_none=True)
-            model(x).sum().backward()
-        else:
-            with torch.no_grad():
-                model(x)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
+    def forward_of(net: nn.Module) -> Callable[[], None]:
+        def forward() -> None:
+            if args.train:
+                net.zero_grad(set_to_none=True)
+                net(x).sum().backward()
+            else:
+                with torch.no_grad():
+                    net(x)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
 
-    # label -> (forwards per timing, the timed run)
-    variants: dict[str, tuple[int, Callable[[], tuple[float, float]]]] = {
-        "plain again (noise floor)": (10, lambda: timed(partial(_repeat, forward, 10))),
-        "hookscope defaults": (1, lambda: _monitored(model, forward, {}, 1)),
-        "hookscope eager reductions": (
-            1,
-            lambda: _monitored(model, forward, {}, 1, native_on=False),
-        ),
-        "hookscope every=10": (10, lambda: _monitored(model, forward, {"every": 10}, 10)),
+        return forward
+
+    pair = Pair(forward_of(twin), forward_of(model))
+    variants: dict[str, Callable[[], tuple[float, float]]] = {
+        "plain again (noise floor)": lambda: pair.run(4),
+        "hookscope defaults": lambda: pair.monitored(model, {}, 4),
+        "hookscope eager reductions": lambda: pair.monitored(model, {}, 4, native_on=False),
+        "hookscope every=10": lambda: pair.monitored(model, {"every": 10}, 10),
     }
     if device.type != "cpu":
-        variants["hookscope fused=True"] = (
-            1,
-            lambda: _monitored(model, forward, {"fused": True}, 1),
-        )
+        variants["hookscope fused=True"] = lambda: pair.monitored(model, {"fused": True}, 4)
         start = time.perf_counter()
         with hookscope.Monitor(model, keep=False, fused=True) as mon:
-            forward()
+            pair.hooked()
             mon.step()
         print(f"fused=True one-time compile and first step: {time.perf_counter() - start:.1f} s")
-    variants["naive .item()"] = (1, lambda: _naive(model, forward))
+    variants["naive .item()"] = lambda: pair.naive(model)
     print(f"native kernel: {native.why_unavailable() or 'in use'}")
-    forward()  # warm-up
-    for _runs, run in variants.values():
+    for run in variants.values():
         run()  # warm-up: the kernel is built and loaded on first use
-    plain: list[tuple[float, float]] = []
+    pair.plain_times.clear()
     ratios: dict[str, list[tuple[float, float]]] = {k: [] for k in variants}
     for _rep in range(args.reps):
-        for label, (runs, run) in variants.items():
-            base = timed(partial(_repeat, forward, runs))
-            plain.append((base[0] / runs, base[1] / runs))
-            wall, cpu = run()
-            ratios[label].append((wall / base[0], cpu / base[1]))
+        for label, run in variants.items():
+            ratios[label].append(run())
     mode = "forward + backward" if args.train else "inference forward"
     print(
         f"ResNet-50-shaped, batch {args.batch}, {device} fp32, {torch.get_num_threads()} threads,"
     )
-    print(f"{mode}; {args.reps} paired repetitions, medians")
-    plain_wall = statistics.median(w for w, _ in plain)
-    plain_cpu = statistics.median(c for _, c in plain)
+    print(f"{mode}; {args.reps} repetitions, medians of the per-repetition ratios")
+    plain_wall = statistics.median(w for w, _ in pair.plain_times)
+    plain_cpu = statistics.median(c for _, c in pair.plain_times)
     print(f"{'variant':<28}{'x plain (wall)':>16}{'x plain (cpu)':>15}")
     print(f"{'plain':<28}{f'1.00 ({plain_wall:.3f} s)':>16}{f'1.00 ({plain_cpu:.3f} s)':>15}")
     for label, values in ratios.items():
@@ -141,40 +137,46 @@ def main() -> None:
         print(f"{label:<28}{wall:>16.3f}{cpu:>15.3f}")
 
 
-def _monitored(
-    model: nn.Module,
-    forward: Callable[[], None],
-    options: dict[str, Any],
-    steps: int,
-    native_on: bool = True,
-) -> tuple[float, float]:
-    """(wall, cpu) seconds of ``steps`` monitored forwards, each followed by ``step()``."""
-    native.set_enabled(native_on)
-    try:
-        with hookscope.Monitor(model, keep=False, **options) as mon:
+class Pair:
+    """Alternates forwards of the unhooked twin (``plain``) and the model under test (``hooked``)."""
 
-            def run() -> None:
-                for _ in range(steps):
-                    forward()
-                    mon.step()
+    def __init__(self, plain: Callable[[], None], hooked: Callable[[], None]) -> None:
+        self.plain, self.hooked = plain, hooked
+        self.plain_times: list[tuple[float, float]] = []
 
-            return timed(run)
-    finally:
-        native.set_enabled(True)
+    def run(self, steps: int, after: Callable[[], object] = lambda: None) -> tuple[float, float]:
+        """(wall, cpu) ratios of ``steps`` hooked forwards (each followed by ``after``) to plain ones."""
+        plain, hooked = [0.0, 0.0], [0.0, 0.0]
+        for step in range(steps):
+            if step % 2:  # alternate the order too: A B, B A, ...
+                test = timed(lambda: (self.hooked(), after()))
+                base = timed(self.plain)
+            else:
+                base = timed(self.plain)
+                test = timed(lambda: (self.hooked(), after()))
+            self.plain_times.append(base)
+            for i in (0, 1):
+                plain[i] += base[i]
+                hooked[i] += test[i]
+        return hooked[0] / plain[0], hooked[1] / plain[1]
 
+    def monitored(
+        self, model: nn.Module, options: dict[str, Any], steps: int, native_on: bool = True
+    ) -> tuple[float, float]:
+        native.set_enabled(native_on)
+        try:
+            with hookscope.Monitor(model, keep=False, **options) as mon:
+                return self.run(steps, mon.step)
+        finally:
+            native.set_enabled(True)
 
-def _repeat(fn: Callable[[], None], times: int) -> None:
-    for _ in range(times):
-        fn()
-
-
-def _naive(model: nn.Module, forward: Callable[[], None]) -> tuple[float, float]:
-    handles = naive_hooks(model)
-    try:
-        return timed(forward)
-    finally:
-        for handle in handles:
-            handle.remove()
+    def naive(self, model: nn.Module) -> tuple[float, float]:
+        handles = naive_hooks(model)
+        try:
+            return self.run(1)
+        finally:
+            for handle in handles:
+                handle.remove()
 
 
 if __name__ == "__main__":
