@@ -148,3 +148,14 @@ def test_set_enabled_switches_between_kernel_and_eager() -> None:
     finally:
         native.set_enabled(True)
     assert native.available() and native.moments(t) is not None
+
+
+def test_a_damaged_cache_entry_is_rebuilt(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    env = {"HOOKSCOPE_CACHE_DIR": str(cache)}
+    code = "import json; from hookscope.stats import native; print(json.dumps({'why': native.why_unavailable()}))"
+    assert run_fresh(env, code) == {"why": None}
+    (built,) = (cache / "kernels").iterdir()
+    built.write_bytes(b"not a shared library")
+    assert run_fresh(env, code) == {"why": None}
+    assert built.read_bytes() != b"not a shared library"  # rebuilt in place, same flags

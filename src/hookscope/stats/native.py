@@ -152,27 +152,32 @@ def _load() -> ctypes.CDLL:
     errors = []
     for flags in _flag_sets():
         path = cache / f"kernel-{_key(source, compiler, flags)}.so"
-        if not path.exists():
+        lib = _open(path) if path.exists() else None
+        if lib is None:  # not built yet, or a damaged cache entry: (re)build it
             error = _compile(source, compiler, flags, path)
-            if error:
-                errors.append(f"{' '.join(flags) or 'plain'}: {error}")
+            lib = None if error else _open(path)
+            if lib is None:
+                errors.append(f"{' '.join(flags) or 'plain'}: {error or 'built, but not loadable'}")
                 continue
-        try:
-            lib = ctypes.CDLL(str(path))
-        except OSError as exc:
-            errors.append(f"loading {path}: {exc}")
-            continue
-        lib.hs_reduce.argtypes = [
-            ctypes.c_int,
-            ctypes.c_void_p,
-            ctypes.c_int64,
-            ctypes.c_int,
-            ctypes.POINTER(ctypes.c_double),
-        ]
-        lib.hs_reduce.restype = ctypes.c_int
-        lib.hs_supports.argtypes = [ctypes.c_int]
         return lib
     raise _Unavailable("could not build the kernel: " + "; ".join(errors)[:500])
+
+
+def _open(path: Path) -> ctypes.CDLL | None:
+    try:
+        lib = ctypes.CDLL(str(path))
+    except OSError:
+        return None
+    lib.hs_reduce.argtypes = [
+        ctypes.c_int,
+        ctypes.c_void_p,
+        ctypes.c_int64,
+        ctypes.c_int,
+        ctypes.POINTER(ctypes.c_double),
+    ]
+    lib.hs_reduce.restype = ctypes.c_int
+    lib.hs_supports.argtypes = [ctypes.c_int]
+    return lib
 
 
 def _flag_sets() -> list[tuple[str, ...]]:
