@@ -153,7 +153,7 @@ class Collector:
         stack = self._deferred.get(name)
         if stack:
             index, deferred = stack.pop()
-            if deferred and not all(_finite(e.red) for e in self.entries[start:]):
+            if deferred and not all(e.red.known_finite() for e in self.entries[start:]):
                 self.entries[index:index] = [
                     Entry("forward", [(name, path, False)], reduce_tensor(t, CHECK_PLAN),
                           tuple(t.shape), t.dtype)
@@ -217,11 +217,6 @@ class Collector:
         """Tensor gradient hook (bound to ``roles``): ``(grad) -> None``."""
         red = reduce_tensor(grad, GRAD_PLAN)
         self.entries.append(Entry("backward", roles, red, tuple(grad.shape), grad.dtype))
-
-
-def _finite(red: Reduction) -> bool:
-    """True when ``red`` is known in the hook to hold no NaN or Inf."""
-    return isinstance(red.nan, float) and isinstance(red.inf, float) and red.nan + red.inf == 0
 
 
 def _in_backward() -> bool:

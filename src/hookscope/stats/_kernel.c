@@ -207,15 +207,6 @@ int hs_supports(int dtype) {
     return pick(dtype, &fn, &size) == 0;
 }
 
-/* 1 when built with OpenMP (threads share the runtime PyTorch already loaded). */
-int hs_openmp(void) {
-#ifdef _OPENMP
-    return 1;
-#else
-    return 0;
-#endif
-}
-
 /* Reduce n elements at `data` with up to `threads` threads.
  * out: sum, sum of squares, min, max, non-zero count. Returns 0, or -1 for an
  * unsupported dtype. Chunks are combined in order, so results do not depend

@@ -3,8 +3,8 @@
 Eager PyTorch reads a tensor three times for sum, sum of squares and min/max
 (plus once more for a zero count); the kernel reads it once and returns all
 five, using the OpenMP threads PyTorch already runs where it can. On a 2-core
-CPU that takes the Monitor's overhead on a ResNet-50 forward from about 1.3x
-to about 1.1x (``benchmarks/monitor_overhead.py``).
+CPU that takes the Monitor's overhead on a ResNet-50 forward from about 1.35x
+to about 1.14x (``benchmarks/monitor_overhead.py``).
 
 The kernel is compiled with the system C compiler (``$CC``, else ``cc``) on
 first use, in about 0.3 s, and cached under ``$HOOKSCOPE_CACHE_DIR``
@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
@@ -50,6 +50,7 @@ _BASE_FLAGS = ("-O3", "-shared", "-fPIC", "-w")
 @dataclass
 class _State:
     lib: ctypes.CDLL | None = None
+    codes: dict[torch.dtype, int] = field(default_factory=dict)  # dtypes this build reduces
     reason: str | None = None  # why loading failed (it is not retried)
     off: bool = False  # set_enabled(False)
 
@@ -84,12 +85,6 @@ def why_unavailable() -> str | None:
     return "turned off by set_enabled(False)" if _state.off else _state.reason
 
 
-def uses_openmp() -> bool:
-    """True when the kernel shares PyTorch's OpenMP threads."""
-    lib = _library()
-    return lib is not None and bool(lib.hs_openmp())
-
-
 def moments(tensor: torch.Tensor) -> Moments | None:
     """Sum, sum of squares, min, max and non-zero count of a dense CPU tensor in one pass.
 
@@ -99,11 +94,9 @@ def moments(tensor: torch.Tensor) -> Moments | None:
     """
     if tensor.device.type != "cpu" or tensor.layout != torch.strided:
         return None
-    code = _CODES.get(tensor.dtype)
-    if code is None or not _dense(tensor):
-        return None
     lib = _library()
-    if lib is None or not lib.hs_supports(code):
+    code = None if lib is None else _state.codes.get(tensor.dtype)
+    if lib is None or code is None or not _dense(tensor):
         return None
     out = (ctypes.c_double * 5)()
     lib.hs_reduce(code, tensor.data_ptr(), tensor.numel(), torch.get_num_threads(), out)
@@ -131,9 +124,12 @@ def _library() -> ctypes.CDLL | None:
         with _lock:
             if _state.lib is None and _state.reason is None:
                 try:
-                    _state.lib = _load()
+                    lib = _load()
                 except _Unavailable as exc:
                     _state.reason = str(exc)
+                else:
+                    _state.codes = {d: c for d, c in _CODES.items() if lib.hs_supports(c)}
+                    _state.lib = lib  # last: readers check it without the lock
     return _state.lib
 
 

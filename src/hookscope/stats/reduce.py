@@ -139,6 +139,12 @@ class Reduction:
         self.packed: torch.Tensor | None = None
         self.packed_fields: tuple[str, ...] = ()
 
+    def known_finite(self) -> bool:
+        """True when, already in the hook, the counts say no NaN or Inf (host floats, both 0)."""
+        return (
+            isinstance(self.nan, float) and isinstance(self.inf, float) and not self.nan + self.inf
+        )
+
     def nonfinite(self) -> bool:
         """True when (after `fetch`) a NaN or Inf was seen; exact when counts exist."""
         if self.nan is not None and self.inf is not None:
@@ -183,14 +189,15 @@ def reduce_tensor(tensor: torch.Tensor, plan: Plan) -> Reduction:
         t = t.to(torch.float64)
     elif t.dtype not in _NATIVE_FLOAT:
         t = t.to(torch.float32)  # float8 and friends
-    if _native(t, plan, red):
+    if _native(t, plan, red) or (plan.fused and kind == "float" and _fused(t, plan, red)):
         return red
-    if not (plan.fused and kind == "float" and _fused(t, plan, red)):
-        _eager(t, plan, red)
-        if kind == "int":
-            red.nan = red.inf = 0.0
-        else:
-            _count_nonfinite(t, red)
+    _eager(t, plan, red)
+    if kind == "int":
+        red.nan = red.inf = 0.0
+    else:
+        # min and max (or sum, or norm) show any NaN or Inf in the tensor
+        fields = (red.min, red.max, red.sum, red.norm, red.sumsq)
+        _count_nonfinite(t, red, [v for v in fields if isinstance(v, torch.Tensor)][:2])
     return red
 
 
@@ -207,11 +214,8 @@ def _native(t: torch.Tensor, plan: Plan, red: Reduction) -> bool:
         red.min, red.max = got.min, got.max
     if plan.zeros != "none":
         red.nonzero = got.nonzero
-    if math.isfinite(got.sum) and math.isfinite(got.sumsq):
-        red.nan = red.inf = 0.0
-    else:  # a NaN or Inf (or a sum too large for float32): count exactly
-        red.nan = torch.isnan(t).sum()
-        red.inf = torch.isinf(t).sum()
+    # sum and sum of squares show any NaN or Inf (or a sum too large for float32)
+    _count_nonfinite(t, red, [got.sum, got.sumsq])
     return True
 
 
@@ -247,18 +251,19 @@ def _fused(t: torch.Tensor, plan: Plan, red: Reduction) -> bool:
         return False
     red.packed = packed
     red.packed_fields = fused.FIELDS if plan.zeros != "none" else fused.FIELDS_NO_ZEROS
-    _count_nonfinite(t, red, packed[:4].sum())
+    _count_nonfinite(t, red, [packed[:4].sum()])
     return True
 
 
-def _count_nonfinite(t: torch.Tensor, red: Reduction, probe: torch.Tensor | None = None) -> None:
-    fields = (red.min, red.max, red.sum, red.norm, red.sumsq)
-    probes = [v for v in fields if isinstance(v, torch.Tensor)]
-    if probe is not None:
-        probes = [probe]
-    # On the host, reading a reduced value is not a device synchronisation;
-    # min and max (or sum, or norm) show any NaN or Inf in the tensor.
-    if t.device.type == "cpu" and probes and all(math.isfinite(float(p)) for p in probes[:2]):
+def _count_nonfinite(
+    t: torch.Tensor, red: Reduction, probes: Sequence[torch.Tensor | float]
+) -> None:
+    """Exact NaN/Inf counts, unless ``probes`` (values that show any NaN/Inf) say none.
+
+    On the host, reading a reduced value is not a device synchronisation; on
+    any other device branching would be, so the counts are always taken there.
+    """
+    if t.device.type == "cpu" and probes and all(math.isfinite(float(p)) for p in probes):
         red.nan = red.inf = 0.0
         return
     red.nan = torch.isnan(t).sum()
