@@ -60,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"script not found: {args.target!r}")
     if args.as_module and not _module_exists(args.target):
         raise UsageError(f"module not found: {args.target!r}")
+    if args.monitor and args.out.exists() and not args.out.is_dir():
+        raise UsageError(f"--out {str(args.out)!r} is a file; --monitor needs a directory")
     doctor_json = args.out
     if args.doctor and args.monitor:
         doctor_json = args.out / "doctor.json"
@@ -70,6 +72,9 @@ def run(args: argparse.Namespace) -> int:
         code = 0
         try:
             code = execute(args.target, args.args, as_module=args.as_module)
+        except KeyboardInterrupt:
+            code = 130  # what the shell reports for a Ctrl-C'd python
+            raise
         finally:
             if detector is not None:
                 detector.detach()
@@ -138,7 +143,8 @@ def execute(target: str, argv: Sequence[str], *, as_module: bool = False) -> int
     """Run a script (or module) as ``__main__`` with ``sys.argv``; returns its exit code."""
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     script = os.path.abspath(target)
-    sys.argv = [target if as_module else script, *argv]
+    # As python does: argv[0] is the script path as given (for -m, runpy sets it).
+    sys.argv = [target, *argv]
     # Like python: the script's folder, or for -m the working directory, comes first.
     sys.path.insert(0, os.getcwd() if as_module else os.path.dirname(script))
     try:
