@@ -110,7 +110,7 @@ PROBES: dict[str, tuple[list[str], str]] = {
     "doctor-factory-exits": (["doctor", "exits.py:build", "--input-size", "1,4"], "sys.exit(9)"),
     "doctor-out-under-a-file": (["doctor", ZOO, *IMG, "--out", "keep.json/d.json"], "keep.json"),
     "doctor-bad-device": (["doctor", ZOO, *IMG, "--device", "nonsense"], "nonsense"),
-    "doctor-no-input": (["doctor", ZOO], "needs an input"),
+    "doctor-no-input": (["doctor", ZOO], "needs at least one --input-size"),
     "featuremaps-too-big": (
         ["featuremaps", ZOO, "--input-size", TOO_BIG, "-o", "maps"],
         "[1000000, 3, 224, 224]",

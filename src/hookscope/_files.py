@@ -21,6 +21,21 @@ def _umask() -> int:
     return mask
 
 
+def check_writable(path: str | Path, what: str) -> Path:
+    """Refuse, before any work, a ``path`` that can never be written as a file.
+
+    Raises:
+        UsageError: ``path`` is a directory, or lies under an existing file.
+    """
+    target = Path(path)
+    if target.is_dir():
+        raise UsageError(f"cannot write {what} {str(target)!r}: it is a directory")
+    blocked = next((p for p in target.parents if p.exists() and not p.is_dir()), None)
+    if blocked is not None:
+        raise UsageError(f"cannot write {what} {str(target)!r}: {str(blocked)!r} is a file")
+    return target
+
+
 def write_text(path: str | Path, text: str, what: str) -> Path:
     """Write ``text`` (UTF-8) to ``path``, creating its folder.
 
@@ -32,19 +47,13 @@ def write_text(path: str | Path, text: str, what: str) -> Path:
     Raises:
         UsageError: the file cannot be written; names ``what``, the path and why.
     """
-    target = Path(path)
-    if target.is_dir():
-        raise UsageError(f"cannot write {what} {str(target)!r}: it is a directory")
-    if target.exists() and not target.is_file():  # /dev/stdout, a FIFO: never replace it
-        try:
-            with target.open("w", encoding="utf-8") as handle:
-                handle.write(text)
-        except OSError as exc:
-            reason = exc.strerror or type(exc).__name__
-            raise UsageError(f"cannot write {what} {str(target)!r}: {reason}") from None
-        return target
+    target = check_writable(path, what)
     temp: str | None = None
     try:
+        if target.exists() and not target.is_file():  # /dev/stdout, a FIFO: never replace it
+            with target.open("w", encoding="utf-8") as handle:
+                handle.write(text)
+            return target
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -167,5 +167,5 @@ def test_demo_without_extras_runs_what_it_can(tmp_path: Path) -> None:
     steps = (tmp_path / "demo" / "monitor.jsonl").read_text().splitlines()
     assert [json.loads(line)["step"] for line in steps] == [0, 1]
     assert f"{Path('demo') / 'monitor.jsonl'}" in out
-    assert "feature-map PNGs:" not in out and "TensorBoard logs:" not in out
+    assert "  feature-map PNGs:" not in out and "  TensorBoard logs:" not in out
     assert (tmp_path / "demo" / "report.html").stat().st_size > 0

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hookscope._files import write_text
+from hookscope._files import check_writable, write_text
 from hookscope.cli.inputs import add_input_arguments, make_inputs, parse_device, parse_inputs
 from hookscope.doctor import doctor
 from hookscope.errors import UsageError
@@ -40,10 +40,13 @@ def run(args: argparse.Namespace) -> int:
     spec = parse_inputs(args)
     if spec.empty:
         raise UsageError(
-            "doctor needs an input: --input-size 1,3,224,224, --input-ids SHAPE or --input NAME=SHAPE"
+            "doctor needs at least one --input-size (or --input-ids SHAPE, --input NAME=SHAPE), "
+            "e.g. --input-size 1,3,224,224"
         )
     device = parse_device(args.device)
     positional, keywords = make_inputs(spec, device)
+    if args.out is not None:
+        check_writable(args.out, "--out")
     model = load_model(args.model, parse_kwargs(args.kwargs))
     model.to(device)
     if args.eval:

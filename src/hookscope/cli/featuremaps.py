@@ -22,7 +22,7 @@ from hookscope.errors import ForwardError, UsageError, require_extra
 from hookscope.hooks.capture import capture
 from hookscope.hooks.session import session
 from hookscope.modelspec import load_model, parse_kwargs
-from hookscope.summary.inputs import check_size
+from hookscope.summary.inputs import make_tensor
 from hookscope.viz.featuremaps import write_feature_maps
 
 DEFAULT_SIZE = (1, 3, 224, 224)
@@ -89,13 +89,8 @@ def make_input(args: argparse.Namespace) -> torch.Tensor:
         raise UsageError(f"featuremaps needs a floating-point --dtype, got {args.dtype[0]!r}")
     if args.input != "random":
         return load_image(Path(args.input), size).to(dtype)
-    shape = size or DEFAULT_SIZE
-    check_size(shape, dtype, torch.device("cpu"))
     generator = torch.Generator().manual_seed(args.seed)
-    try:
-        return torch.rand(shape, generator=generator, dtype=dtype)
-    except RuntimeError as exc:
-        raise UsageError(f"cannot make an input of size {list(shape)}: {exc}") from None
+    return make_tensor(size or DEFAULT_SIZE, dtype, torch.device("cpu"), generator=generator)
 
 
 def _forward(model: nn.Module, x: torch.Tensor, selector: Any, spec: str) -> tuple[Any, list[Any]]:
@@ -105,7 +100,8 @@ def _forward(model: nn.Module, x: torch.Tensor, selector: Any, spec: str) -> tup
         capture(model, selector, keep=True) as cache,
     ):
         if not cache.selected:
-            raise UsageError(f"--modules {selector} matched no module of {spec}")
+            what = f"--modules {' '.join(selector)}" if isinstance(selector, list) else "no Conv2d"
+            raise UsageError(f"{what} matched no module of {spec}")
         selected = set(cache.selected)
         try:
             with torch.no_grad():
@@ -141,9 +137,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if not cache and not bypassed:
         raise UsageError("none of the selected module(s) ran; nothing to draw")
-    written, skipped = write_feature_maps(
-        cache, args.output, top_k=args.top_k, calls=cache.calls
-    )
+    written, skipped = write_feature_maps(cache, args.output, top_k=args.top_k, calls=cache.calls)
     for path in written:
         print(f"wrote {path}")
     if skipped:

@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
         if not console.is_terminal:
             # Pipes and CI logs have no width: lay the table out at its natural
             # width so every file:line stays whole on one line.
-            console = Console(width=max(80, console.measure(table).maximum), highlight=False)
+            natural = Console(width=1 << 20).measure(table).maximum
+            console = Console(width=max(80, natural), highlight=False)
         console.print(table)
     return 0

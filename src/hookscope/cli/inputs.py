@@ -48,6 +48,7 @@ def add_input_arguments(
             "--input",
             action="append",
             default=[],
+            dest="keyword_input",
             metavar="NAME=SHAPE[:DTYPE]",
             help="a keyword input; NAME.KEY=... builds a dict input NAME={KEY: ...}",
         )
@@ -98,10 +99,10 @@ def parse_inputs(args: argparse.Namespace) -> InputSpec:
         raise UsageError(f"--dtype {args.dtype[0]} needs --input-size")
     sizes = tuple(parse_shape(text) for text in args.input_size)
     dtypes = [parse_dtype(text) for text in args.dtype] or None
-    keywords = []
+    keywords: list[tuple[str, str | None, tuple[int, ...], torch.dtype]] = []
     if getattr(args, "input_ids", None):
         keywords.append(("input_ids", None, parse_shape(args.input_ids), torch.int64))
-    keywords.extend(parse_keyword_input(text) for text in getattr(args, "input", []))
+    keywords.extend(parse_keyword_input(text) for text in getattr(args, "keyword_input", []))
     return InputSpec(sizes, tuple(normalize_dtypes(dtypes, len(sizes))), tuple(keywords))
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from hookscope.cli.scripts import run_path
 from hookscope.doctor import BypassRecord, render_bypasses
 from hookscope.errors import UsageError
 from hookscope.hooks.bypass import BypassDetector
@@ -151,7 +152,7 @@ def execute(target: str, argv: Sequence[str], *, as_module: bool = False) -> int
         if as_module:
             runpy.run_module(target, run_name="__main__", alter_sys=True)
         else:
-            runpy.run_path(script, run_name="__main__")
+            run_path(script)
     except SystemExit as exc:
         return _exit_code(exc.code)
     except Exception as exc:

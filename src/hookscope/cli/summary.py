@@ -18,9 +18,9 @@ from typing import Any
 
 import torch
 
-from hookscope.errors import UsageError
+from hookscope._files import check_writable, write_text
 from hookscope.cli.inputs import InputSpec, add_input_arguments, make_inputs, parse_inputs
-from hookscope._files import write_text
+from hookscope.errors import UsageError
 from hookscope.modelspec import load_model, parse_kwargs
 from hookscope.summary import summary
 
@@ -53,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
     _, keywords = make_inputs(
         InputSpec((), (), spec.keywords), torch.device("cpu")
     )  # sized inputs are made by summary() on its device (meta by default)
+    if args.output is not None:
+        check_writable(args.output, "-o")
     model = load_model(args.model, parse_kwargs(args.kwargs))
     result = summary(
         model,

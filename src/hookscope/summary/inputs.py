@@ -81,7 +81,9 @@ def check_size(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device)
     """
     numel = math.prod(shape)
     if numel > MAX_NUMEL:
-        raise UsageError(f"input size {list(shape)} has {numel:,} elements, more than a tensor holds")
+        raise UsageError(
+            f"input size {list(shape)} has {numel:,} elements, more than a tensor holds"
+        )
     nbytes = numel * dtype.itemsize
     memory = _memory_bytes() if device.type == "cpu" else None
     if memory is not None and nbytes > memory:
@@ -91,7 +93,13 @@ def check_size(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device)
         )
 
 
-def make_tensor(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+def make_tensor(
+    shape: tuple[int, ...],
+    dtype: torch.dtype,
+    device: torch.device,
+    *,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
     """A random float tensor, or for integer dtypes a tensor of ones (a valid token id).
 
     Raises:
@@ -102,7 +110,7 @@ def make_tensor(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device
         if device.type == "meta":
             return torch.empty(shape, dtype=dtype, device=device)
         if dtype.is_floating_point or dtype.is_complex:
-            return torch.rand(shape, dtype=dtype, device=device)
+            return torch.rand(shape, dtype=dtype, device=device, generator=generator)
         return torch.ones(shape, dtype=dtype, device=device)
     except RuntimeError as exc:  # out of memory, or a size torch refuses
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

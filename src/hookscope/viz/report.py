@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -160,19 +161,17 @@ def _activation_plots(run: RunData, forward: list[dict[str, Any]], notes: list[s
             last = index * LAYERS_PER_PLOT + len(chunk)
             what += f", layers {index * LAYERS_PER_PLOT + 1}-{last} of {len(layers)}"
         title = what[0].upper() + what[1:] + " over steps"
-        body += _plot(
-            lambda chunk=chunk, title=title: activation_stats_plot(
-                run.rows, modules=chunk or None, title=title
-            ),
-            what,
-            notes,
-        )
+        body += _plot(partial(_activation_plot, run, chunk, title), what, notes)
     if len(chunks) > MAX_ACTIVATION_PLOTS:
         drawn = MAX_ACTIVATION_PLOTS * LAYERS_PER_PLOT
         body += h.absent(
             f"plots show the first {drawn} of {len(layers)} layers; the table below lists all"
         )
     return body
+
+
+def _activation_plot(run: RunData, modules: list[str], title: str) -> Any:
+    return activation_stats_plot(run.rows, modules=modules or None, title=title)
 
 
 def _featuremaps(run: RunData, notes: list[str]) -> str:
@@ -202,7 +201,9 @@ def render_report(run: RunData, *, title: str = "hookscope report") -> tuple[str
         else h.absent(f"no monitor data ({MONITOR} absent or empty)")
     )
     summary = (
-        summary_section(run.summary, notes) if run.summary is not None else h.absent(f"no {SUMMARY}")
+        summary_section(run.summary, notes)
+        if run.summary is not None
+        else h.absent(f"no {SUMMARY}")
     )
     sections = [
         ("overview", "Overview", _overview(run)),

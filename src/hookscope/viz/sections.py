@@ -30,7 +30,8 @@ def summary_section(data: Mapping[str, Any], notes: list[str]) -> str:
         notes.append(f"summary.json is not a hookscope summary ({type(exc).__name__}: {exc})")
         return h.mapping(data)
     rows = [
-        "<tr>" + "".join(_cell(column, cell) for column, cell in zip(COLUMNS, row, strict=True))
+        "<tr>"
+        + "".join(_cell(column, cell) for column, cell in zip(COLUMNS, row, strict=True))
         + "</tr>"
         for row in cells
     ]
