@@ -78,15 +78,13 @@ def load_image(path: Path, size: tuple[int, ...] | None) -> torch.Tensor:
 
 def make_input(args: argparse.Namespace) -> torch.Tensor:
     """The model input ``--input``, ``--input-size`` and ``--dtype`` describe (on the CPU)."""
-    spec = parse_inputs(args)
-    if len(spec.sizes) > 1:
-        raise UsageError(f"featuremaps takes one --input-size N,C,H,W, got {len(spec.sizes)}")
-    size = spec.sizes[0] if spec.sizes else None
+    spec = parse_inputs(args)  # one image input: the last --input-size / --dtype given wins
+    size = spec.sizes[-1] if spec.sizes else None
     if size is not None and len(size) != 4:
-        raise UsageError(f"--input-size must be N,C,H,W, got {args.input_size[0]!r}")
-    dtype = spec.dtypes[0] if spec.dtypes else torch.float32
+        raise UsageError(f"--input-size must be N,C,H,W, got {args.input_size[-1]!r}")
+    dtype = spec.dtypes[-1] if spec.dtypes else torch.float32
     if not dtype.is_floating_point:
-        raise UsageError(f"featuremaps needs a floating-point --dtype, got {args.dtype[0]!r}")
+        raise UsageError(f"featuremaps needs a floating-point --dtype, got {args.dtype[-1]!r}")
     if args.input != "random":
         return load_image(Path(args.input), size).to(dtype)
     generator = torch.Generator().manual_seed(args.seed)
