@@ -129,6 +129,10 @@ PROBES: dict[str, tuple[list[str], str]] = {
         ["run", "--monitor", "--out", "keep.txt", "script.py"],
         "is a file",
     ),
+    "run-monitor-out-under-a-file": (
+        ["run", "--monitor", "--out", "keep.txt/run", "script.py"],
+        "is a file",
+    ),
     "run-no-script": (["run", "--doctor", "missing.py"], "missing.py"),
     "run-no-mode": (["run", "script.py"], "--doctor"),
     "demo-steps": (["demo", "--steps", "0"], "--steps"),

@@ -121,6 +121,15 @@ def make_inputs(spec: InputSpec, device: torch.device) -> tuple[list[Any], dict[
         UsageError: an input too large to make, naming its size.
     """
     positional = [make_tensor(s, d, device) for s, d in zip(spec.sizes, spec.dtypes, strict=True)]
+    return positional, make_keyword_inputs(spec, device)
+
+
+def make_keyword_inputs(spec: InputSpec, device: torch.device) -> dict[str, Any]:
+    """The ``--input-ids`` / ``--input`` tensors on ``device``, by keyword.
+
+    Raises:
+        UsageError: an input too large to make, or ``NAME.KEY=`` on a tensor input.
+    """
     keywords: dict[str, Any] = {}
     for name, key, shape, dtype in spec.keywords:
         tensor = make_tensor(shape, dtype, device)
@@ -131,4 +140,4 @@ def make_inputs(spec: InputSpec, device: torch.device) -> tuple[list[Any], dict[
         if not isinstance(group, dict):
             raise UsageError(f"--input {name}.{key}: {name} is already a tensor input")
         group[key] = tensor
-    return positional, keywords
+    return keywords

@@ -28,6 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from hookscope._files import check_writable
 from hookscope.cli.scripts import run_path
 from hookscope.doctor import BypassRecord, render_bypasses
 from hookscope.errors import UsageError
@@ -61,8 +62,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"script not found: {args.target!r}")
     if args.as_module and not _module_exists(args.target):
         raise UsageError(f"module not found: {args.target!r}")
-    if args.monitor and args.out.exists() and not args.out.is_dir():
-        raise UsageError(f"--out {str(args.out)!r} is a file; --monitor needs a directory")
+    if args.monitor:
+        if args.out.exists() and not args.out.is_dir():
+            raise UsageError(f"--out {str(args.out)!r} is a file; --monitor needs a directory")
+        check_writable(args.out / "monitor.jsonl", "--out")  # not under a file either
     doctor_json = args.out
     if args.doctor and args.monitor:
         doctor_json = args.out / "doctor.json"

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from hookscope._files import check_writable, write_text
-from hookscope.cli.inputs import InputSpec, add_input_arguments, make_inputs, parse_inputs
+from hookscope.cli.inputs import add_input_arguments, make_keyword_inputs, parse_inputs
 from hookscope.errors import UsageError
 from hookscope.modelspec import load_model, parse_kwargs
 from hookscope.summary import summary
@@ -50,9 +50,8 @@ def run(args: argparse.Namespace) -> int:
     spec = parse_inputs(args)
     if spec.empty:
         raise UsageError("give --input-size SHAPE, --input-ids SHAPE or --input NAME=SHAPE")
-    _, keywords = make_inputs(
-        InputSpec((), (), spec.keywords), torch.device("cpu")
-    )  # sized inputs are made by summary() on its device (meta by default)
+    # Sized inputs are made by summary() itself, on its device (meta by default).
+    keywords = make_keyword_inputs(spec, torch.device("cpu"))
     if args.output is not None:
         check_writable(args.output, "-o")
     model = load_model(args.model, parse_kwargs(args.kwargs))
