@@ -84,10 +84,10 @@ def _hooks(hooks: Sequence[Mapping[str, Any]] | None) -> str:
         return "<h3>Hooks (by module)</h3>" + h.absent("no hooks on this model")
     rows = [
         {
-            "module": hook["module"] or "(root)",
-            "kind": hook["kind"],
-            "hook": hook["hook"],
-            "fired": hook["fired"],
+            "module": hook.get("module") or "(root)",
+            "kind": hook.get("kind"),
+            "hook": hook.get("hook"),
+            "fired": hook.get("fired"),
             "status": STATUS.get(hook.get("code"), "NOT FIRED"),
             "why / fix": " — ".join(str(x) for x in (hook.get("reason"), hook.get("fix")) if x),
         }
@@ -101,10 +101,10 @@ def _bypasses(bypasses: Sequence[Mapping[str, Any]]) -> str:
         return ""
     rows = [
         {
-            "call site": short_path(str(record["call_site"])),
-            "module": record["module"] or "(root)",
-            "type": record["module_type"],
-            "count": record["count"],
+            "call site": short_path(str(record.get("call_site", "?"))),
+            "module": record.get("module") or "(root)",
+            "type": record.get("module_type") or record.get("type"),
+            "count": record.get("count"),
             "hooks skipped": ", ".join(record.get("hooks_skipped") or []) or "(none yet)",
             "fix": record.get("fix", ""),
         }
