@@ -79,8 +79,10 @@ def score(folder: Path, codes: list[str]) -> tuple[int, int, int]:
 
     labels = read_labels()
     totals = [0, 0, 0]
-    print(f"{'repository':12s} {'sites':>5s} {'bypass':>6s} {'flagged':>7s} {'true':>5s}"
-          f" {'precision':>9s} {'recall':>6s}")
+    print(
+        f"{'repository':12s} {'sites':>5s} {'bypass':>6s} {'flagged':>7s} {'true':>5s}"
+        f" {'precision':>9s} {'recall':>6s}"
+    )
     for name in REPOS:
         root = folder / name
         sites = {f"{p}:{line}" for p, line, _ in forward_sites(root)}
@@ -97,13 +99,17 @@ def score(folder: Path, codes: list[str]) -> tuple[int, int, int]:
             print(f"  missed {name}/{miss}: {labels[(name, miss)][1]}")
         for wrong in sorted(found - positives):
             print(f"  false positive {name}/{wrong}: {labels.get((name, wrong), (0, '?'))[1]}")
-        print(f"{name:12s} {len(sites):5d} {len(positives):6d} {len(found):7d} {tp:5d}"
-              f" {tp / max(len(found), 1):9.3f} {tp / max(len(positives), 1):6.3f}")
+        print(
+            f"{name:12s} {len(sites):5d} {len(positives):6d} {len(found):7d} {tp:5d}"
+            f" {tp / max(len(found), 1):9.3f} {tp / max(len(positives), 1):6.3f}"
+        )
         for i, n in enumerate((len(found), tp, len(positives))):
             totals[i] += n
     flagged, tp, positives = totals
-    print(f"{'all':12s} {'':5s} {positives:6d} {flagged:7d} {tp:5d}"
-          f" {tp / max(flagged, 1):9.3f} {tp / max(positives, 1):6.3f}")
+    print(
+        f"{'all':12s} {'':5s} {positives:6d} {flagged:7d} {tp:5d}"
+        f" {tp / max(flagged, 1):9.3f} {tp / max(positives, 1):6.3f}"
+    )
     return flagged, tp, positives
 
 

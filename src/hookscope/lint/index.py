@@ -18,7 +18,8 @@ _CLASS = re.compile(rb"class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?[ \t]*:")
 _SELF_ANNOTATION = re.compile(rb"self\.(\w+)[ \t]*:[ \t]*([^=\n]+?)[ \t]*=")
 _SUBSCRIPT = re.compile(r"\[[^\]]*\]")
 
-ClassEntry = tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]]
+# (name, bases, annotated attributes, "path:line")
+ClassEntry = tuple[str, tuple[str, ...], tuple[tuple[str, str], ...], str]
 
 
 @dataclass(frozen=True)
@@ -28,10 +29,12 @@ class ClassIndex:
     Attributes:
         bases: name → one tuple of base-class expressions per distinct definition.
         attrs: name → ``{attribute: annotation source}`` from ``self.x: T = ...``.
+        where: name → ``path:line`` of its first definition, for messages.
     """
 
     bases: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
     attrs: dict[str, dict[str, str]] = field(default_factory=dict)
+    where: dict[str, str] = field(default_factory=dict)
 
     def __contains__(self, name: object) -> bool:
         return name in self.bases
@@ -41,20 +44,22 @@ class ClassIndex:
         return self.bases.get(name)
 
 
-def scan_classes(data: bytes) -> list[ClassEntry]:
-    """``(name, bases, annotated attributes)`` of every ``class`` statement in ``data``."""
+def scan_classes(data: bytes, path: str = "") -> list[ClassEntry]:
+    """``(name, bases, annotated attributes, where)`` of every ``class`` statement in ``data``."""
     if b"class" not in data:
         return []
     starts: list[int] = []
-    entries: list[tuple[str, tuple[str, ...], list[tuple[str, str]]]] = []
+    entries: list[tuple[str, tuple[str, ...], list[tuple[str, str]], str]] = []
+    line, counted = 1, 0
     for match in _CLASS.finditer(data):
         start = match.start()
         if data[data.rfind(b"\n", 0, start) + 1 : start].strip(b" \t"):
             continue  # "class" not at the start of a line
         name = match.group(1).decode("ascii", errors="replace")
         raw = (match.group(2) or b"").decode("utf-8", errors="replace")
+        line, counted = line + data.count(b"\n", counted, start), start
         starts.append(start)
-        entries.append((name, _bases(raw), []))
+        entries.append((name, _bases(raw), [], f"{path}:{line}"))
     if entries and b"self." in data:
         # Annotations above the first class have no owner; no match spans a line, and
         # only indentation precedes starts[0] on its line, so starting there is exact.
@@ -62,7 +67,7 @@ def scan_classes(data: bytes) -> list[ClassEntry]:
             owner = bisect.bisect_right(starts, match.start()) - 1
             attr = match.group(1).decode("ascii", errors="replace")
             entries[owner][2].append((attr, match.group(2).decode("utf-8", errors="replace")))
-    return [(name, bases, tuple(attrs)) for name, bases, attrs in entries]
+    return [(name, bases, tuple(attrs), where) for name, bases, attrs, where in entries]
 
 
 def _bases(raw: str) -> tuple[str, ...]:
@@ -79,10 +84,12 @@ def merge(entries: Iterable[ClassEntry]) -> ClassIndex:
     """Group entries by class name; distinct base lists are kept apart."""
     bases: dict[str, list[tuple[str, ...]]] = {}
     attrs: dict[str, dict[str, str]] = {}
-    for name, class_bases, class_attrs in entries:
+    where: dict[str, str] = {}
+    for name, class_bases, class_attrs, location in entries:
         known = bases.setdefault(name, [])
         if class_bases not in known:
             known.append(class_bases)
         if class_attrs:
             attrs.setdefault(name, {}).update(class_attrs)
-    return ClassIndex({name: tuple(v) for name, v in bases.items()}, attrs)
+        where.setdefault(name, location)
+    return ClassIndex({name: tuple(v) for name, v in bases.items()}, attrs, where)

@@ -30,6 +30,7 @@ class Resolved:
         name: the last identifier of the expression, for the heuristic.
         cls: the same-file class of an instance, for attribute look-ups.
         function: the same-file function the expression names, for return values.
+        via: how the kind was found, for messages (``m = Linear(...) at f.py:3``).
     """
 
     kind: Kind
@@ -39,6 +40,7 @@ class Resolved:
     name: str = ""
     cls: str = ""
     function: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+    via: str = ""
 
 
 UNKNOWN = Resolved(Kind.UNKNOWN)

@@ -97,6 +97,18 @@ class Resolver:
                 return kind, any(hits)
         return Kind.OTHER, False
 
+    def class_origin(self, name: str) -> str:
+        """Where the class ``name`` comes from: ``class Net(nn.Module) at f.py:3``."""
+        local = self.file.classes.get(name)
+        if local is not None:
+            bases = ", ".join(dotted(b) or "..." for b in local.bases)
+            return f"class {name}({bases}) at {self.file.path}:{local.lineno}"
+        variants = self.index.get(name)
+        if variants:
+            where = self.index.where.get(name, "")
+            return f"class {name}({', '.join(variants[0])})" + (f" at {where}" if where else "")
+        return f"torch.nn.{name}" if name in known.TORCH_NN_MODULES else ""
+
     def class_looks_like_module(self, cls: ast.ClassDef) -> bool:
         """For a class with unresolved bases: does a base's name read like a module?"""
         names = [dotted(b) or "" for b in cls.bases]
@@ -134,7 +146,7 @@ class Resolver:
             if not isinstance(current.node, ast.ClassDef):
                 bindings = self._bindings(current.node).get(name)
                 if bindings:
-                    return replace(self._combine(bindings, depth), name=name)
+                    return replace(self._combine(bindings, depth, name), name=name)
             current = current.parent
         if name in self.file.classes or name in self.index or name in known.TORCH_NN_MODULES:
             kind, container = self.class_kind(name)
@@ -149,7 +161,8 @@ class Resolver:
         if base.cls and not base.is_class:
             bindings = self._class_attr(base.cls, expr.attr)
             if bindings:
-                return replace(self._combine(bindings, depth), name=expr.attr)
+                label = f"{base.name}.{expr.attr}" if base.name else expr.attr
+                return replace(self._combine(bindings, depth, label), name=expr.attr)
             method = self._method(base.cls, expr.attr)
             if method is not None:
                 return Resolved(Kind.OTHER, name=expr.attr, function=method)
@@ -255,15 +268,32 @@ class Resolver:
                     return found
         return []
 
-    def _combine(self, bindings: list[Binding], depth: int) -> Resolved:
-        results = [r for r in (self._binding(b, depth) for b in bindings) if r is not None]
-        if not results:
+    def _combine(self, bindings: list[Binding], depth: int, label: str = "") -> Resolved:
+        pairs = [(b, r) for b, r in ((b, self._binding(b, depth)) for b in bindings) if r]
+        if not pairs:
             return UNKNOWN
-        known_results = [r for r in results if r.kind is not Kind.UNKNOWN]
-        kinds = {r.kind for r in known_results}
+        known_pairs = [(b, r) for b, r in pairs if r.kind is not Kind.UNKNOWN]
+        kinds = {r.kind for _, r in known_pairs}
         if len(kinds) == 1:
-            return known_results[0]
-        return results[0] if not kinds else UNKNOWN
+            binding, result = known_pairs[0]
+            if result.via or not label:
+                return result
+            return replace(result, via=self._describe(binding, label))
+        return pairs[0][1] if not kinds else UNKNOWN
+
+    def _describe(self, binding: Binding, label: str) -> str:
+        """``label = <value> at path:line``: the binding a resolution rests on."""
+        node = binding.expr or binding.owner
+        text = " ".join(ast.unparse(node).split()) if binding.expr is not None else ""
+        text = text if len(text) <= 40 else text[:37] + "..."
+        shown = {
+            "value": f"{label} = {text}",
+            "annotation": f"{label}: {text}",
+            "element": f"for {label} in {text}",
+            "import": f"import {binding.origin}",
+        }.get(binding.kind, f"{label} ({binding.kind} {binding.origin})".strip())
+        where = binding.where or f"{self.file.path}:{getattr(node, 'lineno', 1)}"
+        return f"{shown} at {where}"
 
     def _binding(self, binding: Binding, depth: int) -> Resolved | None:
         scope = self._scope_of(binding.owner)
