@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hookscope.lint.index import ClassEntry
+from hookscope.lint.index import ClassEntry, FunctionEntry
 
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 CACHE_DIR = ".hookscope_cache"
 _CACHE_FILE = "lint-index.json"
-_VERSION = 1
+_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -39,12 +39,14 @@ class Scan:
         candidate: whether it can hold a finding (the text pre-filter).
         error: why it could not be read (empty when it could).
         size: its size in bytes.
+        functions: its top-level functions (see `scan_functions`).
     """
 
     classes: tuple[ClassEntry, ...]
     candidate: bool
     error: str = ""
     size: int = 0
+    functions: tuple[FunctionEntry, ...] = ()
 
 
 Scanner = Callable[[list[str]], dict[str, Scan]]
@@ -96,8 +98,11 @@ def _load(root: Path) -> dict[str, tuple[tuple[int, int], Scan]]:
         if data.get("version") != _VERSION or data.get("root") != str(root):
             return {}
         return {
-            path: ((mtime, size), Scan(_entries(classes), bool(candidate), "", size))
-            for path, (mtime, size, candidate, classes) in data["files"].items()
+            path: (
+                (mtime, size),
+                Scan(_entries(classes), bool(candidate), "", size, _functions(fns)),
+            )
+            for path, (mtime, size, candidate, classes, fns) in data["files"].items()
         }
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return {}  # no cache, or one written by another version: rebuild it
@@ -110,9 +115,19 @@ def _entries(raw: list[Any]) -> tuple[ClassEntry, ...]:
     )
 
 
+def _functions(raw: list[Any]) -> tuple[FunctionEntry, ...]:
+    return tuple((name, annotation, tuple(calls), where) for name, annotation, calls, where in raw)
+
+
 def _save(root: Path, entries: dict[str, tuple[tuple[int, int], Scan]]) -> None:
     files = {
-        path: [mtime, size, scan.candidate, [list(entry) for entry in scan.classes]]
+        path: [
+            mtime,
+            size,
+            scan.candidate,
+            [list(entry) for entry in scan.classes],
+            [list(entry) for entry in scan.functions],
+        ]
         for path, ((mtime, size), scan) in entries.items()
         if not scan.error  # unreadable files are read (and reported) again next time
     }

@@ -127,7 +127,7 @@ def receivers(analysis: Analysis) -> Iterator[tuple[CallSite, ast.Attribute, Res
     found = []
     for site, func in forward_calls(analysis):
         receiver = func.value
-        if is_super_call(receiver) or _is_self(receiver, site):
+        if is_super_call(receiver) or _is_self(receiver, site) or in_scripting_branch(site):
             continue
         resolved = analysis.resolver.resolve(receiver, site.scope)
         if resolved.is_class:
@@ -159,6 +159,20 @@ def in_torchscript(site: CallSite) -> bool:
             if path in ("script", "jit.script", "torch.jit.script"):
                 return True
         scope = scope.parent
+    return False
+
+
+def in_scripting_branch(site: CallSite) -> bool:
+    """Whether the call sits under ``if torch.jit.is_scripting():``, TorchScript's own path."""
+    line = site.node.lineno
+    for node in ast.walk(site.scope.node):
+        if (
+            isinstance(node, ast.If)
+            and isinstance(node.test, ast.Call)
+            and (dotted(node.test.func) or "").endswith("is_scripting")
+            and node.body[0].lineno <= line <= (node.body[-1].end_lineno or line)
+        ):
+            return True
     return False
 
 
@@ -201,7 +215,7 @@ def _self_forward_calls(analysis: Analysis) -> Iterator[tuple[CallSite, ast.Attr
         scope = site.scope
         if scope.cls is None or scope.method is None or not _is_self(func.value, site):
             continue
-        if scope.method.name in _entry_methods(analysis, scope.cls):
+        if scope.method.name in _entry_methods(analysis, scope.cls) or in_scripting_branch(site):
             continue
         kind, _ = analysis.resolver.class_kind(scope.cls.name)
         if kind is Kind.MODULE or kind is Kind.UNKNOWN:

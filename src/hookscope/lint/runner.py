@@ -25,7 +25,7 @@ from pathlib import Path
 from hookscope.errors import LintError, UsageError
 from hookscope.lint.analysis import Analysis, PythonRule
 from hookscope.lint.findings import Finding
-from hookscope.lint.index import ClassIndex, merge, scan_classes
+from hookscope.lint.index import ClassIndex, merge, scan_classes, scan_functions
 from hookscope.lint.project import CACHE_DIR, Scan, find_root, scan_with_cache
 from hookscope.lint.pyfile import PyFile
 from hookscope.lint.regions import mask
@@ -115,7 +115,9 @@ def _scan(path: str, max_bytes: int = DEFAULT_MAX_FILE_SIZE, where: str = "") ->
     candidate = (b"forward" in data and _calls_forward(data)) or (
         b"_hook" in data and _registers_hook(data)
     )
-    return Scan(tuple(scan_classes(data, where or path)), candidate, "", len(data))
+    where = where or path
+    classes, functions = scan_classes(data, where), scan_functions(data, where)
+    return Scan(tuple(classes), candidate, "", len(data), tuple(functions))
 
 
 def _calls_forward(data: bytes) -> bool:
@@ -194,6 +196,8 @@ def analyze_file(
         return analyze_text(path, source.text, index, codes)
     except (RecursionError, MemoryError):
         return _unreadable(path, "too deeply nested to analyze (RecursionError)", codes)
+    except Exception as exc:  # a linter bug must not cost the findings of every other file
+        return _unreadable(path, f"internal error, please report it: {exc!r}", codes)
 
 
 def analyze_text(path: str, text: str, index: ClassIndex, codes: frozenset[str]) -> list[Finding]:
@@ -319,7 +323,7 @@ def _index(
     """The scans of ``files`` and the class index (of the project, when there is a root)."""
     if root is None:
         scans = _scan_all(files, jobs, max_bytes, progress)
-        return scans, merge(e for scan in scans.values() for e in scan.classes)
+        return scans, _merge(scans.values())
     project = [os.path.abspath(p) for p in discover([root], exclude) if p.endswith(".py")]
     given = {f: os.path.abspath(f) for f in files}
     wanted = list(dict.fromkeys([*project, *(p for p in given.values() if p.endswith(".py"))]))
@@ -329,7 +333,14 @@ def _index(
 
     by_abs = scan_with_cache(root, wanted, scan)
     scans = {f: by_abs.get(absolute) or _scan(f, max_bytes) for f, absolute in given.items()}
-    return scans, merge(e for scan in by_abs.values() for e in scan.classes)
+    return scans, _merge(by_abs.values())
+
+
+def _merge(scans: Iterable[Scan]) -> ClassIndex:
+    scans = list(scans)
+    return merge(
+        (e for scan in scans for e in scan.classes), (f for scan in scans for f in scan.functions)
+    )
 
 
 def _check_all(
