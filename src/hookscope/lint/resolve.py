@@ -247,11 +247,14 @@ class Resolver:
     def _fixture(self, name: str, depth: int) -> Resolved | None:
         """A parameter named like a pytest fixture of this file or of a ``conftest.py``."""
         for stmt in self.file.tree.body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
-                if any(_is_fixture(d) for d in stmt.decorator_list):
-                    result = self._returns(stmt, depth)
-                    where = f"{self.file.path}:{stmt.lineno}"
-                    return replace(result, name=name, via=f"pytest fixture {name}() at {where}")
+            if (
+                isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and stmt.name == name
+                and any(_is_fixture(d) for d in stmt.decorator_list)
+            ):
+                result = self._returns(stmt, depth)
+                where = f"{self.file.path}:{stmt.lineno}"
+                return replace(result, name=name, via=f"pytest fixture {name}() at {where}")
         if any(
             e[3].rsplit(":", 1)[0].endswith("conftest.py")
             for e in self.index.functions.get(name, ())
