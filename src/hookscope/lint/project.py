@@ -28,6 +28,7 @@ ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 CACHE_DIR = ".hookscope_cache"
 _CACHE_FILE = "lint-index.json"
 _VERSION = 2
+_INSTALLED = frozenset({"site-packages", "dist-packages"})
 
 
 @dataclass(frozen=True)
@@ -53,11 +54,17 @@ Scanner = Callable[[list[str]], dict[str, Scan]]
 
 
 def find_root(path: str | os.PathLike[str]) -> Path | None:
-    """The nearest folder at or above ``path`` holding a project marker, or ``None``."""
+    """The nearest folder at or above ``path`` holding a project marker, or ``None``.
+
+    Installed code (under ``site-packages``) belongs to no project: the folder that
+    holds the virtual environment is not its project.
+    """
     folder = Path(os.path.abspath(path))
     if not folder.is_dir():
         folder = folder.parent
     for candidate in (folder, *folder.parents):
+        if candidate.name in _INSTALLED:
+            return None
         if any((candidate / marker).exists() for marker in ROOT_MARKERS):
             return candidate
     return None
