@@ -49,7 +49,12 @@ def test_guess_in_a_file_without_torch_is_opt_in_and_never_fixed(tmp_path: Path)
     path.write_text(source, encoding="utf-8")
     assert lint(path, config=False) == []
     (guess,) = lint(path, select=["HS104"], config=False)
-    assert (guess.code, guess.confidence, guess.fixable, guess.edits) == ("HS104", "guess", False, ())
+    assert (guess.code, guess.confidence, guess.fixable, guess.edits) == (
+        "HS104",
+        "guess",
+        False,
+        (),
+    )
     assert "never fixed" in guess.message and guess.resolution.startswith("guessed")
     assert main(["lint", "--no-config", "--select", "HS1,HS104", "--fix", str(path)]) == 1
     assert path.read_text(encoding="utf-8") == source
@@ -106,7 +111,9 @@ def test_index_is_cached_and_invalidated_by_changes(tmp_path: Path) -> None:
     cache = tmp_path / CACHE_DIR
     assert (cache / "lint-index.json").is_file()
     assert (cache / ".gitignore").read_text(encoding="utf-8").strip().endswith("*")
-    base.write_text("from torch import nn\n\n\nclass Step(nn.Module):\n    pass\n", encoding="utf-8")
+    base.write_text(
+        "from torch import nn\n\n\nclass Step(nn.Module):\n    pass\n", encoding="utf-8"
+    )
     stat = base.stat()
     os.utime(base, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # coarse clocks
     assert [f.code for f in lint(use)] == ["HS101"]
@@ -138,3 +145,30 @@ def test_pytest_fixture_and_factory_of_another_file_resolve(tmp_path: Path) -> N
     )
     found = lint(test, select=["HS1", "HS104"])
     assert [(f.line, f.code) for f in found] == [(11, "HS101"), (16, "HS101")]
+
+
+def test_class_hierarchies_through_aliased_imports_and_many_files(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    for pkg in ("a", "b", "c"):
+        (tmp_path / pkg).mkdir()
+        (tmp_path / pkg / "__init__.py").write_text("", encoding="utf-8")
+    # Two classes called Node: a module in a/nodes.py, a plain class in b/nodes.py.
+    (tmp_path / "a" / "nodes.py").write_text(
+        "from torch import nn\n\n\nclass Node(nn.Module):\n    pass\n", encoding="utf-8"
+    )
+    (tmp_path / "b" / "nodes.py").write_text(
+        "class Node:\n    def forward(self, x):\n        return x\n", encoding="utf-8"
+    )
+    (tmp_path / "c" / "mid.py").write_text(
+        "from a.nodes import Node as ModuleBase\nfrom b.nodes import Node as PlainBase\n\n\n"
+        "class Layer(ModuleBase):\n    pass\n\n\nclass Step(PlainBase):\n    pass\n",
+        encoding="utf-8",
+    )
+    use = tmp_path / "c" / "use.py"
+    use.write_text(
+        "import torch\nfrom c.mid import Layer, Step\n\n\n"
+        "class Deep(Layer):\n    pass\n\n\nclass Task(Step):\n    pass\n\n\n"
+        "Deep().forward(1)\nTask().forward(1)\n",
+        encoding="utf-8",
+    )
+    assert [(f.line, f.code) for f in lint(use, select=["HS1", "HS104"])] == [(13, "HS101")]

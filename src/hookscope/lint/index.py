@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 _CLASS = re.compile(rb"class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?[ \t]*:")
 _SELF_ANNOTATION = re.compile(rb"self\.(\w+)[ \t]*:[ \t]*([^=\n]+?)[ \t]*=")
 _SUBSCRIPT = re.compile(r"\[[^\]]*\]")
+_FROM_IMPORT = re.compile(rb"from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n;#]+)")
+_IMPORTED = re.compile(r"(\w+)(?:\s+as\s+(\w+))?")
 _JIT_INTERFACE = re.compile(rb"@(?:torch\.)?jit\.interface[ \t]*\r?\n[ \t]*$")
 # A pseudo base marking ``@torch.jit.interface`` classes (TorchScript calls them
 # through ``.forward()`` only); `known.HOOKLESS_MODULES` lists it.
@@ -85,6 +87,7 @@ def scan_classes(data: bytes, path: str = "") -> list[ClassEntry]:
     starts: list[int] = []
     entries: list[tuple[str, tuple[str, ...], list[tuple[str, str]], str]] = []
     line, counted = 1, 0
+    imported = _from_imports(data)
     for match in _CLASS.finditer(data):
         start = match.start()
         if data[data.rfind(b"\n", 0, start) + 1 : start].strip(b" \t"):
@@ -93,7 +96,7 @@ def scan_classes(data: bytes, path: str = "") -> list[ClassEntry]:
         raw = (match.group(2) or b"").decode("utf-8", errors="replace")
         line, counted = line + data.count(b"\n", counted, start), start
         starts.append(start)
-        bases = _bases(raw)
+        bases = tuple(imported.get(b, b) for b in _bases(raw))
         if _JIT_INTERFACE.search(data, max(0, start - 80), start):
             bases = (JIT_INTERFACE,)
         entries.append((name, bases, [], f"{path}:{line}"))
@@ -105,6 +108,24 @@ def scan_classes(data: bytes, path: str = "") -> list[ClassEntry]:
             attr = match.group(1).decode("ascii", errors="replace")
             entries[owner][2].append((attr, match.group(2).decode("utf-8", errors="replace")))
     return [(name, bases, tuple(attrs), where) for name, bases, attrs, where in entries]
+
+
+def _from_imports(data: bytes) -> dict[str, str]:
+    """``{local name: "module.Name"}`` of the ``from module import Name [as local]`` lines.
+
+    Bases are recorded with the module they come from, so that ``class Net(Base)``
+    after ``from pkg.layers import Block as Base`` resolves to ``pkg/layers.py``'s
+    ``Block``, even when other files define classes called ``Block`` too.
+    """
+    out: dict[str, str] = {}
+    if b"import" not in data:
+        return out
+    for module, names in _FROM_IMPORT.findall(data):
+        prefix = module.decode("ascii", "replace")
+        for name, alias in _IMPORTED.findall(names.decode("ascii", "replace").strip("()")):
+            if name != "import":
+                out[alias or name] = f"{prefix}.{name}"
+    return out
 
 
 def scan_functions(data: bytes, path: str = "") -> list[FunctionEntry]:

@@ -64,20 +64,24 @@ class Resolver:
     def class_kind(self, name: str, module: str = "") -> tuple[Kind, bool]:
         """``(kind, is_container)`` of instances of the class named ``name`` (dotted ok).
 
-        ``module`` (``pkg.mod`` of ``from pkg.mod import Net``) picks the definition in
-        that module when the project defines several classes of that name.
+        ``module`` (``pkg.mod`` of ``from pkg.mod import Net``, or the prefix of a
+        dotted name) picks the definition in that module when the project defines
+        several classes of that name.
         """
-        last = name.rsplit(".", 1)[-1]
+        prefix, _, last = name.rpartition(".")
+        module = module or prefix
+        key = f"{module}:{last}"
+        if key in self._class_kinds:
+            return self._class_kinds[key]
+        self._class_kinds[key] = (Kind.UNKNOWN, False)  # cycle guard
+        result = None
         variants = self.index.in_module(last, module) if module else ()
         if variants and last not in self.file.classes:
             kinds = {self._bases_kind(bases) for bases in variants}
-            if len(kinds) == 1:
-                return kinds.pop()
-        if last in self._class_kinds:
-            return self._class_kinds[last]
-        self._class_kinds[last] = (Kind.UNKNOWN, False)  # cycle guard
-        result = self._class_kind(last)
-        self._class_kinds[last] = result
+            result = kinds.pop() if len(kinds) == 1 else None
+        if result is None:
+            result = self.class_kind(last) if module else self._class_kind(last)
+        self._class_kinds[key] = result
         return result
 
     def _class_kind(self, last: str) -> tuple[Kind, bool]:
