@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hookscope.lint.index import ClassEntry, FunctionEntry
+from hookscope.lint.index import ClassEntry, ClassIndex, FunctionEntry, merge
 
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 CACHE_DIR = ".hookscope_cache"
 _CACHE_FILE = "lint-index.json"
-_VERSION = 3  # bump whenever what a scan records changes
+_VERSION = 4  # bump whenever what a scan records changes
 _INSTALLED = frozenset({"site-packages", "dist-packages"})
 
 
@@ -70,74 +70,90 @@ def find_root(path: str | os.PathLike[str]) -> Path | None:
     return None
 
 
-def scan_with_cache(root: Path, files: Iterable[str], scan: Scanner) -> dict[str, Scan]:
-    """Scans of ``files`` (absolute paths under ``root``), reusing the cached ones.
+def scan_with_cache(
+    root: Path, files: Iterable[str], given: Iterable[str], scan: Scanner
+) -> tuple[dict[str, Scan], ClassIndex]:
+    """The scans of ``given`` and the index of ``files`` (absolute paths), cached.
 
-    ``scan`` is called once with every file whose cached entry is missing or stale;
-    the cache is rewritten only when something changed.
+    ``scan`` is called once with every file whose cached entry is missing or stale.
+    When nothing changed, the merged index is read back as it was saved: a warm run
+    costs a ``stat`` per file and one JSON read.
     """
-    cached = _load(root)
+    raw, saved_index = _load(root)
     stamps: dict[str, tuple[int, int]] = {}
     for path in files:
         try:
-            stat = os.stat(path)
+            info = os.stat(path)
         except OSError:
             continue  # gone since discovery: scanned (and reported) as given
-        stamps[path] = (stat.st_mtime_ns, stat.st_size)
-    fresh = {
-        p: cached[p][1] for p, stamp in stamps.items() if p in cached and cached[p][0] == stamp
-    }
-    stale = [p for p in stamps if p not in fresh]
-    if stale:
-        fresh.update(scan(stale))
-    if stale or len(cached) != len(stamps):
-        _save(root, {p: (stamps[p], fresh[p]) for p in stamps if p in fresh})
-    return fresh
+        stamps[path] = (info.st_mtime_ns, info.st_size)
+    stale = [p for p, stamp in stamps.items() if p not in raw or tuple(raw[p][:2]) != stamp]
+    fresh = scan(stale) if stale else {}
+
+    def scan_of(path: str) -> Scan:
+        return fresh[path] if path in fresh else _scan_from(raw[path])
+
+    if not stale and len(raw) == len(stamps) and saved_index is not None:
+        index = saved_index
+    else:
+        scans = [scan_of(p) for p in stamps if p in fresh or p in raw]
+        index = merge(
+            (e for s in scans for e in s.classes), (f for s in scans for f in s.functions)
+        )
+        kept = {p: _raw(stamp, scan_of(p)) for p, stamp in stamps.items() if p in fresh or p in raw}
+        _save(root, {p: r for p, r in kept.items() if r is not None}, index)
+    return {p: scan_of(p) for p in given if p in fresh or p in raw}, index
 
 
 def _cache_path(root: Path) -> Path:
     return root / CACHE_DIR / _CACHE_FILE
 
 
-def _load(root: Path) -> dict[str, tuple[tuple[int, int], Scan]]:
+def _load(root: Path) -> tuple[dict[str, list[Any]], ClassIndex | None]:
     try:
         data = json.loads(_cache_path(root).read_text(encoding="utf-8"))
         if data.get("version") != _VERSION or data.get("root") != str(root):
-            return {}
-        return {
-            path: (
-                (mtime, size),
-                Scan(_entries(classes), bool(candidate), "", size, _functions(fns)),
-            )
-            for path, (mtime, size, candidate, classes, fns) in data["files"].items()
-        }
+            return {}, None
+        files = data["files"]
+        if not isinstance(files, dict):
+            return {}, None
+        return files, _index_from(data["index"])
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
-        return {}  # no cache, or one written by another version: rebuild it
+        return {}, None  # no cache, or one written by another version: rebuild it
 
 
-def _entries(raw: list[Any]) -> tuple[ClassEntry, ...]:
-    return tuple(
-        (name, tuple(bases), tuple((a, t) for a, t in attrs), where)
-        for name, bases, attrs, where in raw
+def _scan_from(raw: list[Any]) -> Scan:
+    _, size, candidate, classes, functions = raw
+    return Scan(
+        tuple((n, tuple(b), tuple((a, t) for a, t in attrs), w) for n, b, attrs, w in classes),
+        bool(candidate),
+        "",
+        size,
+        tuple((n, ann, tuple(calls), w) for n, ann, calls, w in functions),
     )
 
 
-def _functions(raw: list[Any]) -> tuple[FunctionEntry, ...]:
-    return tuple((name, annotation, tuple(calls), where) for name, annotation, calls, where in raw)
+def _raw(stamp: tuple[int, int], scan: Scan) -> list[Any] | None:
+    if scan.error:
+        return None  # unreadable files are read (and reported) again next time
+    classes = [list(entry) for entry in scan.classes]
+    return [*stamp, scan.candidate, classes, [list(entry) for entry in scan.functions]]
 
 
-def _save(root: Path, entries: dict[str, tuple[tuple[int, int], Scan]]) -> None:
-    files = {
-        path: [
-            mtime,
-            size,
-            scan.candidate,
-            [list(entry) for entry in scan.classes],
-            [list(entry) for entry in scan.functions],
-        ]
-        for path, ((mtime, size), scan) in entries.items()
-        if not scan.error  # unreadable files are read (and reported) again next time
-    }
+def _index_from(raw: dict[str, Any]) -> ClassIndex:
+    return ClassIndex(
+        {name: tuple(tuple(b) for b in variants) for name, variants in raw["bases"].items()},
+        raw["attrs"],
+        raw["where"],
+        {name: tuple((tuple(b), w) for b, w in defs) for name, defs in raw["defs"].items()},
+        {
+            name: tuple((n, ann, tuple(calls), w) for n, ann, calls, w in entries)
+            for name, entries in raw["functions"].items()
+        },
+    )
+
+
+def _save(root: Path, files: dict[str, list[Any]], index: ClassIndex) -> None:
     folder = root / CACHE_DIR
     target = _cache_path(root)
     tmp = target.with_name(f"{_CACHE_FILE}.{os.getpid()}.tmp")
@@ -146,7 +162,18 @@ def _save(root: Path, entries: dict[str, tuple[tuple[int, int], Scan]]) -> None:
         ignore = folder / ".gitignore"
         if not ignore.exists():
             ignore.write_text("# written by hookscope lint\n*\n", encoding="utf-8")
-        data = {"version": _VERSION, "root": str(root), "files": files}
+        data = {
+            "version": _VERSION,
+            "root": str(root),
+            "files": files,
+            "index": {
+                "bases": index.bases,
+                "attrs": index.attrs,
+                "where": index.where,
+                "defs": index.defs,
+                "functions": index.functions,
+            },
+        }
         tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
         os.replace(tmp, target)  # atomic: a concurrent reader sees the old or the new file
     except OSError:

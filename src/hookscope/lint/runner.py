@@ -80,10 +80,13 @@ def discover(paths: Sequence[str | os.PathLike[str]], exclude: Sequence[str] = (
             raise LintError(f"no such file or directory: {str(raw)!r}")
         for folder, dirs, files in os.walk(root):
             rel = os.path.relpath(folder, root)
-            dirs[:] = sorted(d for d in dirs if not excluded(d, os.path.join(rel, d)))
-            for name in sorted(files):
-                if name.endswith(SUFFIXES) and not excluded(name, os.path.join(rel, name)):
-                    found.append(os.path.join(folder, name))
+            prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+            dirs[:] = sorted(d for d in dirs if not excluded(d, prefix + d))
+            found.extend(
+                os.path.join(folder, name)
+                for name in sorted(files)
+                if name.endswith(SUFFIXES) and not excluded(name, prefix + name)
+            )
     return list(dict.fromkeys(found))
 
 
@@ -95,10 +98,11 @@ def _exclusion(patterns: Iterable[str]) -> Callable[[str, str], bool]:
     the time of a walk over a large tree.
     """
     match = re.compile("|".join(fnmatch.translate(os.path.normcase(p)) for p in patterns)).match
+    normcase = os.path.normcase if os.name == "nt" else str  # identity elsewhere: skip the call
 
     def excluded(name: str, rel: str) -> bool:
-        rel = os.path.normpath(rel).replace(os.sep, "/")
-        return bool(match(os.path.normcase(name)) or match(os.path.normcase(rel)))
+        """``rel`` uses ``/`` and has no ``.`` parts (see `discover`)."""
+        return bool(match(normcase(name)) or match(normcase(rel)))
 
     return excluded
 
@@ -331,9 +335,9 @@ def _index(
     def scan(paths: list[str]) -> dict[str, Scan]:
         return _scan_all(paths, jobs, max_bytes, progress, root)
 
-    by_abs = scan_with_cache(root, wanted, scan)
+    by_abs, index = scan_with_cache(root, wanted, given.values(), scan)
     scans = {f: by_abs.get(absolute) or _scan(f, max_bytes) for f, absolute in given.items()}
-    return scans, _merge(by_abs.values())
+    return scans, index
 
 
 def _merge(scans: Iterable[Scan]) -> ClassIndex:
