@@ -224,6 +224,10 @@ MODULE_FACTORIES = frozenset(
     }
 )
 
+# Functions whose qualified name ends so: ``torchvision.models.feature_extraction.
+# create_feature_extractor(...)`` returns a GraphModule.
+MODULE_FACTORY_SUFFIXES = (".create_feature_extractor", ".symbolic_trace")
+
 # Alternate constructors: ``Cls.from_pretrained(...)`` is an instance of ``Cls``.
 CONSTRUCTOR_PREFIXES = ("from_",)
 

@@ -214,7 +214,7 @@ class Resolver:
         if last == "get_submodule":
             return Resolved(Kind.MODULE, name=last)
         path = dotted(func) or ""
-        if path in known.MODULE_FACTORIES:
+        if path in known.MODULE_FACTORIES or f".{path}".endswith(known.MODULE_FACTORY_SUFFIXES):
             return Resolved(Kind.MODULE, name=last, via=f"{path}(...) returns a module")
         if isinstance(func, ast.Attribute) and last.startswith(known.CONSTRUCTOR_PREFIXES):
             owner = self.resolve(func.value, scope, depth + 1)
@@ -295,7 +295,8 @@ class Resolver:
             owner, _, method = call.rpartition(".")
             name = owner if method.startswith(known.CONSTRUCTOR_PREFIXES) and owner else call
             last = name.rsplit(".", 1)[-1]
-            kinds.add(self.class_kind(last)[0] if last[:1].isupper() else Kind.UNKNOWN)
+            is_class = last[:1].isupper() or last in self.index
+            kinds.add(self.class_kind(last)[0] if is_class else Kind.UNKNOWN)
         return kinds.pop() if len(kinds) == 1 else Kind.UNKNOWN
 
     def _method(
@@ -396,7 +397,7 @@ class Resolver:
             return Resolved(kind, is_class=True, container=container, name=binding.origin)
         if binding.kind == "import":
             module, _, name = binding.origin.rpartition(".")
-            if name[:1].isupper():
+            if name[:1].isupper() or name in self.index:  # classes such as qExpectedImprovement
                 kind, container = self.class_kind(name, module)
                 return Resolved(kind, is_class=True, container=container, name=name)
             if name in self.index.functions:
