@@ -31,7 +31,7 @@ pytestmark = [
 STEPS = 4
 
 
-class Tiny(L.LightningModule):  # type: ignore[misc]
+class Tiny(L.LightningModule):
     """Logs the total gradient norm itself, as users do with Lightning's ``grad_norm``."""
 
     def __init__(self, poison_at: int | None = None) -> None:

@@ -34,7 +34,7 @@ def _data(n: int) -> list[dict[str, torch.Tensor]]:
     return [{"input_ids": row, "labels": row} for row in ids]
 
 
-class LogsSeen(transformers.TrainerCallback):  # type: ignore[misc]
+class LogsSeen(transformers.TrainerCallback):
     """Stands in for a ``report_to`` integration: created before the user's callbacks."""
 
     def __init__(self) -> None:
@@ -44,7 +44,7 @@ class LogsSeen(transformers.TrainerCallback):  # type: ignore[misc]
         self.logs.append(dict(logs))
 
 
-class Poison(transformers.TrainerCallback):  # type: ignore[misc]
+class Poison(transformers.TrainerCallback):
     """Puts a NaN into one weight before optimizer step ``at`` (the Trainer's numbering)."""
 
     def __init__(self, at: int) -> None:

@@ -104,7 +104,7 @@ def _report_monitor(watcher: Any, out_dir: Path) -> None:
     rules = {"optimizer": "one per optimizer step", "forward": "one per forward (no optimizer)"}
     steps = "; ".join(
         f"{path.name}: {mon.step_index} step(s), {rules[rule]}"
-        for path, mon, rule in zip(watcher.paths, watcher.monitors, watcher.rules)
+        for path, mon, rule in zip(watcher.paths, watcher.monitors, watcher.rules, strict=True)
     )
     print(
         f"\nhookscope run --monitor: {len(watcher.monitors)} model(s) monitored, "

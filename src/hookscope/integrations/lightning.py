@@ -34,14 +34,14 @@ try:
     from lightning.pytorch import Callback
 except ImportError:  # pragma: no cover - depends on the environment
     try:
-        from pytorch_lightning import Callback
+        from pytorch_lightning import Callback  # type: ignore[assignment]
     except ImportError as exc:
         raise MissingExtraError(
             "hookscope.integrations.lightning needs Lightning: pip install 'hookscope[lightning]'"
         ) from exc
 
 
-class HookscopeCallback(Callback):  # type: ignore[misc]
+class HookscopeCallback(Callback):
     """Monitors the LightningModule: one step per optimizer step, logged through ``pl_module.log``.
 
     Args:
@@ -69,7 +69,9 @@ class HookscopeCallback(Callback):  # type: ignore[misc]
         **monitor_kwargs: Any,
     ) -> None:
         super().__init__()
-        self._run = TrainingMonitor(doctor=doctor, log_stats=log_stats, monitor_kwargs=monitor_kwargs)
+        self._run = TrainingMonitor(
+            doctor=doctor, log_stats=log_stats, monitor_kwargs=monitor_kwargs
+        )
         self.out_subdir = out_subdir
 
     @property

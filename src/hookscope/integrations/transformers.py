@@ -38,7 +38,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 
-class HookscopeCallback(TrainerCallback):  # type: ignore[misc]
+class HookscopeCallback(TrainerCallback):
     """Monitors the Trainer's model: one step per optimizer step, logged through the Trainer.
 
     Args:
@@ -64,7 +64,9 @@ class HookscopeCallback(TrainerCallback):  # type: ignore[misc]
         out_subdir: str = "hookscope",
         **monitor_kwargs: Any,
     ) -> None:
-        self._run = TrainingMonitor(doctor=doctor, log_stats=log_stats, monitor_kwargs=monitor_kwargs)
+        self._run = TrainingMonitor(
+            doctor=doctor, log_stats=log_stats, monitor_kwargs=monitor_kwargs
+        )
         self.out_subdir = out_subdir
         self._pending: dict[str, float] = {}
 

@@ -62,15 +62,16 @@ class ScriptMonitor:
         self._ignored: weakref.WeakSet[nn.Module] = weakref.WeakSet()
         self._params: list[frozenset[int]] = []  # parameter ids of each monitored model
         self._by_optimizer: set[int] = set()  # indices of monitors stepped by an optimizer
-        self._owners: weakref.WeakKeyDictionary[torch.optim.Optimizer, tuple[int, list[int]]]
+        self._owners: weakref.WeakKeyDictionary[
+            torch.optim.Optimizer, tuple[tuple[int, int], list[int]]
+        ]
         self._owners = weakref.WeakKeyDictionary()
 
     @property
     def rules(self) -> list[str]:
         """The step rule of each monitor: ``"optimizer"`` or ``"forward"`` (see the module doc)."""
         return [
-            "optimizer" if i in self._by_optimizer else "forward"
-            for i in range(len(self.monitors))
+            "optimizer" if i in self._by_optimizer else "forward" for i in range(len(self.monitors))
         ]
 
     @property

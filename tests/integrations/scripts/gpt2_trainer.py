@@ -16,7 +16,7 @@ import transformers
 PLANT = "--plant" in sys.argv
 
 
-class Planted(transformers.TrainerCallback):  # type: ignore[misc]
+class Planted(transformers.TrainerCallback):
     def on_step_begin(self, args: Any, state: Any, control: Any, model: Any, **kw: Any) -> None:
         if state.global_step == 0:
             return  # once the model has run: its layers are then part of it for --monitor
@@ -47,7 +47,9 @@ def main() -> None:
             disable_tqdm=True,
         )
         callbacks = [Planted()] if PLANT else []
-        transformers.Trainer(model=model, args=args, train_dataset=data, callbacks=callbacks).train()
+        transformers.Trainer(
+            model=model, args=args, train_dataset=data, callbacks=callbacks
+        ).train()
 
 
 if __name__ == "__main__":
