@@ -108,7 +108,9 @@ class TrainingMonitor:
     def start(self, model: nn.Module, out_dir: Path) -> None:
         """Attach to ``model`` (the doctor first, when asked); results go into ``out_dir``."""
         if self._model is not None:
-            return  # a second train() with the same callback keeps its monitor
+            return  # already attached
+        self._reported_nonfinite = False
+        self.monitor = self.doctor_report = None
         self._model, self.out_dir = model, Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         if not self.doctor:
@@ -127,8 +129,10 @@ class TrainingMonitor:
             return
         self._probe.close()
         self._probe = None
-        self._run_doctor(module, args, kwargs)
-        self._open_monitor()
+        try:
+            self._run_doctor(module, args, kwargs)
+        finally:
+            self._open_monitor()
 
     def _run_doctor(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         assert self.out_dir is not None
@@ -191,9 +195,10 @@ class TrainingMonitor:
         return logs
 
     def close(self) -> None:
-        """Remove every hook and close the sinks (idempotent)."""
+        """Remove every hook and close the sinks (idempotent); a later `start` begins afresh."""
         if self._probe is not None:
             self._probe.close()
             self._probe = None
         if self.monitor is not None:
             self.monitor.close()
+        self._model = None
