@@ -22,13 +22,11 @@ package is installed, else ``pytorch_lightning.Callback``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from hookscope.errors import MissingExtraError
-from hookscope.integrations.training import TrainingMonitor
-from hookscope.monitor import Monitor
+from hookscope.integrations.training import CallbackBase
 
 try:
     from lightning.pytorch import Callback
@@ -41,7 +39,7 @@ except ImportError:  # pragma: no cover - depends on the environment
         ) from exc
 
 
-class HookscopeCallback(Callback):
+class HookscopeCallback(CallbackBase, Callback):
     """Monitors the LightningModule: one step per optimizer step, logged through ``pl_module.log``.
 
     Args:
@@ -59,28 +57,6 @@ class HookscopeCallback(Callback):
         doctor_report: the doctor's report (None before the first forward or
             with ``doctor=False``).
     """
-
-    def __init__(
-        self,
-        *,
-        doctor: bool = True,
-        log_stats: Sequence[str] = (),
-        out_subdir: str = "hookscope",
-        **monitor_kwargs: Any,
-    ) -> None:
-        super().__init__()
-        self._run = TrainingMonitor(
-            doctor=doctor, log_stats=log_stats, monitor_kwargs=monitor_kwargs
-        )
-        self.out_subdir = out_subdir
-
-    @property
-    def monitor(self) -> Monitor | None:
-        return self._run.monitor
-
-    @property
-    def doctor_report(self) -> Any:
-        return self._run.doctor_report
 
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
         root = trainer.log_dir or trainer.default_root_dir

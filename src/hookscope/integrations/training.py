@@ -202,3 +202,35 @@ class TrainingMonitor:
         if self.monitor is not None:
             self.monitor.close()
         self._model = None
+
+
+class CallbackBase:
+    """What both ``HookscopeCallback`` classes share: options, `monitor`, `doctor_report`.
+
+    Args: see the trainer's ``HookscopeCallback``.
+    """
+
+    def __init__(
+        self,
+        *,
+        doctor: bool = True,
+        log_stats: Sequence[str] = (),
+        out_subdir: str = "hookscope",
+        **monitor_kwargs: Any,
+    ) -> None:
+        self._run = TrainingMonitor(
+            doctor=doctor, log_stats=log_stats, monitor_kwargs=monitor_kwargs
+        )
+        self.out_subdir = out_subdir
+        #: Scalars waiting for the trainer's next log call.
+        self._pending: dict[str, float] = {}
+
+    @property
+    def monitor(self) -> Monitor | None:
+        """The `Monitor` (None until training starts)."""
+        return self._run.monitor
+
+    @property
+    def doctor_report(self) -> Any:
+        """The doctor's report (None before the first forward or with ``doctor=False``)."""
+        return self._run.doctor_report

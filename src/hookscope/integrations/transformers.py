@@ -20,13 +20,11 @@ forward of training, and writes ``doctor.json``.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from hookscope.errors import MissingExtraError
-from hookscope.integrations.training import TrainingMonitor
-from hookscope.monitor import Monitor
+from hookscope.integrations.training import CallbackBase
 
 try:
     from transformers import TrainerCallback
@@ -38,7 +36,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 
-class HookscopeCallback(TrainerCallback):
+class HookscopeCallback(CallbackBase, TrainerCallback):
     """Monitors the Trainer's model: one step per optimizer step, logged through the Trainer.
 
     Args:
@@ -55,28 +53,6 @@ class HookscopeCallback(TrainerCallback):
         doctor_report: the doctor's report (None before the first forward or
             with ``doctor=False``).
     """
-
-    def __init__(
-        self,
-        *,
-        doctor: bool = True,
-        log_stats: Sequence[str] = (),
-        out_subdir: str = "hookscope",
-        **monitor_kwargs: Any,
-    ) -> None:
-        self._run = TrainingMonitor(
-            doctor=doctor, log_stats=log_stats, monitor_kwargs=monitor_kwargs
-        )
-        self.out_subdir = out_subdir
-        self._pending: dict[str, float] = {}
-
-    @property
-    def monitor(self) -> Monitor | None:
-        return self._run.monitor
-
-    @property
-    def doctor_report(self) -> Any:
-        return self._run.doctor_report
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         _run_first_on_log(self)
