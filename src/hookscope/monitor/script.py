@@ -16,8 +16,9 @@ rules, per root model (`ScriptMonitor.rules` says which):
   that finds gradients on the model's parameters (a backward ran, the
   optimizer has not stepped yet: gradient accumulation) leaves the step open.
 
-Modules without parameters (loss functions) are never roots. A submodule called on its own before its parent becomes a root
-of its own (and is then monitored twice); call the model first to avoid it.
+Modules without parameters (loss functions) are never roots. A submodule
+called on its own before its parent becomes a root of its own (and is then
+monitored twice); call the model first to avoid it.
 
 Output in ``out_dir``: ``monitor.jsonl`` and ``tensorboard/`` for the first
 root model; ``monitor-N.jsonl`` and ``tensorboard/model-N/`` for the N-th
