@@ -108,11 +108,18 @@ def _monitor(out_dir: Path) -> Iterator[None]:
 
 
 def _report_monitor(watcher: Any, out_dir: Path) -> None:
+    watcher.close()  # the last step is complete: count it
     files = ", ".join(str(path) for path in watcher.paths) or "nothing (no model was called)"
+    rules = {"optimizer": "one per optimizer step", "forward": "one per forward (no optimizer)"}
+    steps = "; ".join(
+        f"{path.name}: {mon.step_index} step(s), {rules[rule]}"
+        for path, mon, rule in zip(watcher.paths, watcher.monitors, watcher.rules, strict=True)
+    )
     print(
         f"\nhookscope run --monitor: {len(watcher.monitors)} model(s) monitored, "
         f"{len(watcher.alerts)} alert(s); wrote {files}\n"
-        f"  HTML report: hookscope report {out_dir} -o {out_dir}/report.html",
+        + (f"  steps: {steps}\n" if steps else "")
+        + f"  HTML report: hookscope report {out_dir} -o {out_dir}/report.html",
         file=sys.stderr,
     )
 
