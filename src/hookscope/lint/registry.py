@@ -26,6 +26,7 @@ class Rule:
         severity: ``"error"`` or ``"warning"``.
         fixable: whether findings carry an autofix.
         language: the sources the rule reads.
+        default: whether the rule runs when no ``select`` is given (guesses do not).
     """
 
     code: ClassVar[str]
@@ -34,6 +35,7 @@ class Rule:
     severity: ClassVar[Severity] = "warning"
     fixable: ClassVar[bool] = False
     language: ClassVar[Language] = "python"
+    default: ClassVar[bool] = True
 
 
 _REGISTRY: dict[str, type[Rule]] = {}
@@ -58,11 +60,14 @@ def select_codes(
 ) -> frozenset[str]:
     """Codes enabled by ``select`` minus ``ignore``; both match by prefix (``HS1`` = HS1xx).
 
+    Without ``select``, the rules whose ``default`` is true.
+
     Raises:
         UsageError: a prefix that matches no rule, e.g. ``HS9``.
     """
     codes = [rule.code for rule in all_rules()]
-    chosen = set(_match(select, codes)) if select else set(codes)
+    default = {rule.code for rule in all_rules() if rule.default}
+    chosen = set(_match(select, codes)) if select else default
     return frozenset(chosen - set(_match(ignore or (), codes)))
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from hookscope.errors import LintError
 from hookscope.lint.analysis import Analysis, PythonRule
+from hookscope.lint.csharp_index import scan_csharp
 from hookscope.lint.findings import Finding
 from hookscope.lint.index import ClassEntry, ClassIndex, merge, scan_classes
 from hookscope.lint.pyfile import PyFile
@@ -113,8 +114,8 @@ def _scan(path: str) -> _Scan:
     except OSError as exc:
         return _Scan(path, [], False, exc.strerror or str(exc))
     if path.endswith(".cs"):
-        candidate = b"forward" in data and bool(_FORWARD.search(data))
-        return _Scan(path, [], candidate, "", len(data))
+        candidate = b"forward" in data and bool(_DOT_FORWARD.search(data))
+        return _Scan(path, scan_csharp(data), candidate, "", len(data))
     candidate = (b"forward" in data and _calls_forward(data)) or (
         b"_hook" in data and _registers_hook(data)
     )
@@ -176,7 +177,7 @@ def analyze_file(path: str, index: ClassIndex, codes: frozenset[str]) -> list[Fi
     except OSError as exc:
         return _unreadable(path, exc.strerror or str(exc), codes)
     if path.endswith(".cs"):
-        return analyze_csharp(path, data, codes)
+        return analyze_csharp(path, data, codes, index)
     try:
         text = decode_python(data)
     except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
@@ -232,17 +233,26 @@ def _check(analysis: Analysis, codes: frozenset[str]) -> list[Finding]:
     return sorted(findings, key=_order)
 
 
-def analyze_csharp(path: str, data: bytes, codes: frozenset[str]) -> list[Finding]:
-    """Unsuppressed findings of the C# rules ``codes`` in ``data`` (the bytes of ``path``)."""
-    from hookscope.lint.csharp import CSharpRule, parse_csharp
+def analyze_csharp(
+    path: str, data: bytes, codes: frozenset[str], index: ClassIndex | None = None
+) -> list[Finding]:
+    """Unsuppressed findings of the C# rules ``codes`` in ``data`` (the bytes of ``path``).
+
+    ``index`` is the project's class index; without one, the file's own classes.
+    """
+    from hookscope.lint.csharp import CSharpRule, file_index, parse_csharp
 
     rules = [r for r in all_rules() if r.code in codes and issubclass(r, CSharpRule)]
     if not rules:
         return []
     root = parse_csharp(data)
+    index = index if index is not None else file_index(data)
     lines = data.decode("utf-8", "replace").split("\n")
     findings = [
-        f for rule in rules for f in rule().check(path, data, root) if not is_suppressed(f, lines)
+        f
+        for rule in rules
+        for f in rule().check(path, data, root, index)
+        if not is_suppressed(f, lines)
     ]
     return sorted(findings, key=_order)
 

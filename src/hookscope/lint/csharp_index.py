@@ -1,0 +1,140 @@
+"""The C# half of the project class index, read from raw bytes without parsing.
+
+Every ``.cs`` file of a scanned tree contributes its type declarations (class,
+struct, interface, record) with their base lists and the declared types of their
+members: fields and properties (``name``), methods (``name()``, the return type)
+and indexers (``[]``). One regular expression finds the braces, semicolons,
+strings and comments; a stack of frames tells a class body from a method body.
+Entries share the Python index (`hookscope.lint.index`), under ``cs:Name`` keys
+that no Python class name can collide with.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hookscope.lint.index import ClassEntry
+
+PREFIX = "cs:"
+
+# Uninteresting bytes are skipped by the possessive prefix (three times faster than
+# letting the engine try every alternative at every position); group 1 is a brace or ";".
+_TOKEN = re.compile(
+    rb"[^/@$\"'{};]*+(?:([{};])"
+    rb"|//[^\n]*"
+    rb"|/\*.*?\*/"
+    rb'|(?:\$@|@\$|@)"(?:[^"]|"")*"'
+    rb'|\$?"(?:\\.|[^"\\\n])*"'
+    rb"|'(?:\\.|[^'\\\n])+'"
+    rb")",
+    re.S,
+)
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/|^[ \t]*#[^\n]*", re.S | re.M)
+_ATTRIBUTES = re.compile(r"^\s*(?:\[[^\[\]]*(?:\[[^\[\]]*\][^\[\]]*)*\]\s*)+")
+_TYPE_DECL = re.compile(
+    r"\b(?:class|struct|interface|record(?:\s+(?:class|struct))?)\s+@?(\w+)\s*"
+    r"(?:<(?:[^<>]|<[^<>]*>)*>)?\s*(?:\([^)]*\))?\s*(?::(.*?))?\s*(?:\bwhere\b.*)?$",
+    re.S,
+)
+_NAMESPACE = re.compile(r"\bnamespace\b")
+_OTHER_BLOCK = re.compile(r"\benum\b")
+_MODIFIERS = (
+    r"(?:(?:public|private|protected|internal|static|readonly|const|new|override|virtual|"
+    r"abstract|sealed|extern|unsafe|volatile|async|partial|required|event|ref|fixed|"
+    r"delegate|implicit|explicit)\s+)*"
+)
+_MEMBER = re.compile(
+    rf"^{_MODIFIERS}(?P<type>\S.*?)\s+@?(?P<name>\w+)\s*(?:<(?:[^<>]|<[^<>]*>)*>)?\s*$", re.S
+)
+_INDEXER = re.compile(rf"^{_MODIFIERS}(?P<type>\S.*?)\s+this\s*\[", re.S)
+_SPACE = re.compile(r"\s+")
+_NOT_TYPES = frozenset({"public", "private", "protected", "internal", "static", "return", "new"})
+
+# Frame kinds on the brace stack.
+_SCOPE, _CLASS, _INIT, _BODY = range(4)
+
+
+def scan_csharp(data: bytes) -> list[ClassEntry]:
+    """``(cs:Name, bases, members)`` of every type declared in one C# source."""
+    if b"class" not in data and b"struct" not in data and b"interface" not in data:
+        return []
+    entries: list[tuple[str, tuple[str, ...], list[tuple[str, str]]]] = []
+    stack: list[tuple[int, int]] = [(_SCOPE, -1)]  # (kind, entry number for classes)
+    start = 0  # where the declaration at the current class/namespace level began
+    for match in _TOKEN.finditer(data):
+        token = match.group(1)
+        if token is None:
+            continue  # a comment, string or character literal
+        kind, owner = stack[-1]
+        if kind in (_INIT, _BODY):
+            if token == b"{":
+                stack.append((_BODY, -1))
+            elif token == b"}":
+                stack.pop()
+                if stack[-1][0] in (_SCOPE, _CLASS) and kind == _BODY:
+                    start = match.end()
+            continue
+        if token == b"}":
+            if len(stack) > 1:
+                stack.pop()
+            start = match.end()
+            continue
+        head = _clean(data[start : match.start(1)])
+        if token == b";":
+            if kind == _CLASS:
+                _add_member(entries[owner][2], head)
+            start = match.end()
+            continue
+        declared = _TYPE_DECL.search(head)
+        if declared is not None:
+            entries.append((PREFIX + declared.group(1), _bases(declared.group(2) or ""), []))
+            stack.append((_CLASS, len(entries) - 1))
+        elif _NAMESPACE.search(head):
+            stack.append((_SCOPE, -1))
+        elif kind == _CLASS and not _OTHER_BLOCK.search(head):
+            initializer = _add_member(entries[owner][2], head)
+            stack.append((_INIT if initializer else _BODY, -1))
+            if initializer:
+                continue  # the declaration goes on after the initializer's braces
+        else:
+            stack.append((_BODY, -1))
+        start = match.end()
+    return [(name, bases, tuple(members)) for name, bases, members in entries]
+
+
+def _clean(raw: bytes) -> str:
+    text = _COMMENT.sub(" ", raw.decode("utf-8", "replace"))
+    return _ATTRIBUTES.sub("", text).strip()
+
+
+def _add_member(members: list[tuple[str, str]], head: str) -> bool:
+    """Record the member declared by ``head``; whether a ``{`` here opens an initializer."""
+    cut = min((i for i in (head.find("("), head.find("=")) if i >= 0), default=len(head))
+    before = head[:cut]
+    indexer = _INDEXER.match(head)
+    if indexer is not None:
+        members.append(("[]", _SPACE.sub("", indexer.group("type"))))
+        return False
+    found = _MEMBER.match(before)
+    if found is not None and found.group("type") not in _NOT_TYPES:
+        is_method = cut < len(head) and head[cut] == "(" and not head[cut:].startswith("=")
+        name = found.group("name") + ("()" if is_method else "")
+        members.append((name, _SPACE.sub("", found.group("type"))))
+    return cut < len(head) and head[cut] == "=" and not head.startswith("=>", cut)
+
+
+def _bases(raw: str) -> tuple[str, ...]:
+    """Split a base list at its top-level commas (``A<B, C>, D`` is two bases)."""
+    bases, depth, part = [], 0, []
+    for char in raw:
+        if char in "<(":
+            depth += 1
+        elif char in ">)":
+            depth -= 1
+        if char == "," and depth == 0:
+            bases.append("".join(part))
+            part = []
+        else:
+            part.append(char)
+    bases.append("".join(part))
+    return tuple(b for b in (_SPACE.sub("", b) for b in bases) if b)
