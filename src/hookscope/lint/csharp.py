@@ -88,19 +88,10 @@ def forward_calls(root: Any) -> Iterator[tuple[Any, Any, Any]]:
             yield node, receiver, name
 
 
-@register
-class TorchSharpForwardRule(CSharpRule):
-    """HS201: ``x.forward(...)`` on a TorchSharp module skips its hooks; ``x.call(...)`` runs them."""
+class _ForwardRule(CSharpRule):
+    """``x.forward(...)`` calls whose receiver's module-ness is `verdict`."""
 
-    code = "HS201"
-    name = "torchsharp-direct-forward"
-    message = (
-        "`{receiver}.forward(...)` skips every hook on `{receiver}`: in TorchSharp only "
-        "`call()` runs hooks. Call `{receiver}.call(...)` instead (resolved: {how})."
-    )
-    severity = "error"
-    fixable = True
-    verdict: ClassVar[bool | None] = True
+    verdict: ClassVar[bool | None]
 
     def check(self, path: str, data: bytes, root: Any, index: ClassIndex) -> Iterator[Finding]:
         resolver = FileResolver(_hierarchy(index))
@@ -142,7 +133,22 @@ class TorchSharpForwardRule(CSharpRule):
 
 
 @register
-class TorchSharpPossibleForwardRule(TorchSharpForwardRule):
+class TorchSharpForwardRule(_ForwardRule):
+    """HS201: ``x.forward(...)`` on a TorchSharp module skips its hooks; ``x.call(...)`` runs them."""
+
+    code = "HS201"
+    name = "torchsharp-direct-forward"
+    message = (
+        "`{receiver}.forward(...)` skips every hook on `{receiver}`: in TorchSharp only "
+        "`call()` runs hooks. Call `{receiver}.call(...)` instead (resolved: {how})."
+    )
+    severity = "error"
+    fixable = True
+    verdict = True
+
+
+@register
+class TorchSharpPossibleForwardRule(_ForwardRule):
     """HS202: ``x.forward(...)`` where the type of ``x`` is not resolved; a guess, never fixed."""
 
     code = "HS202"

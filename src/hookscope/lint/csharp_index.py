@@ -18,11 +18,11 @@ from hookscope.lint.index import ClassEntry
 PREFIX = "cs:"
 
 # Uninteresting bytes are skipped by the possessive prefix (three times faster than
-# letting the engine try every alternative at every position); group 1 is a brace or ";".
+# letting the engine try every alternative at every position); group 1 is a brace or ";",
+# group 2 a comment.
 _TOKEN = re.compile(
     rb"[^/@$\"'{};]*+(?:([{};])"
-    rb"|//[^\n]*"
-    rb"|/\*.*?\*/"
+    rb"|(//[^\n]*|/\*.*?\*/)"
     rb'|(?:\$@|@\$|@)"(?:[^"]|"")*"'
     rb'|\$?"(?:\\.|[^"\\\n])*"'
     rb"|'(?:\\.|[^'\\\n])+'"
@@ -43,12 +43,12 @@ _MODIFIERS = (
     r"abstract|sealed|extern|unsafe|volatile|async|partial|required|event|ref|fixed|"
     r"delegate|implicit|explicit)\s+)*"
 )
-_MEMBER = re.compile(
-    rf"^{_MODIFIERS}(?P<type>\S.*?)\s+@?(?P<name>\w+)\s*(?:<(?:[^<>]|<[^<>]*>)*>)?\s*$", re.S
-)
-_INDEXER = re.compile(rf"^{_MODIFIERS}(?P<type>\S.*?)\s+this\s*\[", re.S)
+_LEADING_MODIFIERS = re.compile(_MODIFIERS)
+_NAME_AT_END = re.compile(r"\s@?(\w+)\s*(?:<(?:[^<>]|<[^<>]*>)*>)?\s*$")
+_INDEXER = re.compile(r"\sthis\s*\[")
 _SPACE = re.compile(r"\s+")
 _NOT_TYPES = frozenset({"public", "private", "protected", "internal", "static", "return", "new"})
+_KEYWORDS = frozenset({"operator", "get", "set", "init", "add", "remove"})
 
 # Frame kinds on the brace stack.
 _SCOPE, _CLASS, _INIT, _BODY = range(4)
@@ -63,8 +63,10 @@ def scan_csharp(data: bytes) -> list[ClassEntry]:
     start = 0  # where the declaration at the current class/namespace level began
     for match in _TOKEN.finditer(data):
         token = match.group(1)
-        if token is None:
-            continue  # a comment, string or character literal
+        if token is None:  # a comment, string or character literal
+            if match.group(2) and not data[start : match.start(2)].strip():
+                start = match.end()  # a comment before a declaration is not part of it
+            continue
         kind, owner = stack[-1]
         if kind in (_INIT, _BODY):
             if token == b"{":
@@ -103,29 +105,36 @@ def scan_csharp(data: bytes) -> list[ClassEntry]:
 
 
 def _clean(raw: bytes) -> str:
-    text = _COMMENT.sub(" ", raw.decode("utf-8", "replace"))
-    return _ATTRIBUTES.sub("", text).strip()
+    text = raw.decode("utf-8", "replace")
+    if "/" in text or "#" in text:
+        text = _COMMENT.sub(" ", text)
+    return _ATTRIBUTES.sub("", text).strip() if "[" in text else text.strip()
 
 
 def _add_member(members: list[tuple[str, str]], head: str) -> bool:
     """Record the member declared by ``head``; whether a ``{`` here opens an initializer."""
     cut = min((i for i in (head.find("("), head.find("=")) if i >= 0), default=len(head))
     before = head[:cut]
-    indexer = _INDEXER.match(head)
-    if indexer is not None:
-        members.append(("[]", _SPACE.sub("", indexer.group("type"))))
-        return False
-    found = _MEMBER.match(before)
-    if found is not None and found.group("type") not in _NOT_TYPES:
-        is_method = cut < len(head) and head[cut] == "(" and not head[cut:].startswith("=")
-        name = found.group("name") + ("()" if is_method else "")
-        members.append((name, _SPACE.sub("", found.group("type"))))
+    indexer = _INDEXER.search(before) if "this" in before else None
+    found = _NAME_AT_END.search(before) if indexer is None else None
+    end = indexer.start() if indexer is not None else found.start() if found is not None else 0
+    declared = before[_LEADING_MODIFIERS.match(before).end() : end].strip()  # type: ignore[union-attr]
+    if (
+        declared
+        and declared not in _NOT_TYPES
+        and (found is None or found.group(1) not in _KEYWORDS)
+    ):
+        is_method = cut < len(head) and head[cut] == "("
+        name = "[]" if found is None else found.group(1) + ("()" if is_method else "")
+        members.append((name, _SPACE.sub("", declared)))
     return cut < len(head) and head[cut] == "=" and not head.startswith("=>", cut)
 
 
 def _bases(raw: str) -> tuple[str, ...]:
     """Split a base list at its top-level commas (``A<B, C>, D`` is two bases)."""
-    bases, depth, part = [], 0, []
+    bases: list[str] = []
+    part: list[str] = []
+    depth = 0
     for char in raw:
         if char in "<(":
             depth += 1

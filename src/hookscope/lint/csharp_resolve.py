@@ -194,13 +194,18 @@ class FileResolver:
             return _UNKNOWN
         if function.type in ("identifier", "generic_name"):
             name = _text(function.named_children[0] if function.named_children else function)
-            for cls in _enclosing_classes(function):
+            classes = _enclosing_classes(function)
+            for cls in classes:
                 ty = self.hierarchy.member(cls, name + "()")
                 if ty is not None:
                     return Typed(self._generic(ty, function), f"{name}() returns {ty}")
             ty = self.hierarchy.method_anywhere(name)
+            if ty is None and classes:
+                ty = _library_call(
+                    CsType(classes[0]), name, self.hierarchy.is_module(CsType(classes[0]))
+                )
             if ty is None and name in known.MODULES:
-                ty = CsType(name)
+                ty = CsType(name)  # Linear(...) under `using static TorchSharp.torch.nn`
             return Typed(ty, f"{name}() returns {ty}") if ty is not None else _UNKNOWN
         if function.type != "member_access_expression":
             return _UNKNOWN
@@ -240,9 +245,7 @@ class FileResolver:
             for decl in _collect(member):
                 table.setdefault(decl.name, []).append(decl)
         at = node.start_byte
-        visible = [
-            d for d in table.get(name, ()) if d.scope[0] <= at < d.scope[1] and d.start < at
-        ]
+        visible = [d for d in table.get(name, ()) if d.scope[0] <= at < d.scope[1] and d.start < at]
         return max(visible, key=lambda d: d.start) if visible else None
 
 

@@ -55,7 +55,8 @@ def _parse(tokens: list[str], i: int) -> tuple[CsType | None, int]:
         elems, i = _list(tokens, i + 1, ")", names=True)
         ty = CsType("", tuple(elems)) if elems is not None else None
     elif tokens[i][-1].isalnum() or tokens[i][-1] == "_":
-        name, args, i = tokens[i].lstrip("@"), (), i + 1
+        name, i = tokens[i].lstrip("@"), i + 1
+        args: tuple[CsType, ...] = ()
         while i < len(tokens):
             if tokens[i] == "<":
                 parsed, i = _list(tokens, i + 1, ">", names=False)
@@ -63,7 +64,7 @@ def _parse(tokens: list[str], i: int) -> tuple[CsType | None, int]:
                     return None, i
                 args = tuple(parsed)
             elif tokens[i] in (".", "::") and i + 1 < len(tokens):
-                name, args, i = tokens[i + 1].lstrip("@"), (), i + 2
+                name, args, i = tokens[i + 1].lstrip("@"), (), i + 2  # Outer<T>.Inner
             else:
                 break
         ty = CsType(name, args)
