@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import runpy
 import shutil
 from pathlib import Path
 
@@ -110,3 +111,16 @@ def test_one_resolution_rule_per_snippet(tmp_path: Path, snippet: str, code: str
     )
     codes = {f.code for f in lint(path, config=False, jobs=1, select=["HS2"])}
     assert codes == ({code} if code else set())
+
+
+def test_example_script_fixes_only_the_resolved_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    example = Path(__file__).resolve().parents[2] / "examples" / "lint_torchsharp.py"
+    runpy.run_path(str(example), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "Net.cs:14:43: HS201 [*]" in out and "Net.cs:20:64: HS202 `external" in out
+    assert "after --fix: ['HS202@20']" in out
+    fixed = (tmp_path / "runs" / "lint_torchsharp" / "Net.cs").read_text(encoding="utf-8")
+    assert "x = block.call(x);" in fixed and "external.forward(x)" in fixed
