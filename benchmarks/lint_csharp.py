@@ -9,7 +9,7 @@ The script checks that the labels cover exactly the calls in the tree, then scor
 HS201 (confident) and HS202 (guesses) per folder, and scores the rule before type
 resolution (every receiver but ``base``/``this``) the same way.
 
-Speed, paired in one run: whole-tree ``hookscope.lint.lint(..., select=["HS2"])``
+Speed, paired in one run: whole-tree ``hookscope.lint.lint(..., select=["HS201", "HS202"])``
 against the same parse-and-flag pass without type resolution, alternating A/B,
 medians and spread. With ``--before-src DIR`` (an earlier hookscope's ``src``, e.g.
 ``git archive main src | tar -x -C /tmp/before``) the ``hookscope lint`` command
@@ -123,7 +123,7 @@ def quality(tree: Path, jobs: int) -> bool:
         )
         return False
     print(f"\n## {tree.name}: {len(labels)} labelled calls {dict(Counter(labels.values()))}")
-    findings = lint([tree], select=["HS2"], jobs=jobs, config=False)
+    findings = lint([tree], select=["HS201", "HS202"], jobs=jobs, config=False)
     by_code: dict[str, list[Site]] = {"HS201": [], "HS202": []}
     for f in findings:
         by_code[f.code].append((str(Path(f.path).relative_to(tree)), f.line, f.col))
@@ -142,7 +142,7 @@ def speed(tree: Path, jobs: int, repeat: int) -> None:
     resolved, plain = [], []
     for _ in range(repeat):  # alternate A/B so load drifts hit both alike
         start = time.perf_counter()
-        lint([tree], select=["HS2"], jobs=jobs, config=False)
+        lint([tree], select=["HS201", "HS202"], jobs=jobs, config=False)
         resolved.append(time.perf_counter() - start)
         start = time.perf_counter()
         unresolved_pass(tree)
@@ -150,7 +150,10 @@ def speed(tree: Path, jobs: int, repeat: int) -> None:
     ratios = [a / b for a, b in zip(resolved, plain, strict=True)]
     files = sum(p.endswith(".cs") for p in discover([tree]))
     print(f"\n{tree.name}: {files} .cs files, jobs={jobs}, {repeat} paired runs (A/B alternating)")
-    for name, times in (("lint --select HS2 (index + resolution)", resolved), ("before", plain)):
+    for name, times in (
+        ("lint --select HS201,HS202 (index + resolution)", resolved),
+        ("before", plain),
+    ):
         print(
             f"  {name}: median {statistics.median(times):.2f} s "
             f"(min {min(times):.2f}, max {max(times):.2f})"
@@ -162,7 +165,7 @@ def speed(tree: Path, jobs: int, repeat: int) -> None:
 
 
 def command_line(tree: Path, jobs: int, repeat: int, before: Path) -> None:
-    """``hookscope lint TREE --select HS2`` of this checkout against an earlier one."""
+    """``hookscope lint TREE --select HS2`` (HS201) of this checkout against an earlier one."""
     here = Path(__file__).resolve().parents[1] / "src"
     argv = [sys.executable, "-m", "hookscope", "lint", str(tree), "--select", "HS2"]
     times: dict[str, list[float]] = {"this checkout": [], "before": []}

@@ -59,13 +59,14 @@ def main() -> None:
     (folder / "Net.cs").write_text(MODEL, encoding="utf-8")
 
     # HS202 (a guess: the type of `external` is not resolved) runs only when selected.
-    print(render(lint(folder, config=False, select=["HS2"]), "text"))
+    print(render(lint(folder, config=False, select=["HS201", "HS202"]), "text"))
 
-    for file_fix in fix(lint_run(folder, config=False, select=["HS2"])):
+    for file_fix in fix(lint_run(folder, config=False, select=["HS201", "HS202"])):
         print(file_fix.diff())  # only the resolved HS201 call is rewritten to .call(...)
         Path(file_fix.path).write_text(file_fix.fixed, encoding="utf-8")
     print(
-        "after --fix:", [f"{f.code}@{f.line}" for f in lint(folder, config=False, select=["HS2"])]
+        "after --fix:",
+        [f"{f.code}@{f.line}" for f in lint(folder, config=False, select=["HS201", "HS202"])],
     )
 
 

@@ -29,7 +29,8 @@ def test_select_and_ignore_match_by_prefix() -> None:
     assert select_codes(["HS11"]) == {"HS111", "HS112", "HS113", "HS114"}
     assert select_codes(["HS1"], ["HS11", "HS103"]) == {"HS101", "HS102"}
     assert select_codes() == DEFAULT_CODES
-    assert select_codes(["HS2"]) == {"HS201", "HS202"}
+    assert select_codes(["HS2"]) == {"HS201"}  # a guess is selected by its full code only
+    assert select_codes(["HS2", "HS202"]) == {"HS201", "HS202"}
     with pytest.raises(UsageError, match="'HS9'"):
         select_codes(["HS9"])
 
@@ -61,6 +62,7 @@ def test_json_objects_have_the_documented_keys() -> None:
     data = json.loads(render(findings, "json"))
     assert len(data) == len(findings) > 0
     keys = {"path", "line", "col", "end_line", "end_col", "code", "message", "severity", "fixable"}
+    keys |= {"confidence", "resolution"}
     assert all(set(item) == keys for item in data)
     assert all(isinstance(item["line"], int) and item["end_line"] >= item["line"] for item in data)
 

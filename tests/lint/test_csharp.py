@@ -16,7 +16,9 @@ pytest.importorskip("tree_sitter_c_sharp")
 PROJECT = FIXTURES / "csharp_project"
 
 
-def found(path: Path | list[Path], select: tuple[str, ...] = ("HS2",)) -> set[tuple[str, int, str]]:
+def found(
+    path: Path | list[Path], select: tuple[str, ...] = ("HS201", "HS202")
+) -> set[tuple[str, int, str]]:
     findings = lint(path, config=False, jobs=1, select=list(select))
     return {(Path(f.path).name, f.line, f.code) for f in findings}
 
@@ -43,10 +45,13 @@ def test_receivers_that_are_not_modules_give_no_finding() -> None:
 
 
 def test_guesses_are_never_fixable_and_off_by_default() -> None:
-    findings = lint(PROJECT, config=False, jobs=1, select=["HS2"])
+    findings = lint(PROJECT, config=False, jobs=1, select=["HS201", "HS202"])
     guesses = [f for f in findings if f.code == "HS202"]
     assert guesses and all(not f.fixable and not f.edits for f in guesses)
-    assert all(f.fixable and f.edits for f in findings if f.code == "HS201")
+    assert all(f.confidence == "guess" and not f.resolution for f in guesses)
+    confident = [f for f in findings if f.code == "HS201"]
+    assert all(f.fixable and f.edits and f.confidence == "resolved" for f in confident)
+    assert all(f.resolution and f"(resolved: {f.resolution})" in f.message for f in confident)
     default = lint(PROJECT, config=False, jobs=1)
     assert {f.code for f in default} == {"HS201"}
     assert len(default) == len(findings) - len(guesses)
@@ -73,7 +78,7 @@ def test_a_file_alone_guesses_what_only_other_files_declare() -> None:
 
 def test_fix_rewrites_only_resolved_modules(tmp_path: Path) -> None:
     shutil.copytree(PROJECT, tmp_path / "p")
-    run = lint_run(tmp_path / "p", config=False, jobs=1, select=["HS2"])
+    run = lint_run(tmp_path / "p", config=False, jobs=1, select=["HS201", "HS202"])
     fixed = {Path(f.path).name: f.fixed for f in fix(run)}
     text = fixed["Model.cs"]
     assert "x = fc.call(x); // HS201" in text
@@ -109,7 +114,7 @@ def test_one_resolution_rule_per_snippet(tmp_path: Path, snippet: str, code: str
         f"        {snippet}\n        return x;\n    }}\n}}\n",
         encoding="utf-8",
     )
-    codes = {f.code for f in lint(path, config=False, jobs=1, select=["HS2"])}
+    codes = {f.code for f in lint(path, config=False, jobs=1, select=["HS201", "HS202"])}
     assert codes == ({code} if code else set())
 
 

@@ -3,8 +3,8 @@
 The receiver of ``x.forward(...)`` is resolved by declared types (`csharp_resolve`)
 and the class hierarchy of the scanned tree (`csharp_types`): a module gives HS201,
 fixable to ``x.call(...)``; a type that is not a module gives nothing; a receiver
-whose type cannot be resolved gives HS202, a guess that is never fixed and is off
-by default. tree-sitter is imported on first use only, so Python-only users never
+whose type cannot be resolved gives HS202, a guess (``confidence="guess"``) that is never
+fixed and runs only when selected by its full code. tree-sitter is imported on first use only, so Python-only users never
 need it.
 """
 
@@ -129,6 +129,8 @@ class _ForwardRule(CSharpRule):
             severity=self.severity,
             fixable=self.fixable,
             edits=edits if self.fixable else (),
+            confidence="resolved" if self.verdict else "guess",
+            resolution=typed.how,
         )
 
 
