@@ -124,7 +124,7 @@ class _ForwardRule(CSharpRule):
             code=self.code,
             message=self.message.format(
                 receiver=short if len(short) <= 40 else short[:37] + "...",
-                how=typed.how or str(typed.type),
+                how=_how(typed),
             ),
             severity=self.severity,
             fixable=self.fixable,
@@ -156,13 +156,21 @@ class TorchSharpPossibleForwardRule(_ForwardRule):
     code = "HS202"
     name = "torchsharp-possible-direct-forward"
     message = (
-        "`{receiver}.forward(...)` may skip hooks: the type of `{receiver}` is not resolved, "
-        "so this is a guess. If it is a TorchSharp module, call `{receiver}.call(...)`."
+        "`{receiver}.forward(...)` may skip hooks: whether `{receiver}` is a TorchSharp module "
+        "is unknown ({how}), so this is a guess. If it is one, call `{receiver}.call(...)`."
     )
     severity = "warning"
     fixable = False
     default = False
     verdict = None
+
+
+def _how(typed: Typed) -> str:
+    if typed.type is None:
+        return "its type is not resolved"
+    if typed.how:
+        return typed.how
+    return str(typed.type)
 
 
 def _text(node: Any) -> str:
