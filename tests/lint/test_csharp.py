@@ -97,7 +97,14 @@ def test_fix_rewrites_only_resolved_modules(tmp_path: Path) -> None:
         ("var m = new Linear(4, 4);\n        m.forward(x);", "HS201"),
         ("var m = torch.nn.Conv2d(1, 1, 3);\n        m.forward(x);", "HS201"),
         ("IModule<Tensor, Tensor> m = Get();\n        m.forward(x);", "HS201"),
-        ("foreach (var (n, m) in named_children()) m.forward(x);", "HS201"),
+        (
+            "List<(string, Linear)> named = Get();\n        foreach (var (n, m) in named) m.forward(x);",
+            "HS201",
+        ),
+        ('var m = torch.jit.load<Tensor, Tensor>("p");\n        m.forward(x);', "HS201"),
+        ('var m = torch.jit.load<Tensor>("p");\n        m.forward(x);', ""),  # no hooks
+        ("var m = new Plain();\n        m.forward(x);", ""),  # Plain : Module, no hooks
+        ("ModuleList<Linear> ms = Get();\n        ms[0].forward(x);", "HS201"),
         ("foreach (Module<Tensor, Tensor> m in items) m.forward(x);", "HS201"),
         ("var ms = new List<Linear>();\n        ms[0].forward(x);", "HS201"),
         ('var m = torch.export.load("p");\n        m.forward(x);', ""),
@@ -113,7 +120,8 @@ def test_one_resolution_rule_per_snippet(tmp_path: Path, snippet: str, code: str
     path.write_text(
         "using static TorchSharp.torch;\nclass Net : Module<Tensor, Tensor>\n{\n"
         "    public override Tensor forward(Tensor x)\n    {\n"
-        f"        {snippet}\n        return x;\n    }}\n}}\n",
+        f"        {snippet}\n        return x;\n    }}\n}}\n"
+        "class Plain : Module { public Tensor forward(Tensor x) => x; }\n",
         encoding="utf-8",
     )
     codes = {f.code for f in lint(path, config=False, jobs=1, select=["HS201", "HS202"])}

@@ -51,7 +51,7 @@ def test_types_bases_and_members_are_indexed() -> None:
         "Layer": "Module<Tensor,Tensor>",
         "Named": "Dictionary<string,Linear>",
         "[]": "Tensor",
-        "Make()": "Outer<T>",
+        "Make<1>()": "Outer<T>",
         "Changed": "EventHandler",
         "Debug()": "Tensor",
     }

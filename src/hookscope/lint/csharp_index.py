@@ -44,7 +44,7 @@ _MODIFIERS = (
     r"delegate|implicit|explicit)\s+)*"
 )
 _LEADING_MODIFIERS = re.compile(_MODIFIERS)
-_NAME_AT_END = re.compile(r"\s@?(\w+)\s*(?:<(?:[^<>]|<[^<>]*>)*>)?\s*$")
+_NAME_AT_END = re.compile(r"\s@?(\w+)\s*(<(?:[^<>]|<[^<>]*>)*>)?\s*$")
 _INDEXER = re.compile(r"\sthis\s*\[")
 _SPACE = re.compile(r"\s+")
 _NOT_TYPES = frozenset({"public", "private", "protected", "internal", "static", "return", "new"})
@@ -125,7 +125,10 @@ def _add_member(members: list[tuple[str, str]], head: str) -> bool:
         and (found is None or found.group(1) not in _KEYWORDS)
     ):
         is_method = cut < len(head) and head[cut] == "("
-        name = "[]" if found is None else found.group(1) + ("()" if is_method else "")
+        name = "[]" if found is None else found.group(1)
+        if found is not None and is_method:  # "load()", or "load<2>()" for load<T, TResult>
+            generic = found.group(2)
+            name += f"<{generic.count(',') + 1}>()" if generic else "()"
         members.append((name, _SPACE.sub("", declared)))
     return cut < len(head) and head[cut] == "=" and not head.startswith("=>", cut)
 

@@ -13,10 +13,11 @@ def _names(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-# Every TorchSharp module derives from one of these (hooks run in its ``call``).
-MODULE_ROOTS = frozenset(
-    {"Module", "HookableModule", "IModule", "ScriptModule", "HookableScriptModule"}
-)
+# Every TorchSharp module with hooks derives from one of these (hooks run in ``call``).
+MODULE_ROOTS = frozenset({"HookableModule", "IModule", "HookableScriptModule"})
+# Only their generic forms have hooks: ``Module<T, TResult>``, ``ScriptModule<T, TResult>``;
+# plain ``Module`` (``ModuleList``, ``ParameterList``) and ``ScriptModule<TResult>`` have none.
+GENERIC_ROOTS = frozenset({"Module", "ScriptModule"})
 MODULES = _names(
     """
     AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d AdaptiveMaxPool1d
@@ -33,10 +34,10 @@ MODULES = _names(
     InstanceNorm3d KLDivLoss L1Loss LPPool1d LPPool2d LSTM LSTMCell LayerNorm
     LeakyReLU Linear LocalResponseNorm LogSigmoid LogSoftmax Loss MSELoss
     MarginRankingLoss MaxPool1d MaxPool2d MaxPool3d MaxUnpool1d MaxUnpool2d
-    MaxUnpool3d Mish MobileNetV2 MobileNetV3 ModuleDict ModuleList
+    MaxUnpool3d Mish MobileNetV2 MobileNetV3
     MultiLabelMarginLoss MultiLabelSoftMarginLoss MultiMarginLoss
     MultiheadAttention NLLLoss NormBase PReLU PadBase PairwiseDistance
-    ParameterDict ParameterLessModule ParameterList PixelShuffle PixelUnshuffle
+    ParameterLessModule PixelShuffle PixelUnshuffle
     PoissonNLLLoss RNN RNNCell RReLU ReLU ReLU6 ReflectionPad1d ReflectionPad2d
     ReflectionPad3d ReplicationPad1d ReplicationPad2d ReplicationPad3d ResNet SELU
     Sequential SiLU Sigmoid SmoothL1Loss SoftMarginLoss Softmax Softmax2d Softmin
@@ -46,10 +47,12 @@ MODULES = _names(
     Unflatten Unfold Upsample VGG WeightedLoss ZeroPad2d
     """
 )
-# distributions.transforms (``forward`` is not a module call), exported programs,
+# Containers (modules without hooks), distributions.transforms (``forward`` is not a
+# module call), exported programs,
 # tensors and the .NET types a receiver commonly has.
 NOT_MODULES = _names(
     """
+    ModuleDict ModuleList ParameterDict ParameterList
     AbsTransform Action AffineTransform CompilationUnit ComposeTransform Console
     DataLoader Dataset Delegate Device DisposeScope Distribution Exception
     ExpTransform ExportedProgram Func Generator IndepdenentTransform
@@ -67,7 +70,8 @@ STATIC_CLASSES = _names(
     torchvision transforms utils
     """
 )
-# ``(qualifier, method)`` → return type, for library calls outside the scanned tree.
+# ``(qualifier, method)`` → the class returned, with the call's type arguments, for
+# library calls outside the scanned tree: ``jit.load<T, TResult>`` → ScriptModule<T, TResult>.
 CALLS = {
     ("jit", "load"): "ScriptModule",
     ("jit", "compile"): "CompilationUnit",
@@ -77,13 +81,6 @@ CALLS = {
 }
 # Methods whose result has the receiver's type (``m.to(device)``, ``m.cuda()``).
 SAME_TYPE = frozenset({"to", "cuda", "cpu", "eval", "train", "half", "float", "double", "bfloat16"})
-# Module methods outside the scanned tree.
-MODULE_METHODS = {
-    "children": "IEnumerable<Module>",
-    "modules": "IEnumerable<Module>",
-    "named_children": "IEnumerable<(string, Module)>",
-    "named_modules": "IEnumerable<(string, Module)>",
-}
 # Collections: ``x[i]`` and ``foreach`` give the last type argument.
 SEQUENCES = _names(
     """

@@ -193,25 +193,21 @@ class FileResolver:
         if function is None:
             return _UNKNOWN
         if function.type in ("identifier", "generic_name"):
-            name = _text(function.named_children[0] if function.named_children else function)
+            name, args = _method(function)
+            key = _key(name, args)
             classes = _enclosing_classes(function)
             for cls in classes:
-                ty = self.hierarchy.member(cls, name + "()")
+                ty = self.hierarchy.member(cls, key)
                 if ty is not None:
                     return Typed(self._generic(ty, function), f"{name}() returns {ty}")
-            ty = self.hierarchy.method_anywhere(name)
-            if ty is None and classes:
-                ty = _library_call(
-                    CsType(classes[0]), name, self.hierarchy.is_module(CsType(classes[0]))
-                )
+            ty = self.hierarchy.method_anywhere(key[:-2])
             if ty is None and name in known.MODULES:
                 ty = CsType(name)  # Linear(...) under `using static TorchSharp.torch.nn`
             return Typed(ty, f"{name}() returns {ty}") if ty is not None else _UNKNOWN
         if function.type != "member_access_expression":
             return _UNKNOWN
         target = function.child_by_field_name("expression")
-        name_node = function.child_by_field_name("name")
-        name = _text(name_node.named_children[0] if name_node.named_children else name_node)
+        name, args = _method(function.child_by_field_name("name"))
         if name in known.SAME_TYPE:
             same = self.type_of(target, depth + 1)
             if same.type is not None:
@@ -219,9 +215,9 @@ class FileResolver:
         owner = self._owner(target, depth)
         if owner is None:
             return _UNKNOWN
-        ty = self.hierarchy.member(owner.name, name + "()")
+        ty = self.hierarchy.member(owner.name, _key(name, args))
         if ty is None:
-            ty = _library_call(owner, name, self.hierarchy.is_module(owner))
+            ty = _library_call(owner, name, args)
         return Typed(ty, f"{owner.name}.{name}() returns {ty}") if ty is not None else _UNKNOWN
 
     def _element(self, node: Any, depth: int) -> Typed:
@@ -249,15 +245,29 @@ class FileResolver:
         return max(visible, key=lambda d: d.start) if visible else None
 
 
-def _library_call(owner: CsType, name: str, owner_is_module: bool | None) -> CsType | None:
+def _library_call(owner: CsType, name: str, args: tuple[CsType, ...]) -> CsType | None:
     """The return type of a TorchSharp call outside the scanned tree, when known."""
     if (owner.name, name) in known.CALLS:
-        return parse_type(known.CALLS[owner.name, name])
+        return CsType(
+            known.CALLS[owner.name, name], args
+        )  # jit.load<T, TResult>: ScriptModule<T, TResult>
     if owner.name in known.STATIC_CLASSES and name in known.MODULES:
         return CsType(name)  # torch.nn.Linear(...) builds a Linear
-    if owner_is_module and name in known.MODULE_METHODS:
-        return parse_type(known.MODULE_METHODS[name])
     return None
+
+
+def _method(node: Any) -> tuple[str, tuple[CsType, ...]]:
+    """The name and type arguments of a called method (``load<Tensor, Tensor>``)."""
+    if node.type != "generic_name":
+        return _text(node), ()
+    name, *rest = node.named_children
+    written = [c for r in rest for c in r.named_children]
+    return _text(name), tuple(t for t in map(parse_type, map(_text, written)) if t is not None)
+
+
+def _key(name: str, args: tuple[CsType, ...]) -> str:
+    """The index key of a method: ``name()``, or ``name<2>()`` with two type arguments."""
+    return f"{name}<{len(args)}>()" if args else f"{name}()"
 
 
 def _collect(member: Any) -> Iterator[_Declaration]:

@@ -128,11 +128,13 @@ class Hierarchy:
         self._methods: dict[str, set[str]] | None = None
 
     def is_module(self, ty: CsType | None) -> bool | None:
-        """True for a TorchSharp module type, False for any other type, None when unknown."""
+        """True for a TorchSharp module with hooks, False for any other type, None when unknown."""
         if ty is None:
             return None
         if ty.array or not ty.name:
             return False
+        if ty.name in known.GENERIC_ROOTS:  # hooks live on Module<T, TResult>, not on Module
+            return len(ty.args) >= 2
         return self._class_is_module(ty.name)
 
     def _class_is_module(self, name: str) -> bool | None:
