@@ -1,12 +1,11 @@
 """TorchSharp (C#) sources: HS201/HS202, parsed with tree-sitter (the ``csharp`` extra).
 
 The receiver of ``x.forward(...)`` is resolved by declared types (`csharp_resolve`)
-and the class hierarchy of the scanned tree (`csharp_types`): a module gives HS201,
-fixable to ``x.call(...)``; a type that is not a module gives nothing; a receiver
-whose type cannot be resolved gives HS202, a guess (``confidence="guess"``) that is never
-fixed and runs only when selected by its full code. tree-sitter is imported on first use only, so Python-only users never
-need it.
-"""
+and the class hierarchy of the scanned tree (`csharp_types`): a module with hooks
+gives HS201, fixable to ``x.call(...)``; any other type gives nothing; a receiver
+whose type cannot be resolved gives HS202, a guess (``confidence="guess"``) that
+is never fixed and runs only when selected by its full code. tree-sitter is
+imported on first use only, so Python-only users never need it."""
 
 from __future__ import annotations
 
@@ -22,6 +21,8 @@ from hookscope.lint.findings import Edit, Finding
 from hookscope.lint.index import ClassIndex, merge
 from hookscope.lint.registry import Rule, register
 
+# ``base.forward(...)`` / ``this.forward(...)``: the module's own forward (node names of
+# older and newer tree-sitter-c-sharp grammars).
 _EXEMPT_RECEIVERS = frozenset({"base", "this", "base_expression", "this_expression"})
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hookscope.lint import csharp_known as known
+from hookscope.lint.csharp_index import PREFIX
 from hookscope.lint.csharp_types import CsType, Hierarchy, deconstruct, element_type, parse_type
 
 _SCOPES = frozenset(
@@ -152,13 +153,9 @@ class FileResolver:
         line = f"line {decl.type.start_point[0] + 1}" if decl.type is not None else ""
         explicit = decl.type is not None and decl.type.type != "implicit_type"
         ty: CsType | None
-        if decl.kind == "foreach":
-            ty = self._generic(parse_type(_text(decl.type)), decl.type) if explicit else None
-            if ty is None or decl.position >= 0:
-                items = element_type(self.type_of(decl.value, depth + 1).type, indexed=False)
-                ty = ty if explicit and decl.position < 0 else items
-                if decl.position >= 0:
-                    ty = deconstruct(items, decl.position)
+        if decl.kind == "foreach" and not (explicit and decl.position < 0):
+            items = element_type(self.type_of(decl.value, depth + 1).type, indexed=False)
+            ty = deconstruct(items, decl.position) if decl.position >= 0 else items
         elif explicit:
             ty = self._generic(parse_type(_text(decl.type)), decl.type)
         elif decl.value is not None:
@@ -169,18 +166,19 @@ class FileResolver:
 
     def _member(self, node: Any, depth: int) -> Typed:
         target = node.child_by_field_name("expression")
-        name = _text(node.child_by_field_name("name"))
-        owner = self._owner(target, depth)
+        name = node.child_by_field_name("name")
+        owner = self._owner(target, depth) if target is not None and name is not None else None
         if owner is None:
             return _UNKNOWN
-        ty = self.hierarchy.member(owner.name, name)
-        return Typed(ty, f"member {owner.name}.{name}: {ty}") if ty is not None else _UNKNOWN
+        ty = self.hierarchy.member(owner.name, _text(name))
+        how = f"member {owner.name}.{_text(name)}: {ty}"
+        return Typed(ty, how) if ty is not None else _UNKNOWN
 
     def _owner(self, target: Any, depth: int) -> CsType | None:
         """The type whose members ``target.x`` reads: a variable's type or a static class."""
         if target.type == "base_expression" or _text(target) == "base":
             classes = _enclosing_classes(target)
-            bases = self.hierarchy.index.get("cs:" + classes[0]) if classes else None
+            bases = self.hierarchy.index.get(PREFIX + classes[0]) if classes else None
             first = [parse_type(b[0]) for b in bases or () if b]
             return first[0] if first else None
         typed = self.type_of(target, depth + 1).type
@@ -229,7 +227,7 @@ class FileResolver:
 
     def _either(self, node: Any, depth: int) -> Typed:
         branches = [node.child_by_field_name(f) for f in ("consequence", "alternative")]
-        typed = [self.type_of(b, depth + 1) for b in branches if b.type != "null_literal"]
+        typed = [self.type_of(b, depth + 1) for b in branches if b and b.type != "null_literal"]
         names = {t.type.name if t.type else None for t in typed}
         return typed[0] if len(names) == 1 and None not in names else _UNKNOWN
 
