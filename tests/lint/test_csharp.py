@@ -140,3 +140,19 @@ def test_example_script_fixes_only_the_resolved_call(
     assert "after --fix: ['HS202@20']" in out
     fixed = (tmp_path / "runs" / "lint_torchsharp" / "Net.cs").read_text(encoding="utf-8")
     assert "x = block.call(x);" in fixed and "external.forward(x)" in fixed
+
+
+def test_class_type_parameters_resolve_through_their_constraints(tmp_path: Path) -> None:
+    path = tmp_path / "Wrapper.cs"
+    path.write_text(
+        "class Wrapper<T, U> : Module<Tensor, Tensor>\n"
+        "    where T : nn.Module<Tensor, Tensor>\n    where U : Stage\n{\n"
+        "    private readonly T inner;\n    private U stage;\n"
+        "    public override Tensor forward(Tensor x)\n    {\n"
+        "        x = this.inner.forward(x);\n        x = inner.forward(x);\n"
+        "        return stage.forward(x);\n    }\n}\n"
+        "class Stage { public Tensor forward(Tensor x) => x; }\n",
+        encoding="utf-8",
+    )
+    findings = lint(path, config=False, jobs=1, select=["HS201", "HS202"])
+    assert [(f.line, f.code) for f in findings] == [(9, "HS201"), (10, "HS201")]

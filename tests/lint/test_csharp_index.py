@@ -19,6 +19,7 @@ namespace A.B
         private const string Brace = "}{";
         private char c = '{';
         private static readonly long[] sizes = new long[] { 1, 2 };
+        private Module<Tensor, (Tensor, Tensor)> pair = Make(x => { return x; });
         [Attr(Name = "x")] public Module<Tensor, Tensor> Layer { get; private set; } = Linear(1, 1);
         public Dictionary<string, Linear> Named => named;
         public Tensor this[int i] => items[i];
@@ -48,6 +49,7 @@ def test_types_bases_and_members_are_indexed() -> None:
         "Brace": "string",
         "c": "char",
         "sizes": "long[]",
+        "pair": "Module<Tensor,(Tensor,Tensor)>",
         "Layer": "Module<Tensor,Tensor>",
         "Named": "Dictionary<string,Linear>",
         "[]": "Tensor",

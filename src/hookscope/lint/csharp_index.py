@@ -113,7 +113,7 @@ def _clean(raw: bytes) -> str:
 
 def _add_member(members: list[tuple[str, str]], head: str) -> bool:
     """Record the member declared by ``head``; whether a ``{`` here opens an initializer."""
-    cut = min((i for i in (head.find("("), head.find("=")) if i >= 0), default=len(head))
+    cut = _cut(head)
     before = head[:cut]
     indexer = _INDEXER.search(before) if "this" in before else None
     found = _NAME_AT_END.search(before) if indexer is None else None
@@ -131,6 +131,19 @@ def _add_member(members: list[tuple[str, str]], head: str) -> bool:
             name += f"<{generic.count(',') + 1}>()" if generic else "()"
         members.append((name, _SPACE.sub("", declared)))
     return cut < len(head) and head[cut] == "=" and not head.startswith("=>", cut)
+
+
+def _cut(head: str) -> int:
+    """Where a declaration's type and name end: the first ``(`` or ``=`` outside ``<...>``."""
+    depth = 0
+    for i, char in enumerate(head):
+        if char == "<":
+            depth += 1
+        elif char == ">" and depth:
+            depth -= 1
+        elif char in "(=" and not depth:
+            return i
+    return len(head)
 
 
 def _bases(raw: str) -> tuple[str, ...]:

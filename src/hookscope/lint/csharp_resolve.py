@@ -124,8 +124,13 @@ class FileResolver:
         if ty is None or ty.args or ty.array:
             return ty
         for ancestor in _ancestors(node):
-            params = ancestor.child_by_field_name("type_parameters")
-            if params is None or ty.name not in (_text(p) for p in params.named_children):
+            lists = [c for c in ancestor.children if c.type == "type_parameter_list"]
+            params = (
+                [p.child_by_field_name("name") or p for p in lists[0].named_children]
+                if lists
+                else []
+            )
+            if ty.name not in (_text(p) for p in params):
                 continue
             for clause in ancestor.children:
                 if clause.type == "type_parameter_constraints_clause":
@@ -170,7 +175,7 @@ class FileResolver:
         owner = self._owner(target, depth) if target is not None and name is not None else None
         if owner is None:
             return _UNKNOWN
-        ty = self.hierarchy.member(owner.name, _text(name))
+        ty = self._generic(self.hierarchy.member(owner.name, _text(name)), node)
         how = f"member {owner.name}.{_text(name)}: {ty}"
         return Typed(ty, how) if ty is not None else _UNKNOWN
 
