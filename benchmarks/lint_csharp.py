@@ -2,8 +2,8 @@
 
 Every ``x.forward(...)`` / ``x?.forward(...)`` call of each tree is labelled in
 ``benchmarks/labels/<tree name, lower case>_hs201.csv`` by reading the code (trees:
-dotnet/TorchSharp at c20b6a1c, dotnet/TorchSharpExamples at 32e047a6; held out, never
-used while developing the resolver: LittleLittleCloud/Torchsharp-phi at 6db538bc,
+dotnet/TorchSharp at c20b6a1c, dotnet/TorchSharpExamples at 32e047a6; checked after
+the resolver was written: LittleLittleCloud/Torchsharp-phi at 6db538bc,
 dongfangzhizhu/SAM_TorchSharp at 5cfdc87f, K1T00/TorchSharpUnet at 98c535ca): ``module`` (the
 receiver is a TorchSharp module, the call skips its hooks), ``not-module``
 (distributions transforms, exported programs) or ``exempt`` (``base``/``this``).

@@ -224,7 +224,8 @@ class FileResolver:
         return Typed(ty, f"{owner.name}.{name}() returns {ty}") if ty is not None else _UNKNOWN
 
     def _element(self, node: Any, depth: int) -> Typed:
-        container = self.type_of(node.child_by_field_name("expression"), depth + 1).type
+        target = node.child_by_field_name("expression")
+        container = self.type_of(target, depth + 1).type if target is not None else None
         ty = element_type(container, indexed=True)
         if ty is None and container is not None:
             ty = self.hierarchy.member(container.name, "[]")
@@ -250,10 +251,8 @@ class FileResolver:
 
 def _library_call(owner: CsType, name: str, args: tuple[CsType, ...]) -> CsType | None:
     """The return type of a TorchSharp call outside the scanned tree, when known."""
-    if (owner.name, name) in known.CALLS:
-        return CsType(
-            known.CALLS[owner.name, name], args
-        )  # jit.load<T, TResult>: ScriptModule<T, TResult>
+    if (owner.name, name) in known.CALLS:  # jit.load<T, TResult>: ScriptModule<T, TResult>
+        return CsType(known.CALLS[owner.name, name], args)
     if owner.name in known.STATIC_CLASSES and name in known.MODULES:
         return CsType(name)  # torch.nn.Linear(...) builds a Linear
     return None
