@@ -66,10 +66,17 @@ def test_resolution_is_reported_in_the_message() -> None:
     assert "(resolved: foreach `b`: Block at line 28)" in by_line[28]
 
 
-def test_a_file_alone_guesses_what_only_other_files_declare() -> None:
+def test_each_file_alone_gives_the_findings_of_the_folder_run() -> None:
+    # A single file is linted against the index of its project (all its .cs files).
+    each = set().union(*(found(p) for p in sorted(PROJECT.glob("*.cs"))))
+    assert each == found(PROJECT)
+
+
+def test_a_file_outside_any_project_guesses_what_other_files_declare(tmp_path: Path) -> None:
     # Without Blocks.cs, Block/DeepBlock/Stage are unknown: their calls become HS202
     # guesses (never fixed); what the file itself declares is still resolved.
-    alone = found(PROJECT / "Model.cs")
+    shutil.copy(PROJECT / "Model.cs", tmp_path / "Model.cs")
+    alone = found(tmp_path / "Model.cs")
     assert ("Model.cs", 24, "HS201") in alone  # Module<Tensor, Tensor> field
     assert ("Model.cs", 44, "HS201") in alone  # nn.Linear(...)
     assert ("Model.cs", 67, "HS201") in alone  # torch.jit.load

@@ -41,7 +41,7 @@ namespace A.B
 
 
 def test_types_bases_and_members_are_indexed() -> None:
-    entries = {name: (bases, dict(members)) for name, bases, members in scan_csharp(SOURCE)}
+    entries = {name: (bases, dict(members)) for name, bases, members, _ in scan_csharp(SOURCE)}
     assert set(entries) == {"cs:Outer", "cs:Inner", "cs:IThing"}
     bases, members = entries["cs:Outer"]
     assert bases == ("Base<T,(int,string)>", "IThing")

@@ -54,11 +54,11 @@ _KEYWORDS = frozenset({"operator", "get", "set", "init", "add", "remove"})
 _SCOPE, _CLASS, _INIT, _BODY = range(4)
 
 
-def scan_csharp(data: bytes) -> list[ClassEntry]:
-    """``(cs:Name, bases, members)`` of every type declared in one C# source."""
+def scan_csharp(data: bytes, path: str = "") -> list[ClassEntry]:
+    """``(cs:Name, bases, members, path:line)`` of every type declared in one C# source."""
     if b"class" not in data and b"struct" not in data and b"interface" not in data:
         return []
-    entries: list[tuple[str, tuple[str, ...], list[tuple[str, str]]]] = []
+    entries: list[tuple[str, tuple[str, ...], list[tuple[str, str]], str]] = []
     stack: list[tuple[int, int]] = [(_SCOPE, -1)]  # (kind, entry number for classes)
     start = 0  # where the declaration at the current class/namespace level began
     for match in _TOKEN.finditer(data):
@@ -89,7 +89,9 @@ def scan_csharp(data: bytes) -> list[ClassEntry]:
             continue
         declared = _TYPE_DECL.search(head)
         if declared is not None:
-            entries.append((PREFIX + declared.group(1), _bases(declared.group(2) or ""), []))
+            line = data.count(b"\n", 0, match.start(1)) + 1
+            bases = _bases(declared.group(2) or "")
+            entries.append((PREFIX + declared.group(1), bases, [], f"{path}:{line}"))
             stack.append((_CLASS, len(entries) - 1))
         elif _NAMESPACE.search(head):
             stack.append((_SCOPE, -1))
@@ -101,7 +103,7 @@ def scan_csharp(data: bytes) -> list[ClassEntry]:
         else:
             stack.append((_BODY, -1))
         start = match.end()
-    return [(name, bases, tuple(members)) for name, bases, members in entries]
+    return [(name, bases, tuple(members), where) for name, bases, members, where in entries]
 
 
 def _clean(raw: bytes) -> str:
