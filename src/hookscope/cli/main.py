@@ -19,6 +19,7 @@ from hookscope import __version__
 from hookscope.errors import HookscopeError
 
 _COMMANDS = ("summary", "doctor", "hooks", "run", "lint", "featuremaps", "report", "demo")
+_COMMANDS += ("compare", "record")
 
 
 def build_parser(only: Sequence[str] | None = None) -> argparse.ArgumentParser:
