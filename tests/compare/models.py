@@ -22,7 +22,14 @@ def gpt2_tiny() -> nn.Module:
 
     torch.manual_seed(0)
     config = GPT2Config(
-        vocab_size=128, n_positions=64, n_embd=64, n_layer=2, n_head=4, use_cache=False
+        vocab_size=128,
+        n_positions=64,
+        n_embd=64,
+        n_layer=2,
+        n_head=4,
+        use_cache=False,
+        bos_token_id=0,
+        eos_token_id=0,
     )
     config._attn_implementation = "eager"
     return GPT2LMHeadModel(config).eval()

@@ -52,22 +52,26 @@ def call_inputs(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Iterator[tu
     yield from flatten(dict(kwargs), "kwargs")
 
 
-def substitute(value: Any, path: str, teacher: Tensors) -> Any:
+def substitute(value: Any, path: str, teacher: Tensors, *, keep_dtype: bool) -> Any:
     """``value`` with every floating tensor at a path in ``teacher`` replaced by a copy.
 
-    The copy takes the dtype and device of the tensor it replaces; a tensor
-    whose shape differs from the teacher's is left alone.
+    The copy goes to the device of the tensor it replaces and, unless
+    ``keep_dtype``, takes its dtype too. A tensor whose shape differs from the
+    teacher's is left alone.
     """
     if isinstance(value, torch.Tensor):
         new = teacher.get(path)
         if new is None or not value.is_floating_point() or new.shape != value.shape:
             return value
-        return new.to(device=value.device, dtype=value.dtype, copy=True)
+        dtype = new.dtype if keep_dtype else value.dtype
+        return new.to(device=value.device, dtype=dtype, copy=True)
     if isinstance(value, Mapping):
-        items = {k: substitute(v, f"{path}/{k}", teacher) for k, v in value.items()}
+        items = {k: substitute(v, f"{path}/{k}", teacher, keep_dtype=keep_dtype) for k, v in value.items()}
         return items if type(value) is dict else value
     if isinstance(value, (tuple, list)) and type(value) in (tuple, list):
-        return type(value)(substitute(v, f"{path}/{i}", teacher) for i, v in enumerate(value))
+        return type(value)(
+            substitute(v, f"{path}/{i}", teacher, keep_dtype=keep_dtype) for i, v in enumerate(value)
+        )
     return value
 
 
@@ -82,6 +86,9 @@ class Recorder:
         max_bytes: budget for all copies; exceeding it raises
             `CaptureOverflowError` naming the tensor.
         teacher: feed each module the reference's inputs of the matching call.
+        keep_dtype: feed them in the reference's dtype (under autocast, where
+            each op picks its own precision) instead of the dtype of the
+            module's own input (a model cast to bf16 needs bf16 inputs).
     """
 
     def __init__(
@@ -92,12 +99,14 @@ class Recorder:
         grads: bool,
         max_bytes: int | None,
         teacher: Teacher | None = None,
+        keep_dtype: bool = False,
     ) -> None:
         self.model = session.model
         self.inputs = inputs
         self.grads = grads
         self.max_bytes = max_bytes
         self.teacher = teacher
+        self.keep_dtype = keep_dtype
         self.calls: list[CallRecord] = []
         self.forced: set[int] = set()
         self.nbytes = 0
@@ -107,9 +116,12 @@ class Recorder:
         self._grad_hooks = TensorGradHooks(session) if grads else None
         self._starts = 0
         self._root_inputs: Tensors = {}
+        # Under torch.compile the hooks run eagerly at a graph break of their
+        # own: traced, their bookkeeping (call counters, copies to the CPU)
+        # would be guarded on and recompile the graph at every call.
         selector = self._selected
-        session.add_forward_pre_hook(self._pre, selector, with_kwargs=True)
-        session.add_forward_hook(self._post, selector)
+        session.add_forward_pre_hook(torch.compiler.disable(self._pre), selector, with_kwargs=True)
+        session.add_forward_hook(torch.compiler.disable(self._post), selector)
 
     def _selected(self, name: str, module: nn.Module) -> bool:
         return not is_wrapper(module)
@@ -139,8 +151,9 @@ class Recorder:
         replaced = None
         reference = self.teacher(name, call, record.start) if self.teacher is not None else None
         if reference is not None and reference.inputs:
-            new_args = substitute(list(args), "args", reference.inputs)
-            new_kwargs = substitute(dict(kwargs), "kwargs", reference.inputs)
+            keep = self.keep_dtype
+            new_args = substitute(list(args), "args", reference.inputs, keep_dtype=keep)
+            new_kwargs = substitute(dict(kwargs), "kwargs", reference.inputs, keep_dtype=keep)
             replaced = (tuple(new_args), new_kwargs)
             self.forced.add(id(record))
             args, kwargs = replaced

@@ -182,7 +182,14 @@ def run(
     autocast: AbstractContextManager[Any] = side.autocast if side.autocast is not None else nullcontext()
     with untouched(model), session(model) as s:
         set_rng_state(rng)
-        recorder = Recorder(s, inputs=record_inputs, grads=backward, max_bytes=max_bytes, teacher=teacher)
+        recorder = Recorder(
+            s,
+            inputs=record_inputs,
+            grads=backward,
+            max_bytes=max_bytes,
+            teacher=teacher,
+            keep_dtype=side.autocast is not None,
+        )
         try:
             with grad, autocast:
                 output = model(*args, **kwargs)
