@@ -83,7 +83,10 @@ def test_saved_comparison_joins_the_run_report(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     (tmp_path / "monitor.jsonl").write_text("")
     saved = tmp_path / "comparison.json"
-    assert main(["compare", CNN, *IMAGE, "--dtype-b", "bf16", "--format", "json", "-o", str(saved)]) == 1
+    assert (
+        main(["compare", CNN, *IMAGE, "--dtype-b", "bf16", "--format", "json", "-o", str(saved)])
+        == 1
+    )
     assert main(["report", str(tmp_path), "-o", str(tmp_path / "r.html")]) == 0
     text = (tmp_path / "r.html").read_text()
     assert '<section id="comparison"><h2>Comparison</h2>' in text

@@ -27,6 +27,7 @@ from hookscope.cli.doctor import make_input
 from hookscope.cli.summary import keyword_inputs
 from hookscope.compare import compare
 from hookscope.compare.format import FORMATS
+from hookscope.compare.result import Mode
 from hookscope.errors import UsageError
 from hookscope.modelspec import load_model, parse_dtype, parse_kwargs, parse_shape
 
@@ -42,7 +43,9 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
         help="shape of a positional input, e.g. 1,3,224,224 (repeat for several inputs)",
     )
     parser.add_argument("--dtype", default="float32", help="dtype of the --input-size inputs")
-    parser.add_argument("--input-ids", metavar="SHAPE", help="token ids of this shape as input_ids=")
+    parser.add_argument(
+        "--input-ids", metavar="SHAPE", help="token ids of this shape as input_ids="
+    )
     parser.add_argument(
         "--input", action="append", default=[], metavar="NAME=SHAPE[:DTYPE]", help="a keyword input"
     )
@@ -103,7 +106,9 @@ def _side_b(args: argparse.Namespace, a: Any) -> Any:
         return args.b
     if args.autocast_b:
         if args.b is not None or args.dtype_b or args.compile_b or args.device_b:
-            raise UsageError("--autocast-b runs A itself under autocast; use it without B and other --*-b")
+            raise UsageError(
+                "--autocast-b runs A itself under autocast; use it without B and other --*-b"
+            )
         if not isinstance(a, nn.Module):
             raise UsageError("--autocast-b needs A to be a model")
         device = next(a.parameters(), torch.empty(0)).device.type
@@ -135,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     positional, keywords = model_inputs(args)
     if not positional and not keywords and not (is_recording(args.a) or is_recording(args.b or "")):
         raise UsageError("give --input-size SHAPE, --input-ids SHAPE or --input NAME=SHAPE")
-    mode = "isolate" if args.isolate else "propagate"
+    mode: Mode = "isolate" if args.isolate else "propagate"
     options = {"backward": args.backward, "match": args.match, "rtol": args.rtol, "atol": args.atol}
     result = compare(a, b, *positional, mode=mode, **options, **keywords)
     out: Path | None = args.output
@@ -144,9 +149,11 @@ def run(args: argparse.Namespace) -> int:
 
         shown = [result.to_dict()]
         if not args.backward:  # the other mode too: how the error grows vs where it starts
-            other = "propagate" if args.isolate else "isolate"
+            other: Mode = "propagate" if args.isolate else "isolate"
             if other == "propagate" or not isinstance(b, str):
-                shown.append(compare(a, b, *positional, mode=other, **options, **keywords).to_dict())
+                shown.append(
+                    compare(a, b, *positional, mode=other, **options, **keywords).to_dict()
+                )
         write_comparison_report(shown, out)
         print(result.render("table"))
         print(f"wrote {out}", file=sys.stderr)

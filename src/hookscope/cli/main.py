@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from hookscope import __version__
 from hookscope.errors import HookscopeError
 
-_COMMANDS = ("summary", "doctor", "hooks", "run", "lint", "featuremaps", "report", "demo")
-_COMMANDS += ("compare", "record")
+_COMMANDS: tuple[str, ...] = ("summary", "doctor", "hooks", "run", "lint", "featuremaps", "report")
+_COMMANDS += ("demo", "compare", "record")
 
 
 def build_parser(only: Sequence[str] | None = None) -> argparse.ArgumentParser:

@@ -61,5 +61,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"cannot write {str(args.output)!r}: {exc.strerror or exc}") from None
     size = args.output.stat().st_size
-    print(f"wrote {args.output}: {len(recording.calls)} module call(s), {size:,} bytes", file=sys.stderr)
+    print(
+        f"wrote {args.output}: {len(recording.calls)} module call(s), {size:,} bytes",
+        file=sys.stderr,
+    )
     return 0

@@ -126,7 +126,9 @@ def compare(
     else:
         teacher = _teacher(rec_a, matching) if mode == "isolate" else None
         rec_b, forced = run(b, given, rng, record_inputs=False, teacher=teacher, **options)
-    table, missing_a, missing_b = rows(rec_a, rec_b, matching, rtol=rtol, atol=atol, isolated=forced)
+    table, missing_a, missing_b = rows(
+        rec_a, rec_b, matching, rtol=rtol, atol=atol, isolated=forced
+    )
     return Comparison(mode, table, missing_a, missing_b, rtol, atol, a.label, b.label)
 
 

@@ -62,7 +62,9 @@ def _header(cmp: Comparison) -> list[str]:
         )
     for side, names in (("A", cmp.unmatched_a), ("B", cmp.unmatched_b)):
         if names:
-            shown = ", ".join(names[:8]) + (f", ... ({len(names)} in all)" if len(names) > 8 else "")
+            shown = ", ".join(names[:8]) + (
+                f", ... ({len(names)} in all)" if len(names) > 8 else ""
+            )
             lines.append(f"unmatched in {side}: {shown}")
     return lines
 
@@ -79,7 +81,10 @@ def _table(cmp: Comparison) -> str:
     right = {0, 3, 4, 5, 6, 7}
 
     def line(cells: list[str] | tuple[str, ...]) -> str:
-        parts = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))]
+        parts = [
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ]
         return "  ".join(parts).rstrip()
 
     out = [*_header(cmp), "", line(_COLUMNS), line(["-" * w for w in widths])]
@@ -90,7 +95,9 @@ def _table(cmp: Comparison) -> str:
 def _markdown(cmp: Comparison) -> str:
     head = [f"- {text}" for text in _header(cmp)]
     rows = ["| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
-    rows += ["| " + " | ".join(c.replace("|", "\\|") for c in _cells(r)) + " |" for r in _ordered(cmp)]
+    rows += [
+        "| " + " | ".join(c.replace("|", "\\|") for c in _cells(r)) + " |" for r in _ordered(cmp)
+    ]
     return "\n".join([*head, "", *rows])
 
 

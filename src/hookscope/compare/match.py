@@ -25,13 +25,15 @@ Match = Literal["name", "order"] | Mapping[str, str]
 
 def check_match(match: object) -> Match:
     """Validate ``match=`` once; raises `UsageError` showing the bad value."""
-    if match in ("name", "order"):
-        return match  # type: ignore[return-value]
+    if match == "name" or match == "order":
+        return match
     if isinstance(match, Mapping) and all(
         isinstance(k, str) and isinstance(v, str) for k, v in match.items()
     ):
         return match
-    raise UsageError(f"match must be 'name', 'order' or a dict {{name in B: name in A}}, got {match!r}")
+    raise UsageError(
+        f"match must be 'name', 'order' or a dict {{name in B: name in A}}, got {match!r}"
+    )
 
 
 class Matcher:
@@ -65,15 +67,15 @@ def rows(
     """
     matcher = Matcher(a, match)
     pairs: dict[int, CallRecord] = {}
-    unmatched_b = []
-    for call_b in b.calls:
-        call_a = matcher.partner(call_b.name, call_b.call, call_b.start)
-        if call_a is None or id(call_a) in pairs:
-            unmatched_b.append(call_b.label)
+    unmatched_b: list[str] = []
+    for mine in b.calls:
+        theirs = matcher.partner(mine.name, mine.call, mine.start)
+        if theirs is None or id(theirs) in pairs:
+            unmatched_b.append(mine.label)
         else:
-            pairs[id(call_a)] = call_b
-    out = []
-    unmatched_a = []
+            pairs[id(theirs)] = mine
+    out: list[Row] = []
+    unmatched_a: list[str] = []
     for call_a in a.calls:
         call_b = pairs.get(id(call_a))
         if call_b is None:
@@ -107,7 +109,9 @@ def _diffs(kind: TensorKind, a: Tensors, b: Tensors, rtol: float, atol: float) -
             present = ta if ta is not None else tb
             side = "B" if ta is not None else "A"
             shape = tuple(present.shape) if present is not None else ()
-            out.append(TensorDiff(kind, path, shape, _dtype(ta), _dtype(tb), None, f"missing in {side}"))
+            out.append(
+                TensorDiff(kind, path, shape, _dtype(ta), _dtype(tb), None, f"missing in {side}")
+            )
         elif ta.shape != tb.shape:
             note = f"shape differs: {tuple(ta.shape)} vs {tuple(tb.shape)}"
             out.append(TensorDiff(kind, path, tuple(ta.shape), _dtype(ta), _dtype(tb), None, note))

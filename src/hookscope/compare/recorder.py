@@ -46,7 +46,9 @@ def flatten(value: Any, path: str = "") -> Iterator[tuple[str, torch.Tensor]]:
             yield from flatten(item, f"{path}/{index}" if path else str(index))
 
 
-def call_inputs(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Iterator[tuple[str, torch.Tensor]]:
+def call_inputs(
+    args: tuple[Any, ...], kwargs: Mapping[str, Any]
+) -> Iterator[tuple[str, torch.Tensor]]:
     """``(path, tensor)`` for the tensors of one call: ``args/N...`` and ``kwargs/NAME...``."""
     yield from flatten(list(args), "args")
     yield from flatten(dict(kwargs), "kwargs")
@@ -66,11 +68,15 @@ def substitute(value: Any, path: str, teacher: Tensors, *, keep_dtype: bool) -> 
         dtype = new.dtype if keep_dtype else value.dtype
         return new.to(device=value.device, dtype=dtype, copy=True)
     if isinstance(value, Mapping):
-        items = {k: substitute(v, f"{path}/{k}", teacher, keep_dtype=keep_dtype) for k, v in value.items()}
+        items = {
+            k: substitute(v, f"{path}/{k}", teacher, keep_dtype=keep_dtype)
+            for k, v in value.items()
+        }
         return items if type(value) is dict else value
     if isinstance(value, (tuple, list)) and type(value) in (tuple, list):
         return type(value)(
-            substitute(v, f"{path}/{i}", teacher, keep_dtype=keep_dtype) for i, v in enumerate(value)
+            substitute(v, f"{path}/{i}", teacher, keep_dtype=keep_dtype)
+            for i, v in enumerate(value)
         )
     return value
 

@@ -175,7 +175,9 @@ def load_recording(path: str | Path) -> Recording:
     except MissingExtraError:
         raise
     except Exception as exc:
-        raise UsageError(f"{source} is not a safetensors file ({type(exc).__name__}: {exc})") from None
+        raise UsageError(
+            f"{source} is not a safetensors file ({type(exc).__name__}: {exc})"
+        ) from None
     try:
         index = json.loads(metadata["hookscope"])
     except KeyError:
@@ -196,7 +198,9 @@ def _from_index(index: dict[str, Any], tensors: Tensors) -> Recording:
         for entry in entries:
             tensor = tensors[entry["key"]]
             if "shape" in entry and list(tensor.shape) != list(entry["shape"]):
-                raise ValueError(f"{entry['key']!r} has shape {list(tensor.shape)}, index says {entry['shape']}")
+                raise ValueError(
+                    f"{entry['key']!r} has shape {list(tensor.shape)}, index says {entry['shape']}"
+                )
             out[str(entry["path"])] = tensor
         return out
 

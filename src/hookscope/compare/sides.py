@@ -21,7 +21,13 @@ from torch import nn
 from hookscope.compare.recorder import Recorder, Teacher, flatten
 from hookscope.compare.recording import Recording, load_recording
 from hookscope.compare.safety import set_rng_state, untouched
-from hookscope.errors import CaptureOverflowError, ForwardError, HookError, HookscopeError, UsageError
+from hookscope.errors import (
+    CaptureOverflowError,
+    ForwardError,
+    HookError,
+    HookscopeError,
+    UsageError,
+)
 from hookscope.hooks.session import session
 
 Inputs = tuple[tuple[Any, ...], dict[str, Any]]
@@ -75,11 +81,15 @@ def side_b(value: object, a: Side) -> Side:
         return Side(label, model=model, autocast=value)
     if isinstance(value, (str, torch.device)):
         device = _device(value)
-        return Side(f"{model_name(model)} on {device}", model=_copy(model).to(device), device=device)
+        return Side(
+            f"{model_name(model)} on {device}", model=_copy(model).to(device), device=device
+        )
     if callable(value):
         made = value(model)
         if not isinstance(made, nn.Module):
-            raise UsageError(f"model_b(model_a) must return an nn.Module, got {type(made).__name__}")
+            raise UsageError(
+                f"model_b(model_a) must return an nn.Module, got {type(made).__name__}"
+            )
         return module_side(f"{getattr(value, '__name__', 'transform')}({model_name(model)})", made)
     raise UsageError(
         "model_b must be a model, a Recording or .safetensors path, a dtype, a device, "
@@ -179,7 +189,9 @@ def run(
         raise UsageError(f"{side.label} is a recording; it cannot be run")
     args, kwargs = convert(inputs, side.dtype, side.device)
     grad: AbstractContextManager[Any] = nullcontext() if backward else torch.no_grad()
-    autocast: AbstractContextManager[Any] = side.autocast if side.autocast is not None else nullcontext()
+    autocast: AbstractContextManager[Any] = (
+        side.autocast if side.autocast is not None else nullcontext()
+    )
     with untouched(model), session(model) as s:
         set_rng_state(rng)
         recorder = Recorder(

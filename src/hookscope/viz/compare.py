@@ -56,7 +56,9 @@ def error_depth_plot(comparisons: Sequence[Mapping[str, Any]]) -> Any:
         for x, y, row in zip(xs, ys, rows, strict=True):
             if row.get("module") == culprit:
                 ax.plot([x], [y], "o", markersize=12, fillstyle="none", color=line.get_color())
-                ax.annotate(f"culprit: {culprit}", (x, y), xytext=(6, 6), textcoords="offset points")
+                ax.annotate(
+                    f"culprit: {culprit}", (x, y), xytext=(6, 6), textcoords="offset points"
+                )
                 break
     atol = _value(comparisons[0], "atol")
     if atol > 0:
@@ -89,7 +91,10 @@ def comparison_html(comparisons: Sequence[Mapping[str, Any]]) -> str:
         first = [r for r in rows if r.get("module") == culprit]
         ordered = first + [r for r in rows if r.get("module") != culprit]
         pairs = [(k, cmp.get(k)) for k in ("a", "b", "mode", "rtol", "atol")]
-        pairs += [(f"unmatched in {s}", ", ".join(cmp.get(f"unmatched_{s.lower()}", [])) or "none") for s in "AB"]
+        pairs += [
+            (f"unmatched in {s}", ", ".join(cmp.get(f"unmatched_{s.lower()}", [])) or "none")
+            for s in "AB"
+        ]
         body += f"<h3>{h.esc(cmp.get('mode', ''))}</h3>{h.key_values(pairs)}{verdict}"
         body += h.table(ordered, _COLUMNS)
     return body
