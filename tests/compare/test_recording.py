@@ -21,13 +21,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_recording_read_back_in_a_fresh_process_gives_zero_error(tmp_path: Path) -> None:
-    path = tmp_path / "gpt2.safetensors"
-    rec = hookscope.record(gpt2_tiny(), gpt2_ids(), path=path)
+    path = tmp_path / "cnn.safetensors"
+    rec = hookscope.record(resnet_tiny(), torch.randn(2, 3, 32, 32), path=path)
     assert path.is_file() and not list(tmp_path.glob(".*tmp"))
     code = (
         "import json, hookscope\n"
-        "from tests.compare.models import gpt2_tiny\n"
-        f"cmp = hookscope.compare({str(path)!r}, gpt2_tiny(), mode='isolate')\n"
+        "from tests.compare.models import resnet_tiny\n"
+        f"cmp = hookscope.compare({str(path)!r}, resnet_tiny(), mode='isolate')\n"
         "print(json.dumps({'rows': len(cmp.rows), 'max': max(r.max_abs for r in cmp.rows),\n"
         "  'culprit': cmp.culprit, 'unmatched': [*cmp.unmatched_a, *cmp.unmatched_b],\n"
         "  'isolated': all(r.isolated for r in cmp.rows)}))\n"
@@ -43,6 +43,17 @@ def test_recording_read_back_in_a_fresh_process_gives_zero_error(tmp_path: Path)
         "unmatched": [],
         "isolated": True,
     }
+
+
+def test_gpt2_recording_round_trip_with_keyword_inputs(tmp_path: Path) -> None:
+    path = tmp_path / "gpt2.safetensors"
+    ids = gpt2_ids()
+    hookscope.record(gpt2_tiny(), input_ids=ids, attention_mask=torch.ones_like(ids), path=path)
+    back = load_recording(path)
+    assert set(back.inputs) == {"kwargs/input_ids", "kwargs/attention_mask"}
+    cmp = hookscope.compare(path, gpt2_tiny(), mode="isolate")
+    assert cmp.culprit is None and not cmp.unmatched_a and not cmp.unmatched_b
+    assert cmp.row("transformer.h.0.attn").isolated
 
 
 def test_index_describes_every_tensor(tmp_path: Path) -> None:

@@ -150,10 +150,12 @@ def run(args: argparse.Namespace) -> int:
         shown = [result.to_dict()]
         if not args.backward:  # the other mode too: how the error grows vs where it starts
             other: Mode = "propagate" if args.isolate else "isolate"
-            if other == "propagate" or not isinstance(b, str):
+            try:
                 shown.append(
                     compare(a, b, *positional, mode=other, **options, **keywords).to_dict()
                 )
+            except UsageError as exc:  # isolate needs B to be a model and A's module inputs
+                print(f"note: no {other} comparison in the report: {exc}", file=sys.stderr)
         write_comparison_report(shown, out)
         print(result.render("table"))
         print(f"wrote {out}", file=sys.stderr)

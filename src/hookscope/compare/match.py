@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from hookscope.compare.metrics import tensor_metrics
+from hookscope.compare.metrics import Metrics, tensor_metrics
 from hookscope.compare.recording import CallRecord, Recording, Tensors
 from hookscope.compare.result import Row, TensorDiff, TensorKind
 from hookscope.errors import UsageError
@@ -76,13 +76,14 @@ def rows(
             pairs[id(theirs)] = mine
     out: list[Row] = []
     unmatched_a: list[str] = []
+    cache: dict[tuple[int, int], Metrics] = {}
     for call_a in a.calls:
         call_b = pairs.get(id(call_a))
         if call_b is None:
             unmatched_a.append(call_a.label)
             continue
-        tensors = _diffs("output", call_a.outputs, call_b.outputs, rtol, atol)
-        tensors += _diffs("grad", call_a.grads, call_b.grads, rtol, atol)
+        tensors = _diffs("output", call_a.outputs, call_b.outputs, rtol, atol, cache)
+        tensors += _diffs("grad", call_a.grads, call_b.grads, rtol, atol, cache)
         out.append(
             Row(
                 index=len(out),
@@ -101,7 +102,14 @@ def _dtype(tensor: object) -> str:
     return str(getattr(tensor, "dtype", "")).removeprefix("torch.")
 
 
-def _diffs(kind: TensorKind, a: Tensors, b: Tensors, rtol: float, atol: float) -> list[TensorDiff]:
+def _diffs(
+    kind: TensorKind,
+    a: Tensors,
+    b: Tensors,
+    rtol: float,
+    atol: float,
+    cache: dict[tuple[int, int], Metrics],
+) -> list[TensorDiff]:
     out = []
     for path in dict.fromkeys([*a, *b]):
         ta, tb = a.get(path), b.get(path)
@@ -116,6 +124,9 @@ def _diffs(kind: TensorKind, a: Tensors, b: Tensors, rtol: float, atol: float) -
             note = f"shape differs: {tuple(ta.shape)} vs {tuple(tb.shape)}"
             out.append(TensorDiff(kind, path, tuple(ta.shape), _dtype(ta), _dtype(tb), None, note))
         else:
-            metrics = tensor_metrics(ta, tb, rtol=rtol, atol=atol)
+            # The recorder shares one copy between a container and its last child.
+            key = (id(ta), id(tb))
+            metrics = cache.get(key) or tensor_metrics(ta, tb, rtol=rtol, atol=atol)
+            cache[key] = metrics
             out.append(TensorDiff(kind, path, tuple(ta.shape), _dtype(ta), _dtype(tb), metrics))
     return out

@@ -18,6 +18,7 @@ they are made.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -122,6 +123,7 @@ class Recorder:
         self._grad_hooks = TensorGradHooks(session) if grads else None
         self._starts = 0
         self._root_inputs: Tensors = {}
+        self._outputs: dict[int, tuple[weakref.ref[torch.Tensor], int, torch.Tensor]] = {}
         # Under torch.compile the hooks run eagerly at a graph break of their
         # own: traced, their bookkeeping (call counters, copies to the CPU)
         # would be guarded on and recompile the graph at every call.
@@ -175,7 +177,7 @@ class Recorder:
         name = self._names.get(raw, raw)
         record = self._open[name].pop()
         for path, tensor in flatten(output):
-            record.outputs[path] = self._copy(name, path, tensor)
+            record.outputs[path] = self._copy_output(name, path, tensor)
             if self._grad_hooks is not None and tensor.requires_grad:
                 reg = self._grad_hooks.registration((raw,), module, self._post)
                 self._grad_hooks.add(reg, tensor, self._grad_saver(record, path))
@@ -186,6 +188,18 @@ class Recorder:
             record.grads[path] = self._copy(record.name, f"grad/{path}", grad)
 
         return save
+
+    def _copy_output(self, name: str, path: str, tensor: torch.Tensor) -> torch.Tensor:
+        # A container usually returns its last child's output tensor itself
+        # (GPT2Model -> ln_f, the LM's logits -> lm_head): copy it once. The
+        # weak reference and version counter make sure it is the same,
+        # unchanged tensor, not a new one at a recycled id.
+        seen = self._outputs.get(id(tensor))
+        if seen is not None and seen[0]() is tensor and seen[1] == tensor._version:
+            return seen[2]
+        copy = self._copy(name, path, tensor)
+        self._outputs[id(tensor)] = (weakref.ref(tensor), tensor._version, copy)
+        return copy
 
     def _copy(self, name: str, path: str, tensor: torch.Tensor) -> torch.Tensor:
         size = tensor.numel() * tensor.element_size()

@@ -29,6 +29,7 @@ from hookscope.errors import (
     UsageError,
 )
 from hookscope.hooks.session import session
+from hookscope.summary.inputs import map_tensors
 
 Inputs = tuple[tuple[Any, ...], dict[str, Any]]
 LossFn = Callable[[Any], torch.Tensor]
@@ -133,14 +134,12 @@ def _copy(model: nn.Module) -> nn.Module:
 
 def convert(value: Any, dtype: torch.dtype | None, device: torch.device | None) -> Any:
     """``value`` with floating tensors cast to ``dtype`` and every tensor moved to ``device``."""
-    if isinstance(value, torch.Tensor):
-        cast = dtype if dtype is not None and value.is_floating_point() else None
-        return value.to(device=device, dtype=cast) if cast or device else value
-    if isinstance(value, dict):
-        return {k: convert(v, dtype, device) for k, v in value.items()}
-    if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
-        return type(value)(convert(v, dtype, device) for v in value)
-    return value
+
+    def move(tensor: torch.Tensor) -> torch.Tensor:
+        cast = dtype if dtype is not None and tensor.is_floating_point() else None
+        return tensor.to(device=device, dtype=cast) if cast or device else tensor
+
+    return map_tensors(value, move)
 
 
 def recorded_inputs(recording: Recording) -> Inputs:
