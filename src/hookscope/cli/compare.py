@@ -23,32 +23,18 @@ from typing import Any
 import torch
 from torch import nn
 
-from hookscope.cli.doctor import make_input
-from hookscope.cli.summary import keyword_inputs
+from hookscope._files import check_writable, write_text
+from hookscope.cli.inputs import add_input_arguments, make_inputs, parse_device, parse_inputs
 from hookscope.compare import compare
 from hookscope.compare.format import FORMATS
 from hookscope.compare.result import Mode
 from hookscope.errors import UsageError
-from hookscope.modelspec import load_model, parse_dtype, parse_kwargs, parse_shape
+from hookscope.modelspec import load_model, parse_dtype, parse_kwargs
 
 
 def add_input_options(parser: argparse.ArgumentParser) -> None:
-    """``--kwargs``, ``--input-size``, ``--dtype``, ``--input-ids``, ``--input`` (shared with record)."""
-    parser.add_argument("--kwargs", help="JSON object of keyword arguments for the factories")
-    parser.add_argument(
-        "--input-size",
-        action="append",
-        default=[],
-        metavar="SHAPE",
-        help="shape of a positional input, e.g. 1,3,224,224 (repeat for several inputs)",
-    )
-    parser.add_argument("--dtype", default="float32", help="dtype of the --input-size inputs")
-    parser.add_argument(
-        "--input-ids", metavar="SHAPE", help="token ids of this shape as input_ids="
-    )
-    parser.add_argument(
-        "--input", action="append", default=[], metavar="NAME=SHAPE[:DTYPE]", help="a keyword input"
-    )
+    """The shared input options (`hookscope.cli.inputs`), ``--eval`` and ``--seed``."""
+    add_input_arguments(parser)
     parser.add_argument("--eval", action="store_true", help="put the model(s) in eval mode")
     parser.add_argument("--seed", type=int, default=0, help="seed for building models and inputs")
 
@@ -85,17 +71,17 @@ def is_recording(text: str) -> bool:
     return text.endswith(".safetensors")
 
 
-def model_inputs(args: argparse.Namespace) -> tuple[list[torch.Tensor], dict[str, Any]]:
-    """The positional and keyword inputs the options describe."""
-    dtype = parse_dtype(args.dtype)
-    positional = [make_input(parse_shape(text), dtype) for text in args.input_size]
-    return positional, keyword_inputs(args)
+def model_inputs(args: argparse.Namespace) -> tuple[list[Any], dict[str, Any]]:
+    """The positional and keyword inputs the options describe (on ``--device``, seeded)."""
+    spec = parse_inputs(args)
+    torch.manual_seed(args.seed)
+    return make_inputs(spec, parse_device(args.device))
 
 
 def load(spec: str, args: argparse.Namespace) -> nn.Module:
-    """Build a MODEL_SPEC with the seed and ``--eval`` applied."""
+    """Build a MODEL_SPEC with the seed, ``--device`` and ``--eval`` applied."""
     torch.manual_seed(args.seed)
-    model = load_model(spec, parse_kwargs(args.kwargs))
+    model = load_model(spec, parse_kwargs(args.kwargs)).to(parse_device(args.device))
     return model.eval() if args.eval else model
 
 
@@ -135,6 +121,8 @@ def run(args: argparse.Namespace) -> int:
     """Compare, print (or write) the result; 1 when a module is outside the tolerance."""
     if args.rtol < 0 or args.atol < 0:
         raise UsageError(f"--rtol and --atol must be >= 0, got {args.rtol} and {args.atol}")
+    if args.output is not None:
+        check_writable(args.output, "-o")
     a: Any = args.a if is_recording(args.a) else load(args.a, args)
     b = _side_b(args, a)
     positional, keywords = model_inputs(args)
@@ -160,10 +148,7 @@ def run(args: argparse.Namespace) -> int:
         print(result.render("table"))
         print(f"wrote {out}", file=sys.stderr)
     elif out is not None:
-        try:
-            out.write_text(result.render(args.format) + "\n", encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot write {str(out)!r}: {exc.strerror}") from None
+        write_text(out, result.render(args.format) + "\n", "-o")
         print(f"wrote {out}", file=sys.stderr)
     else:
         print(result.render(args.format))

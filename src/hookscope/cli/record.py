@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from hookscope._files import check_writable
 from hookscope.cli.compare import add_input_options, load, model_inputs
 from hookscope.compare import record
 from hookscope.compare.recording import DEFAULT_MAX_BYTES
@@ -45,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     """Record the model and say how much was written."""
     if args.output.suffix != ".safetensors":
         raise UsageError(f"-o must name a .safetensors file, got {str(args.output)!r}")
+    check_writable(args.output, "-o")
     positional, keywords = model_inputs(args)
     if not positional and not keywords:
         raise UsageError("give --input-size SHAPE, --input-ids SHAPE or --input NAME=SHAPE")

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hookscope._files import write_text
 from hookscope.errors import MissingExtraError, UsageError
 from hookscope.viz import html as h
 from hookscope.viz._mpl import new_figure, png_bytes
@@ -116,11 +117,12 @@ def load_comparisons(run_dir: Path) -> list[dict[str, Any]]:
 def write_comparison_report(
     comparisons: Sequence[Mapping[str, Any]], path: str | Path, *, title: str = "hookscope compare"
 ) -> Path:
-    """Write a self-contained HTML page with the Comparison section."""
-    out = Path(path)
+    """Write a self-contained HTML page with the Comparison section (whole or not at all).
+
+    Raises:
+        UsageError: ``path`` cannot be written.
+    """
     first = comparisons[0] if comparisons else {}
     subtitle = f"A: {first.get('a', '?')} — B: {first.get('b', '?')}"
     page = h.page(title, subtitle, [("comparison", "Comparison", comparison_html(comparisons))])
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(page, encoding="utf-8")
-    return out
+    return write_text(path, page, "the comparison report")
