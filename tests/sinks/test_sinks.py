@@ -73,6 +73,7 @@ def test_nonfinite_values_are_strings_and_read_back(tmp_path: Path) -> None:
         "phase": "forward",
         "module": "a",
         "tensor": "output",
+        "rank": 0,
     }
     assert row["alerts"][0]["rule"] == "nonfinite"
 
