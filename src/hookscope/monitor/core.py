@@ -21,7 +21,7 @@ from hookscope.monitor.ranks import GradReader, Grads, RankCombiner, Ranks
 from hookscope.monitor.records import Alert, NonFinite, Record, StepResult
 from hookscope.monitor.results import clean_keys, find_nonfinite, merge_entries, to_records
 from hookscope.names import clean_names
-from hookscope.sinks.base import SinkGroup
+from hookscope.sinks.group import SinkGroup
 from hookscope.stats import ACTIVATION_STATS, ALL_STATS, Plan, Reduction, fetch, plan_for
 
 if TYPE_CHECKING:

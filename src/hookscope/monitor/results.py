@@ -73,9 +73,11 @@ def find_nonfinite(step: int, entries: Sequence[Entry]) -> NonFinite | None:
     tensor is either a module's output (that module made it) or an input check
     (it came from outside the monitored modules). In the backward, a gradient
     hook can serve several roles; an input role means the module's own
-    backward produced the non-finite gradient and is preferred.
+    backward produced the non-finite gradient and is preferred. A parameter
+    gradient comes last: under DDP a NaN made on another rank reaches this
+    rank only through the all-reduced gradients.
     """
-    for phase in ("forward", "backward"):
+    for phase in ("forward", "backward", "param"):
         for entry in entries:
             if entry.phase != phase or not entry.red.nonfinite():
                 continue
