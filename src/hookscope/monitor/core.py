@@ -328,6 +328,16 @@ class Monitor:
         self._previous = {n: p.clone() for n, p in params if p is not None} if snapshot else None
         return ratios
 
+    def pause(self) -> None:
+        """Drop the step in progress and record nothing until the next `step`.
+
+        ``hookscope run --monitor`` calls it in a forked child, which must not
+        record into its parent's files.
+        """
+        if self._collector is not None:
+            self._collector.recording = False
+            self._collector.take()
+
     # -- results -------------------------------------------------------------------
 
     @property

@@ -32,7 +32,7 @@ class SinkGroup:
 
     def write(self, result: StepResult) -> None:
         """Hand ``result`` to every working sink."""
-        for sink in self.sinks:
+        for sink in list(self.sinks):
             try:
                 sink.write(result)
             except Exception as exc:

@@ -143,7 +143,7 @@ class JsonlSink:
             )
             file = self.path.open("a", encoding="utf-8")
             _try_lock(file)
-        if not append:
+        if not append and self.path.is_file():  # not a device such as /dev/full
             file.truncate(0)
         return file
 
