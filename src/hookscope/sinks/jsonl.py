@@ -38,6 +38,7 @@ import json
 import math
 import os
 import threading
+import time
 import warnings
 from dataclasses import asdict
 from pathlib import Path
@@ -164,6 +165,30 @@ class JsonlSink:
             file, self._file = self._file, None
             if os.getpid() == self._pid:
                 file.close()
+
+
+def wait_closed(paths: list[Path], timeout: float) -> list[Path]:
+    """Wait until every file in ``paths`` exists and no `JsonlSink` holds it; returns the late ones.
+
+    Used by rank 0 before merging the ranks' files: their writers release
+    the lock when they close (or die).
+    """
+    deadline = time.monotonic() + timeout
+    waiting = list(paths)
+    while waiting:
+        waiting = [path for path in waiting if not _closed(path)]
+        if not waiting or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    return waiting
+
+
+def _closed(path: Path) -> bool:
+    try:
+        with path.open("a", encoding="utf-8") as file:
+            return _try_lock(file)
+    except OSError:
+        return False
 
 
 def _try_lock(file: IO[str]) -> bool:
