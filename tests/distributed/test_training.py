@@ -87,6 +87,12 @@ def test_each_rank_writes_its_own_valid_file(trained: Path, variant: str) -> Non
         assert {row["ranks"] for row in rows} == {"reduce"}
 
 
+@pytest.mark.parametrize("variant", workers.VARIANTS)
+def test_parameter_counts_are_whole_model_counts(trained: Path, variant: str) -> None:
+    whole = sum(p.numel() for p in workers.Tiny().parameters())
+    assert [_load(trained, rank)[variant]["params"] for rank in (0, 1)] == [whole, whole]
+
+
 def test_a_nan_on_rank_1_is_found_on_rank_1(trained: Path) -> None:
     tmp_path = trained
     for rank in (0, 1):

@@ -16,6 +16,7 @@ from torch import nn
 import hookscope
 from hookscope.errors import DistributedError
 from hookscope.sinks import JsonlSink
+from hookscope.summary.params import model_totals
 from tests.distributed.harness import init
 
 VARIANTS = ("ddp", "fsdp1", "fsdp1_orig", "fsdp2")
@@ -96,7 +97,12 @@ def train(rank: int, port: int, out: str) -> None:
                 opt.step()
                 mon.step()
         records = [(r.phase, r.module, r.tensor, r.stat, r.value) for r in mon.results[0].records]
-        saved[variant] = {"ref": ref, "records": records, "errors": len(mon.errors)}
+        saved[variant] = {
+            "ref": ref,
+            "records": records,
+            "errors": len(mon.errors),
+            "params": model_totals(wrapped).params,
+        }
     torch.save(saved, Path(out) / f"rank{rank}.pt")
     nonfinite(rank, out)
     tdist.destroy_process_group()
