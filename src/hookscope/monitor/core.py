@@ -162,7 +162,7 @@ class Monitor:
         _check_options(every, zeros, on_error, sinks)
         if ranks not in _RANKS:
             raise UsageError(f"ranks must be one of {_RANKS}, got {ranks!r}")
-        if grads not in _GRADS:
+        if not (isinstance(grads, bool) or grads in _GRADS[2:]):
             raise UsageError(f"grads must be one of {_GRADS}, got {grads!r}")
         self.inputs, self.outputs, self.params = inputs, outputs, params
         self.grads = grads is not False
