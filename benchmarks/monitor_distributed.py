@@ -94,7 +94,7 @@ def _variants(device: torch.device) -> list[Variant]:
     return [
         Variant("ddp", ddp(), None),
         Variant("ddp+local", ddp(), {"ranks": "local", "keep": False}),
-        Variant("ddp+reduce", ddp(), {"ranks": "reduce", "grads": "reduced", "keep": False}),
+        Variant("ddp+reduce", ddp(), {"ranks": "reduce", "grads": "reduced", "keep": True}),
         Variant("single", copy.deepcopy(base), None),
         Variant("single+monitor", copy.deepcopy(base), {"keep": False}),
     ]
@@ -128,7 +128,10 @@ def worker(rank: int, world: int, port: int, args: argparse.Namespace) -> None:
     for variant in variants:
         if variant.mon is not None:
             variant.mon.close()
+    keys = len(variants[2].mon.results[-1].tensors) if variants[2].mon.results else 0
+    alone = _collectives_alone(max(keys, 100))
     if rank == 0:
+        print(f"  reduce's 3 all-reduces alone, after a barrier: {1000 * alone:.2f} ms")
         _report(per_rep, world, args)
         total = args.reps * 2 * args.steps
         for variant in variants:
@@ -137,6 +140,24 @@ def worker(rank: int, world: int, port: int, args: argparse.Namespace) -> None:
                     f"  {variant.name:15s} mon.step() {1000 * variant.step_time / total:6.2f} ms/step"
                 )
     tdist.destroy_process_group()
+
+
+def _collectives_alone(keys: int, rounds: int = 20) -> float:
+    """Median time of ``ranks="reduce"``'s three all-reduces when every rank is already there."""
+    from hookscope import dist
+
+    times = []
+    for _ in range(rounds):
+        tdist.barrier()
+        start = time.perf_counter()
+        dist.agree(list(range(keys)), 0.0, "benchmark")
+        dist.reduce_vectors(
+            torch.zeros(6 * keys, dtype=torch.float64),
+            torch.zeros(2 * keys, dtype=torch.float64),
+            "benchmark",
+        )
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def _ratio(per_rep: dict[str, list[float]], a: str, b: str) -> list[float]:

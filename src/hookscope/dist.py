@@ -166,10 +166,19 @@ def _on_device(vector: torch.Tensor) -> torch.Tensor:
 
 
 def reduce_vectors(sums: torch.Tensor, mins: torch.Tensor, what: str) -> None:
-    """SUM-reduce ``sums`` and MIN-reduce ``mins`` across ranks, in place (two collectives)."""
-    for vector, op in ((sums, "sum"), (mins, "min")):
+    """SUM-reduce ``sums`` and MIN-reduce ``mins`` across ranks, in place.
+
+    Two collectives, both in flight at once (one wait instead of two).
+    """
+    tdist = _dist()
+    pending = []
+    for vector, op in ((sums, tdist.ReduceOp.SUM), (mins, tdist.ReduceOp.MIN)):
         if vector.numel():
-            vector.copy_(all_reduce(_on_device(vector), op, what).cpu())  # type: ignore[arg-type]
+            moved = _on_device(vector)
+            pending.append((vector, moved, tdist.all_reduce(moved, op=op, async_op=True)))
+    for vector, moved, work in pending:
+        _wait(work, what)
+        vector.copy_(moved.cpu())
 
 
 def local_tensor(tensor: torch.Tensor) -> torch.Tensor | None:
