@@ -136,11 +136,11 @@ def test_a_failing_sink_is_disabled_and_the_others_keep_going(tmp_path: Path) ->
     model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
     good = tmp_path / "good.jsonl"
     sinks = [JsonlSink("/dev/full"), _Broken(), JsonlSink(good)]
-    with pytest.warns(HookscopeWarning, match="disabled") as caught:
-        with hookscope.Monitor(model, sinks=sinks) as mon:
-            for _ in range(3):
-                model(torch.randn(2, 4)).sum().backward()
-                mon.step()
+    monitor = hookscope.Monitor(model, sinks=sinks)
+    with pytest.warns(HookscopeWarning, match="disabled") as caught, monitor as mon:
+        for _ in range(3):
+            model(torch.randn(2, 4)).sum().backward()
+            mon.step()
     assert len(caught) == 2  # once per failing sink, not once per step
     assert "No space left" in str(caught[0].message) and "sink bug" in str(caught[1].message)
     assert [row["step"] for row in read_jsonl(good)] == [0, 1, 2]
