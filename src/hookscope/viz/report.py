@@ -3,7 +3,8 @@
 One HTML file with no external URLs: plots and feature maps are inlined as
 PNG ``data:`` URIs. Sections (anchor ids in brackets): overview
 (``overview``), model summary (``summary``), alerts (``alerts``), first
-non-finite value (``nonfinite``), gradient flow (``gradient-flow``),
+non-finite value (``nonfinite``), ranks and other writers side by side
+(``ranks``, `hookscope.viz.ranks`), gradient flow (``gradient-flow``),
 activation statistics (``activations``), feature maps (``featuremaps``) and
 doctor findings (``doctor``). A part the run did not produce still gets its
 section, saying what was absent. A run directory with a ``comparison.json``
@@ -25,6 +26,7 @@ from hookscope.viz import html as h
 from hookscope.viz._mpl import png_bytes
 from hookscope.viz.compare import comparison_html, load_comparisons
 from hookscope.viz.plots import activation_stats_plot, gradient_flow_plot
+from hookscope.viz.ranks_html import ranks_section
 from hookscope.viz.records import module_order
 from hookscope.viz.rundir import DOCTOR, MONITOR, SUMMARY, RunData, load_run
 from hookscope.viz.sections import doctor_section, summary_section
@@ -35,6 +37,7 @@ SECTIONS = (
     "summary",
     "alerts",
     "nonfinite",
+    "ranks",
     "gradient-flow",
     "activations",
     "featuremaps",
@@ -212,6 +215,7 @@ def render_report(run: RunData, *, title: str = "hookscope report") -> tuple[str
         ("summary", "Model summary", summary),
         ("alerts", "Alerts", _alerts(run)),
         ("nonfinite", "First non-finite value", _nonfinite(run)),
+        ("ranks", "Ranks", ranks_section(run.writers)),
         ("gradient-flow", "Gradient flow", gradflow),
         ("activations", "Activation statistics", _activations(run, notes)),
         ("featuremaps", "Feature maps", _featuremaps(run, notes)),
