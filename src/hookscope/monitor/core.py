@@ -16,6 +16,7 @@ from hookscope.hooks.selection import ModuleSelector, select_modules
 from hookscope.hooks.session import HookSession, OnError, session
 from hookscope.monitor.alerts import AlertRules, Thresholds
 from hookscope.monitor.collector import CollectOptions, Collector
+from hookscope.monitor.compiled import CompiledSupport
 from hookscope.monitor.records import Alert, NonFinite, Record, StepResult
 from hookscope.monitor.results import aggregate, find_nonfinite
 from hookscope.stats import ACTIVATION_STATS, ALL_STATS, Plan, Reduction, fetch, plan_for
@@ -162,6 +163,7 @@ class Monitor:
         self._first: NonFinite | None = None
         self._previous: dict[str, torch.Tensor] | None = None
         self._closed = False
+        self._compiled: CompiledSupport | None = None
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -187,6 +189,7 @@ class Monitor:
             for sel in selected
         }
         ids = {id(sel.module) for sel in selected}
+        self._compiled = CompiledSupport(self, selected, plans)
         self._session = session(self.model, on_error=self.on_error).__enter__()
         try:
             self._attach(selected, plans, lambda _name, module: id(module) in ids)
@@ -201,6 +204,8 @@ class Monitor:
             self._grad_hooks = TensorGradHooks(self._session)
         options = CollectOptions(self.inputs, self.outputs, self.grads, plans)
         collector = Collector(options, self._grad_hooks)
+        assert self._compiled is not None
+        collector.traced = self._compiled.traced
         if self._grad_hooks is not None:
             for sel in selected:
                 reg = self._grad_hooks.registration(sel.names, sel.module, collector.on_grad)
@@ -254,6 +259,8 @@ class Monitor:
         if not recorded and not entries:
             return None
         fetch([entry.red for entry in entries] + [red for _, red in ratios])
+        assert self._compiled is not None
+        entries, missing = self._compiled.check(index, entries)
         records, infos = aggregate(entries, self.stats)
         records += [
             Record("param", name, "param", "update_ratio", float(red.sum or 0.0))
@@ -263,7 +270,9 @@ class Monitor:
             self._first = find_nonfinite(index, entries)
         alerts = self._rules.check(index, records)
         self._alerts.extend(alerts)
-        result = StepResult(index, tuple(records), tuple(alerts), self._first, tuple(infos))
+        result = StepResult(
+            index, tuple(records), tuple(alerts), self._first, tuple(infos), missing
+        )
         if self.keep:
             self._results.append(result)
         for sink in self.sinks:
@@ -294,7 +303,10 @@ class Monitor:
     @property
     def pending(self) -> bool:
         """True when the step in progress holds statistics not yet handed over by `step`."""
-        return self._collector is not None and bool(self._collector.entries)
+        collector = self._collector
+        return collector is not None and bool(
+            collector.entries or (collector.traced is not None and collector.traced.used)
+        )
 
     @property
     def results(self) -> list[StepResult]:

@@ -84,10 +84,17 @@ class NonFinite:
 
 @dataclass(frozen=True)
 class StepResult:
-    """Everything recorded at one step; what sinks receive."""
+    """Everything recorded at one step; what sinks receive.
+
+    ``missing`` names the phases the Monitor hooked but whose hooks did not
+    run in this step although a later phase ran (e.g. ``("forward",
+    "backward")`` for a compiled graph traced before the Monitor was opened);
+    a warning says why once per Monitor.
+    """
 
     step: int
     records: tuple[Record, ...]
     alerts: tuple[Alert, ...]
     first_nonfinite: NonFinite | None
     tensors: tuple[TensorInfo, ...] = ()
+    missing: tuple[Phase, ...] = ()
