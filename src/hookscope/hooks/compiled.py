@@ -25,7 +25,14 @@ from torch import nn
 
 from hookscope.errors import HookWarning
 
-__all__ = ["StaleGraphWarning", "compiled_root", "stale_graphs", "tracing", "warn_stale"]
+__all__ = [
+    "StaleGraphWarning",
+    "compiled_root",
+    "stale_graphs",
+    "tracing",
+    "unwrap_compiled",
+    "warn_stale",
+]
 
 
 class StaleGraphWarning(HookWarning):
@@ -53,6 +60,12 @@ def compiled_root(model: nn.Module) -> nn.Module | None:
     if getattr(model, "_compiled_call_impl", None) is not None:
         return model
     return None
+
+
+def unwrap_compiled(model: nn.Module) -> nn.Module:
+    """The model a ``torch.compile`` wrapper holds, else ``model`` itself."""
+    inner = compiled_root(model)
+    return model if inner is None else inner
 
 
 def _cached_graphs(code: CodeType) -> int:
