@@ -42,7 +42,9 @@ def _gpt2() -> nn.Module:
 
 
 def _cnn_loss(model: Callable[..., Any]) -> torch.Tensor:
-    return model(torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(1))).square().mean()
+    return (
+        model(torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(1))).square().mean()
+    )
 
 
 def _gpt2_loss(model: Callable[..., Any]) -> torch.Tensor:

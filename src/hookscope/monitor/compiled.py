@@ -87,8 +87,8 @@ def _renames(model: nn.Module) -> dict[str, str]:
 
 
 def _device_of(model: nn.Module) -> torch.device:
-    for tensor in model.parameters():
-        return tensor.device
-    for tensor in model.buffers():
-        return tensor.device
+    for param in model.parameters():
+        return param.device
+    for buffer in model.buffers():
+        return buffer.device
     return torch.device("cpu")
