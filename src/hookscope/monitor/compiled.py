@@ -1,4 +1,4 @@
-"""What a `Monitor` does for compiled models: traced statistics, honest gaps, clean names.
+"""What a `Monitor` does for compiled models: traced statistics and honest gaps.
 
 * `TracedCollector` (`hookscope.monitor.traced`) takes the forward hook over
   while dynamo traces it.
@@ -6,9 +6,9 @@
   (traced without the hooks) gets a `StaleGraphWarning` at once.
 * Each step, `missing_phases` names the phases whose hooks did not run; the
   first such step warns (`hookscope.monitor.coverage`).
-* Names lose wrapper components (``_orig_mod.`` from ``torch.compile``,
-  ``module.`` from DDP) through `hookscope.names`, so a compiled model's
-  records read like the eager model's.
+
+Names lose ``_orig_mod.`` where the Monitor cleans every name
+(`hookscope.names`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from hookscope.monitor.collector import Entry
 from hookscope.monitor.coverage import missing_phases, warn_missing
 from hookscope.monitor.records import Phase
 from hookscope.monitor.traced import TracedCollector
-from hookscope.names import clean_names, clean_param_name
 from hookscope.stats import Plan
 
 if TYPE_CHECKING:
@@ -57,33 +56,15 @@ class CompiledSupport:
         if monitor.params and trainable:
             expected.append("param")
         self.expected = tuple(expected)
-        self.rename = _renames(model)
         self._warned = False
 
-    def check(self, step: int, entries: list[Entry]) -> tuple[list[Entry], tuple[Phase, ...]]:
-        """Clean the entries' names and find (and warn once about) missing phases."""
+    def check(self, step: int, entries: list[Entry]) -> tuple[Phase, ...]:
+        """The phases ``step`` missed (`missing_phases`); the first time, a warning."""
         missing = missing_phases(entries, self.expected)
         if missing and not self._warned:
             self._warned = True
             warn_missing(self.model, step, missing)
-        if self.rename:
-            rename = self.rename
-            for entry in entries:
-                entry.roles = [
-                    (rename.get(name, name), path, shown) for name, path, shown in entry.roles
-                ]
-        return entries, missing
-
-
-def _renames(model: nn.Module) -> dict[str, str]:
-    """Raw module and parameter names that `hookscope.names` cleans, mapped to the clean ones."""
-    names = clean_names(model)
-    out = {raw: clean for raw, clean in names.items() if raw != clean}
-    for raw, _param in model.named_parameters(remove_duplicate=False):
-        clean = clean_param_name(raw, names)
-        if clean != raw:
-            out[raw] = clean
-    return out
+        return missing
 
 
 def _device_of(model: nn.Module) -> torch.device:
