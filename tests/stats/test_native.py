@@ -159,3 +159,65 @@ def test_a_damaged_cache_entry_is_rebuilt(tmp_path: Path) -> None:
     built.write_bytes(b"not a shared library")
     assert run_fresh(env, code) == {"why": None}
     assert built.read_bytes() != b"not a shared library"  # rebuilt in place, same flags
+
+
+COUNTED_PROBE = """
+import hookscope.stats.native as native
+builds = []
+_build = native._build
+native._build = lambda *a: builds.append(1) or _build(*a)
+""" + PROBE.replace('"means": rows', '"means": rows, "builds": len(builds)')
+
+
+def kernel_path(cache: Path) -> Path:
+    (built,) = (cache / "kernels").iterdir()
+    return built
+
+
+def test_a_cached_library_without_the_kernel_is_rebuilt(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    good = run_fresh({"HOOKSCOPE_CACHE_DIR": str(cache)}, PROBE)
+    path = kernel_path(cache)
+    stranger = tmp_path / "stranger.c"
+    stranger.write_text("int something_else(void) { return 1; }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", str(stranger), "-o", str(path)], check=True)
+    got = run_fresh({"HOOKSCOPE_CACHE_DIR": str(cache)}, COUNTED_PROBE)
+    assert got["available"] and got["why"] is None and got["builds"] == 1
+    assert got["means"] == good["means"]
+    again = run_fresh({"HOOKSCOPE_CACHE_DIR": str(cache)}, COUNTED_PROBE)
+    assert again["builds"] == 0  # the rebuilt library replaced the stranger
+
+
+def test_a_directory_at_the_cache_path_builds_once_and_leaves_nothing(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    good = run_fresh({"HOOKSCOPE_CACHE_DIR": str(cache)}, PROBE)
+    path = kernel_path(cache)
+    path.unlink()
+    path.mkdir()
+    got = run_fresh({"HOOKSCOPE_CACHE_DIR": str(cache)}, COUNTED_PROBE)
+    assert got["available"] and got["why"] is None
+    assert got["builds"] == 1 and got["means"] == good["means"]  # once, not per hook call
+    assert [p.name for p in (cache / "kernels").iterdir()] == [path.name]  # no *.tmp
+
+
+def test_an_unusable_cache_dir_leaves_no_temporary_directories(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {"HOOKSCOPE_CACHE_DIR": str(blocker / "cache"), "TMPDIR": str(tmp)}
+    got = run_fresh(env, COUNTED_PROBE)
+    assert got["available"] and got["builds"] == 1
+    assert list(tmp.iterdir()) == []
+
+
+def test_any_loading_failure_falls_back_once_with_a_reason(tmp_path: Path) -> None:
+    fake_cc = tmp_path / "fake-cc"
+    fake_cc.write_text("#!/bin/sh\necho 'fake-cc: refuses to build' >&2\nexit 3\n")
+    fake_cc.chmod(0o755)
+    got = run_fresh(
+        {"HOOKSCOPE_CACHE_DIR": str(tmp_path / "cache"), "CC": str(fake_cc)}, COUNTED_PROBE
+    )
+    assert not got["available"] and "refuses to build" in str(got["why"])
+    assert got["builds"] == 2  # each flag set once, then eager reductions for good
+    assert got["means"] == run_fresh({"HOOKSCOPE_NATIVE": "0"}, PROBE)["means"]
