@@ -9,6 +9,7 @@ the innermost module — `ForwardError` names them.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from torch import nn
 from hookscope.errors import ForwardError
 from hookscope.hooks import session
 from hookscope.summary.counter import CallRecord, MacCounter
+from hookscope.summary.meta import meta_autocast
 from hookscope.summary.swap import stand_ins
 
 #: At most this many tensor shapes are recorded per module input or output.
@@ -144,11 +146,15 @@ def run_forward(
         hooks.add_forward_hook(recorder.post)
         hooks.add_forward_hook(recorder.post_always, always_call=True)
         try:
-            with stand_ins(model, device), torch.no_grad(), counter:
+            with stand_ins(model, device), torch.no_grad(), counter, _no_ops(device):
                 output = model(*args, **kwargs)
         except Exception as exc:
             raise ForwardError(_failure_message(model, recorder, exc)) from exc
     return Collected(recorder.records, counter, output)
+
+
+def _no_ops(device: torch.device) -> contextlib.AbstractContextManager[None]:
+    return meta_autocast() if device.type == "meta" else contextlib.nullcontext()
 
 
 def _failure_message(model: nn.Module, recorder: _Recorder, exc: Exception) -> str:
