@@ -2,7 +2,7 @@
 
 ResNet-50-shaped CNN (``hookscope.zoo.resnet50_like``), batch 8, or with
 ``--model gpt2`` a GPT-2 built from a ``transformers`` config (6 layers, 768
-wide, LM head, no weights downloaded), batch 4 x 128 tokens; CPU fp32,
+wide, no LM head, no weights downloaded), batch 4 x 128 tokens; CPU fp32,
 every leaf module, inference forward (``torch.no_grad``). ``--busy N``
 starts N processes that burn a CPU each for the whole run (what DataLoader
 workers or a second job do to a training machine); the load average is
@@ -85,10 +85,10 @@ def build(name: str, batch: int | None, device: torch.device) -> tuple[nn.Module
     """The model and its input: ResNet-50-shaped images, or GPT-2 token ids."""
     torch.manual_seed(0)
     if name == "gpt2":
-        from transformers import GPT2Config, GPT2LMHeadModel
+        from transformers import GPT2Config, GPT2Model
 
         config = GPT2Config(n_layer=6, n_embd=768, n_head=12, n_positions=1024)
-        model: nn.Module = GPT2LMHeadModel(config)
+        model: nn.Module = GPT2Model(config)
         ids = torch.randint(0, config.vocab_size, (batch or 4, 128), device=device)
         return model.eval().to(device), ids
     x = torch.randn(batch or 8, 3, 224, 224, device=device)
@@ -149,7 +149,9 @@ def main() -> None:
             if args.train:
                 net.zero_grad(set_to_none=True)
                 out = net(x)
-                (out if isinstance(out, torch.Tensor) else out.logits).float().mean().backward()
+                (
+                    out if isinstance(out, torch.Tensor) else out.last_hidden_state
+                ).float().mean().backward()
             else:
                 with torch.no_grad():
                     net(x)

@@ -22,6 +22,7 @@ from hookscope.errors import ForwardError
 from hookscope.hooks import session
 from hookscope.summary.counter import CallRecord, MacCounter
 from hookscope.summary.meta import meta_autocast
+from hookscope.summary.opcache import OpCache
 from hookscope.summary.swap import stand_ins
 
 #: At most this many tensor shapes are recorded per module input or output.
@@ -140,7 +141,7 @@ def run_forward(
             it raised in and the modules that had finished.
     """
     recorder = _Recorder()
-    counter = MacCounter(recorder.stack)
+    counter = MacCounter(recorder.stack, OpCache() if device.type == "meta" else None)
     with session(model) as hooks:
         hooks.add_forward_pre_hook(recorder.pre, with_kwargs=True)
         hooks.add_forward_hook(recorder.post)
