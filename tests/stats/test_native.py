@@ -221,3 +221,58 @@ def test_any_loading_failure_falls_back_once_with_a_reason(tmp_path: Path) -> No
     assert not got["available"] and "refuses to build" in str(got["why"])
     assert got["builds"] == 2  # each flag set once, then eager reductions for good
     assert got["means"] == run_fresh({"HOOKSCOPE_NATIVE": "0"}, PROBE)["means"]
+
+
+FORK_PROBE = """
+import json, multiprocessing as mp, torch
+from hookscope.stats import native
+torch.set_num_threads(2)
+t = torch.randn(1_000_003)
+parent = native.moments(t).shifted_sum  # helper threads started in the parent
+
+def child(queue):
+    queue.put(native.moments(t).shifted_sum)
+
+ctx = mp.get_context("fork")
+queue = ctx.Queue()
+procs = [ctx.Process(target=child, args=(queue,)) for _ in range(2)]
+for p in procs:
+    p.start()
+got = [queue.get(timeout=60) for _ in procs]
+for p in procs:
+    p.join(timeout=60)
+print(json.dumps({"parent": parent, "children": got, "codes": [p.exitcode for p in procs]}))
+"""
+
+
+def test_forked_children_start_their_own_helpers(tmp_path: Path) -> None:
+    got = run_fresh({"HOOKSCOPE_CACHE_DIR": str(tmp_path / "cache")}, FORK_PROBE)
+    assert got["children"] == [got["parent"], got["parent"]]  # same parts: bit-identical
+    assert got["codes"] == [0, 0]
+
+
+THREADS_PROBE = """
+import json, os, torch
+from hookscope.stats import native
+torch.set_num_threads(3)
+def tasks():
+    return len(os.listdir("/proc/self/task"))
+native.moments(torch.randn(10))  # load the kernel
+before = tasks()
+for _ in range(50):
+    native.moments(torch.randn(131_071))  # below two parts of 64 Ki: the caller alone
+small = tasks()
+native.moments(torch.randn(131_072))
+one = tasks()
+native.moments(torch.randn(4_000_000))
+large = tasks()
+print(json.dumps({"before": before, "small": small, "one": one, "large": large}))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc")
+def test_helper_threads_start_only_for_large_tensors_and_stay_bounded(tmp_path: Path) -> None:
+    got = run_fresh({"HOOKSCOPE_CACHE_DIR": str(tmp_path / "cache")}, THREADS_PROBE)
+    assert got["small"] == got["before"]  # no thread for small tensors
+    assert got["one"] - got["before"] == 1  # two parts: one helper
+    assert got["large"] - got["before"] == 2  # torch.get_num_threads() - 1, never more

@@ -15,7 +15,8 @@
  *
  * Threads: the tensor is cut into parts whose size depends only on n, and
  * parts are combined in order, so results never depend on the thread count
- * or on scheduling. Tensors of one part run on the calling thread alone.
+ * or on scheduling. Tensors below two full parts (128 Ki elements) run on
+ * the calling thread alone.
  * Larger ones invite helper threads (started once, sleeping on a condition
  * variable, never spinning); the caller claims parts too and waits only for
  * parts a helper has already started, never for a helper that has not been
@@ -390,7 +391,8 @@ int hs_reduce(int dtype, const void *data, int64_t n, int threads, double shift,
     int64_t parts = n <= part ? 1 : (n + part - 1) / part;
     hs_stats local[MAX_PARTS];
     job_t job = {fn, p, n, part, size, parts, shift, local};
-    int helpers = threads - 1 < parts - 1 ? threads - 1 : (int)(parts - 1);
+    /* Helpers only from two full parts on: below that, waking one costs more than it saves. */
+    int helpers = n < 2 * PART_MIN ? 0 : threads - 1 < parts - 1 ? threads - 1 : (int)(parts - 1);
     if (helpers > MAX_HELPERS) helpers = MAX_HELPERS;
     if (helpers > 0 && pthread_mutex_trylock(&owner) == 0) {
         run_job(&job, helpers);

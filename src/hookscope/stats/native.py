@@ -2,7 +2,7 @@
 
 Eager PyTorch reads a tensor three times for sum, sum of squares and min/max
 (plus once more for a zero count); the kernel reads it once and returns all
-five. Tensors above 128 Ki elements are split among helper threads (up to
+five. Tensors of 128 Ki elements and more are split among helper threads (up to
 ``torch.get_num_threads()`` in all) that the caller never waits for unless
 they have started: on cores busy with other processes the caller simply does
 more of the work itself. On a 2-core CPU that takes the Monitor's overhead on
