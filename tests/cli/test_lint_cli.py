@@ -11,8 +11,10 @@ import pytest
 from hookscope.cli.main import main
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "lint"
-CLEAN = "import torch\n\ndef f(model, x):\n    return model(x)\n"
-DIRTY = "import torch\n\ndef f(model, x):\n    return model.forward(x)  # keep me\n"
+CLEAN = "import torch\n\ndef f(model: torch.nn.Module, x):\n    return model(x)\n"
+DIRTY = (
+    "import torch\n\ndef f(model: torch.nn.Module, x):\n    return model.forward(x)  # keep me\n"
+)
 
 
 @pytest.fixture

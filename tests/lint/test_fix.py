@@ -84,7 +84,7 @@ def test_fix_torchsharp(tmp_path: Path) -> None:
 def test_nested_calls_are_fixed_over_rounds(tmp_path: Path) -> None:
     path = tmp_path / "nested.py"
     path.write_text(
-        "import torch\n\ndef f(model, x):\n    return model.forward(model.forward(x))  # keep\n",
+        "import torch\n\ndef f(model: torch.nn.Module, x):\n    return model.forward(model.forward(x))  # keep\n",
         encoding="utf-8",
     )
     _fix_in_place(path)
@@ -94,7 +94,7 @@ def test_nested_calls_are_fixed_over_rounds(tmp_path: Path) -> None:
 def test_comment_between_receiver_and_forward_is_not_fixable(tmp_path: Path) -> None:
     path = tmp_path / "comment.py"
     path.write_text(
-        "import torch\n\ndef f(model, x):\n    return (model  # why\n            .forward(x))\n",
+        "import torch\n\ndef f(model: torch.nn.Module, x):\n    return (model  # why\n            .forward(x))\n",
         encoding="utf-8",
     )
     (finding,) = lint(path, config=False)
@@ -157,11 +157,12 @@ def test_after_the_fix_the_skipped_hook_fires(tmp_path: Path) -> None:
 def test_fix_keeps_crlf_line_endings(tmp_path: Path) -> None:
     path = tmp_path / "crlf.py"
     path.write_bytes(
-        b"import torch\r\n\r\ndef f(model, x):\r\n    return model.forward(x)  # c\r\n"
+        b"import torch\r\n\r\ndef f(model: torch.nn.Module, x):\r\n    return model.forward(x)  # c\r\n"
     )
     assert _fix_in_place_bytes(path) == 1
     assert (
-        path.read_bytes() == b"import torch\r\n\r\ndef f(model, x):\r\n    return model(x)  # c\r\n"
+        path.read_bytes()
+        == b"import torch\r\n\r\ndef f(model: torch.nn.Module, x):\r\n    return model(x)  # c\r\n"
     )
 
 

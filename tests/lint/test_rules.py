@@ -6,14 +6,18 @@ from pathlib import Path
 
 import pytest
 
-from hookscope.lint import lint
+from hookscope.lint import all_rules, lint
 from tests.lint.conftest import FIXTURES, expected_codes
 
 PY_FIXTURES = ["forward_cases.py", "hooks_cases.py", "suppress_cases.py", "no_torch.py"]
 
 
+EVERY_CODE = [rule.code for rule in all_rules()]  # the opt-in HS104 too
+
+
 def found(path: Path | list[Path]) -> set[tuple[str, int, str]]:
-    return {(Path(f.path).name, f.line, f.code) for f in lint(path, config=False, jobs=1)}
+    findings = lint(path, select=EVERY_CODE, config=False, jobs=1)
+    return {(Path(f.path).name, f.line, f.code) for f in findings}
 
 
 @pytest.mark.parametrize("name", PY_FIXTURES)
@@ -52,7 +56,8 @@ def test_unparsable_file_is_reported_and_the_scan_goes_on(tmp_path: Path) -> Non
     # Only files that pass the pre-filter are parsed, so this one mentions .forward(.
     (tmp_path / "broken.py").write_text("def f(:\n    return m.forward(x)\n", encoding="utf-8")
     (tmp_path / "ok.py").write_text(
-        "import torch\n\ndef f(model, x):\n    return model.forward(x)\n", encoding="utf-8"
+        "import torch\n\ndef f(model: torch.nn.Module, x):\n    return model.forward(x)\n",
+        encoding="utf-8",
     )
     findings = lint(tmp_path, config=False)
     assert [(Path(f.path).name, f.code) for f in findings] == [

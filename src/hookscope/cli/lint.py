@@ -6,14 +6,16 @@ Exit codes: 0 clean, 1 findings (or, with ``--diff``, changes to make), 2 usage 
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from hookscope.errors import UsageError
-from hookscope.lint import fix, lint_run
-from hookscope.lint.formats import FORMATS, render
+from hookscope.lint import FileFix, LintRun, fix, lint_run
+from hookscope.lint.formats import FORMATS, render, to_text_path
 from hookscope.lint.runner import Progress
 
 _PROGRESS_MIN_FILES = 200
@@ -47,6 +49,12 @@ def register(subparsers: Any) -> None:
         "--config", metavar="PYPROJECT", help="read [tool.hookscope.lint] from this file"
     )
     parser.add_argument("--no-config", action="store_true", help="ignore pyproject.toml settings")
+    parser.add_argument(
+        "--max-file-size",
+        type=_positive,
+        metavar="BYTES",
+        help="files larger than this are reported (HS000), not read (default: 10000000)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -58,6 +66,16 @@ def _jobs(value: str) -> int:
     if jobs < 0:
         raise argparse.ArgumentTypeError(f"--jobs must be an integer >= 0, got {value!r}")
     return jobs
+
+
+def _positive(value: str) -> int:
+    try:
+        size = int(value)
+    except ValueError:
+        size = 0
+    if size <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of bytes > 0, got {value!r}")
+    return size
 
 
 def _codes(value: str | None) -> list[str] | None:
@@ -77,24 +95,46 @@ def run(args: argparse.Namespace) -> int:
         "exclude": args.exclude,
         "jobs": args.jobs,
         "config": config,
+        "max_file_size": args.max_file_size,
     }
     with _progress_bar() as progress:
         result = lint_run(args.paths, progress=progress, **options)
     if args.diff:
-        diffs = [f.diff() for f in fix(result) if f.fixed != f.original]
+        diffs = [f.diff() for f in _fixes(result) if f.fixed != f.original]
         sys.stdout.write("".join(diffs))
         return 1 if diffs else 0
     if args.fix:
-        fixed = 0
-        for file_fix in fix(result):
-            if file_fix.fixed != file_fix.original:
-                with open(file_fix.path, "w", encoding="utf-8", newline="") as handle:
-                    handle.write(file_fix.fixed)
-                fixed += file_fix.applied
+        fixed = sum(_write(f) for f in _fixes(result) if f.fixed != f.original)
         print(f"fixed {fixed} finding(s)", file=sys.stderr)
         result = lint_run(args.paths, **options)
     _print(result.findings, args.format)
     return 1 if result.findings else 0
+
+
+def _fixes(result: LintRun) -> list[FileFix]:
+    """The fixes of ``result``; a file that cannot be fixed is named and skipped."""
+    fixes = fix(result)
+    for file_fix in fixes:
+        if file_fix.error:
+            print(f"cannot fix {to_text_path(file_fix.path)}: {file_fix.error}", file=sys.stderr)
+    return [f for f in fixes if not f.error]
+
+
+def _write(file_fix: FileFix) -> int:
+    """Write one fixed file atomically (never half-written); the number of fixes, or 0."""
+    path = file_fix.path
+    tmp = f"{path}.hookscope-fix.tmp"
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(file_fix.data())
+        shutil.copymode(path, tmp)
+        os.replace(tmp, path)
+    except (OSError, UnicodeEncodeError) as exc:
+        with suppress(OSError):
+            os.unlink(tmp)
+        print(f"cannot fix {to_text_path(path)}: {exc}", file=sys.stderr)
+        return 0
+    return file_fix.applied
 
 
 def _print(findings: list[Any], fmt: str) -> None:

@@ -13,6 +13,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from hookscope.errors import UsageError
 from hookscope.lint.config import LintConfig, find_pyproject, load_config
 from hookscope.lint.findings import Edit, Finding
 from hookscope.lint.fixes import FileFix, apply_edits, reparses
@@ -25,6 +26,13 @@ from hookscope.lint.runner import (
     analyze_text,
     discover,
     run_lint,
+)
+from hookscope.lint.source import (
+    DEFAULT_MAX_FILE_SIZE,
+    Source,
+    Unreadable,
+    decode_python,
+    read_bytes,
 )
 
 PathLike = str | os.PathLike[str]
@@ -40,6 +48,7 @@ def lint(
     jobs: int | None = None,
     config: bool | PathLike = True,
     progress: Progress | None = None,
+    max_file_size: int | None = None,
 ) -> list[Finding]:
     """Lint files and folders; return the findings sorted by path, line and column.
 
@@ -53,9 +62,16 @@ def lint(
             ``pyproject.toml``; ``False`` reads none; a path reads that file.
             Arguments given here override it.
         progress: called as ``progress(phase, done, total)`` while files are processed.
+        max_file_size: files larger than this many bytes are not read (HS000
+            "file too large"); default 10,000,000.
+
+    Classes are resolved against the whole project the first path belongs to (the
+    folder above it holding ``pyproject.toml``, ``setup.cfg``, ``setup.py`` or
+    ``.git``), through an index cached in ``<root>/.hookscope_cache/``; so a file
+    gets the same findings whether it is linted alone or with its tree.
 
     Raises:
-        UsageError: an unknown rule code or prefix.
+        UsageError: an unknown rule code or prefix, an empty path, a bad size.
         LintError: a path does not exist, or the configuration is invalid.
     """
     return lint_run(
@@ -66,6 +82,7 @@ def lint(
         jobs=jobs,
         config=config,
         progress=progress,
+        max_file_size=max_file_size,
     ).findings
 
 
@@ -78,6 +95,7 @@ def lint_run(
     jobs: int | None = None,
     config: bool | PathLike = True,
     progress: Progress | None = None,
+    max_file_size: int | None = None,
 ) -> LintRun:
     """Like `lint`, but also returns the class index and codes, which `fix` reuses."""
     path_list = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
@@ -86,13 +104,16 @@ def lint_run(
         select if select is not None else settings.select,
         ignore if ignore is not None else settings.ignore,
     )
-    files = discover(path_list, exclude if exclude is not None else settings.exclude or ())
+    excludes = exclude if exclude is not None else settings.exclude or ()
+    files = discover(path_list, excludes)
     n_jobs = jobs if jobs is not None else settings.jobs or 0
     if n_jobs < 0:
-        from hookscope.errors import UsageError
-
         raise UsageError(f"jobs must be >= 0, got {n_jobs!r}")
-    return run_lint(files, codes, n_jobs, progress)
+    size = max_file_size if max_file_size is not None else settings.max_file_size
+    size = DEFAULT_MAX_FILE_SIZE if size is None else size
+    if size <= 0:
+        raise UsageError(f"max_file_size must be a number of bytes > 0, got {size!r}")
+    return run_lint(files, codes, n_jobs, progress, exclude=excludes, max_bytes=size)
 
 
 def _config(paths: list[PathLike], config: bool | PathLike) -> LintConfig:
@@ -109,17 +130,24 @@ def fix(run: LintRun) -> list[FileFix]:
 
     Edits are applied in rounds until none is left, so nested calls are fixed too;
     a round whose result would not parse is dropped, so the text always re-parses.
+    Guessed findings (``confidence="guess"``) carry no edits and are never fixed.
+    A file that cannot be read or decoded again gets a `FileFix` with ``error`` set
+    and no change; the other files are fixed all the same.
     """
     by_path: dict[str, list[Finding]] = {}
     for finding in run.findings:
-        if finding.edits:
+        if finding.edits and finding.confidence != "guess":
             by_path.setdefault(finding.path, []).append(finding)
     return [_fix_file(path, found, run) for path, found in sorted(by_path.items())]
 
 
 def _fix_file(path: str, findings: list[Finding], run: LintRun) -> FileFix:
-    with open(path, encoding="utf-8", newline="") as handle:
-        original = handle.read()
+    try:
+        data = read_bytes(path, run.max_bytes)
+        source = Source(data.decode("utf-8")) if path.endswith(".cs") else decode_python(data)
+    except (Unreadable, UnicodeDecodeError, SyntaxError, LookupError) as exc:
+        return FileFix(path, "", "", 0, error=str(exc))
+    original = source.text
     text, total = original, 0
     for _ in range(_MAX_FIX_ROUNDS):
         new, applied = apply_edits(text, findings)
@@ -127,12 +155,12 @@ def _fix_file(path: str, findings: list[Finding], run: LintRun) -> FileFix:
             break
         text, total = new, total + applied
         findings = [f for f in _reanalyze(path, text, run) if f.edits]
-    return FileFix(path, original, text, total)
+    return FileFix(path, original, text, total, source)
 
 
 def _reanalyze(path: str, text: str, run: LintRun) -> list[Finding]:
     if path.endswith(".cs"):
-        return analyze_csharp(path, text.encode("utf-8"), run.codes)
+        return analyze_csharp(path, text.encode("utf-8"), run.codes, run.index)
     return analyze_text(path, text, run.index, run.codes)
 
 

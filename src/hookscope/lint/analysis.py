@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from hookscope.lint.findings import Edit, Finding
+from hookscope.lint.findings import Confidence, Edit, Finding
 from hookscope.lint.index import ClassIndex
 from hookscope.lint.pyfile import PyFile, Scope
 from hookscope.lint.registry import Rule
@@ -37,7 +37,14 @@ class Analysis:
             self.needs_full = True
 
     def finding(
-        self, rule: type[Rule], node: ast.AST, *, edits: tuple[Edit, ...] = (), **fields: str
+        self,
+        rule: type[Rule],
+        node: ast.AST,
+        *,
+        edits: tuple[Edit, ...] = (),
+        confidence: Confidence = "resolved",
+        resolution: str = "",
+        **fields: str,
     ) -> Finding:
         """A finding of ``rule`` spanning ``node``; ``fields`` fill the message template."""
         line, col, end_line, end_col = self.file.span(node)
@@ -52,6 +59,8 @@ class Analysis:
             severity=rule.severity,
             fixable=bool(edits),
             edits=edits,
+            confidence=confidence,
+            resolution=resolution,
         )
 
     def source(self, node: ast.AST, limit: int = 40) -> str:

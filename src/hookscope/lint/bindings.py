@@ -27,6 +27,7 @@ class Binding:
         owner: the function, class or module node in whose scope ``expr`` is evaluated.
         position: for ``element`` bindings of tuple targets, the index in the tuple.
         origin: for ``import`` bindings, the dotted name imported.
+        where: ``path:line`` of a binding made in another file (project index).
     """
 
     kind: BindingKind
@@ -34,6 +35,7 @@ class Binding:
     owner: ast.AST
     position: int | None = None
     origin: str = ""
+    where: str = ""
 
 
 def dotted(node: ast.AST) -> str | None:

@@ -1,6 +1,7 @@
 """Settings from ``[tool.hookscope.lint]`` in ``pyproject.toml``.
 
-Keys: ``select``, ``ignore``, ``exclude`` (lists of strings) and ``jobs`` (int).
+Keys: ``select``, ``ignore``, ``exclude`` (lists of strings), ``jobs`` (int) and
+``max-file-size`` (bytes).
 Command-line options override them.
 """
 
@@ -12,7 +13,7 @@ from typing import Any
 
 from hookscope.errors import LintError
 
-_KEYS = {"select", "ignore", "exclude", "jobs"}
+_KEYS = {"select", "ignore", "exclude", "jobs", "max-file-size"}
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class LintConfig:
     ignore: tuple[str, ...] | None = None
     exclude: tuple[str, ...] | None = None
     jobs: int | None = None
+    max_file_size: int | None = None
     source: str = ""
 
 
@@ -67,11 +69,17 @@ def load_config(path: Path | None) -> LintConfig:
     jobs = section.get("jobs")
     if jobs is not None and (not isinstance(jobs, int) or jobs < 0):
         raise LintError(f"{path}: [tool.hookscope.lint] jobs must be an integer >= 0, got {jobs!r}")
+    size = section.get("max-file-size")
+    if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size <= 0):
+        raise LintError(
+            f"{path}: [tool.hookscope.lint] max-file-size must be an integer > 0, got {size!r}"
+        )
     return LintConfig(
         select=_strings(section, "select", path),
         ignore=_strings(section, "ignore", path),
         exclude=_strings(section, "exclude", path),
         jobs=jobs,
+        max_file_size=size,
         source=str(path),
     )
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 Severity = Literal["error", "warning"]
+Confidence = Literal["resolved", "guess"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,11 @@ class Finding:
         severity: ``"error"`` or ``"warning"``.
         fixable: whether ``--fix`` can rewrite it.
         edits: the rewrite applied by ``--fix`` (empty when not fixable).
+        confidence: ``"resolved"`` when the finding rests on types the linter
+            resolved, ``"guess"`` when it rests on a name-based guess. A guess is
+            never fixable: its edits are dropped here, whichever rule made it.
+        resolution: how the receiver's type was resolved, e.g.
+            ``self.encoder = TransformerEncoder(...) at model.py:41`` (may be empty).
     """
 
     path: str
@@ -49,6 +55,13 @@ class Finding:
     severity: Severity
     fixable: bool = False
     edits: tuple[Edit, ...] = ()
+    confidence: Confidence = "resolved"
+    resolution: str = ""
+
+    def __post_init__(self) -> None:
+        if self.confidence == "guess" and (self.fixable or self.edits):
+            object.__setattr__(self, "fixable", False)
+            object.__setattr__(self, "edits", ())
 
     def to_dict(self) -> dict[str, Any]:
         """The finding as the JSON object of ``--format json``."""
@@ -62,4 +75,6 @@ class Finding:
             "message": self.message,
             "severity": self.severity,
             "fixable": self.fixable,
+            "confidence": self.confidence,
+            "resolution": self.resolution,
         }

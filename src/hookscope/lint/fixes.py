@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from hookscope.lint.findings import Edit, Finding
+from hookscope.lint.source import Source
 
 
 @dataclass(frozen=True)
@@ -19,12 +20,20 @@ class FileFix:
         original: its text before.
         fixed: its text after applying every non-overlapping edit.
         applied: how many findings were fixed.
+        source: its encoding, byte-order mark and line endings, kept by `data`.
+        error: why the file could not be fixed (it is then left as it is).
     """
 
     path: str
     original: str
     fixed: str
     applied: int
+    source: Source = Source("")
+    error: str = ""
+
+    def data(self) -> bytes:
+        """The fixed file's bytes, in its own encoding and line endings."""
+        return self.source.encode(self.fixed)
 
     def diff(self) -> str:
         """A unified diff from ``original`` to ``fixed``."""

@@ -1,26 +1,33 @@
 """flake8 entry point: ``HS = hookscope.lint.flake8_plugin:HookscopeFlake8``.
 
-flake8 hands plugins one file at a time, so the class index holds that file's
-classes only (plus the ``torch.nn`` classes): hierarchies that cross files are
-resolved by the heuristic. ``hookscope lint`` sees the whole tree.
+flake8 hands plugins one file at a time; the plugin resolves it against the same
+cached project index as ``hookscope lint`` (see `hookscope.lint.project`), so
+flake8 reports what ``hookscope lint`` reports for that file. It runs the default
+rules: the opt-in HS104 (guesses) is only available through ``hookscope lint``.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from hookscope import __version__
+from hookscope.errors import LintError
 from hookscope.lint.analysis import Analysis, PythonRule
-from hookscope.lint.index import merge, scan_classes
+from hookscope.lint.config import find_pyproject, load_config
+from hookscope.lint.index import ClassIndex, merge, scan_classes
+from hookscope.lint.project import find_root
 from hookscope.lint.pyfile import PyFile
-from hookscope.lint.registry import all_rules
+from hookscope.lint.registry import all_rules, select_codes
+from hookscope.lint.runner import project_index
 from hookscope.lint.suppress import is_suppressed
 
 
 class HookscopeFlake8:
-    """flake8 AST plugin running every hookscope Python rule (codes ``HS1xx``)."""
+    """flake8 AST plugin running every default hookscope Python rule (codes ``HS1xx``)."""
 
     name = "hookscope"
     version = __version__
@@ -38,9 +45,10 @@ class HookscopeFlake8:
         if "forward" not in text and "_hook" not in text:
             return
         pyfile = PyFile.from_tree(self.filename, text, self.tree)
-        analysis = Analysis.of(pyfile, merge(scan_classes(text.encode("utf-8", "replace"))))
+        analysis = Analysis.of(pyfile, self._index(text))
+        codes = select_codes()
         for rule in all_rules():
-            if issubclass(rule, PythonRule):
+            if rule.code in codes and issubclass(rule, PythonRule):
                 for finding in rule().check(analysis):
                     if is_suppressed(finding, pyfile.lines):  # also "# hookscope: ignore[...]"
                         continue
@@ -50,3 +58,21 @@ class HookscopeFlake8:
                         f"{finding.code} {finding.message}",
                         type(self),
                     )
+
+    def _index(self, text: str) -> ClassIndex:
+        if self.filename in ("stdin", "-") or not Path(self.filename).is_file():
+            return merge(scan_classes(text.encode("utf-8", "replace")))
+        path = str(Path(self.filename).resolve())
+        root = find_root(path)
+        return _project_index(str(root) if root else path)
+
+
+@functools.lru_cache(maxsize=8)
+def _project_index(path: str) -> ClassIndex:
+    # One flake8 process checks many files of one project: its index is loaded once
+    # per process (from the on-disk cache), not once per file.
+    try:
+        exclude = load_config(find_pyproject(Path(path))).exclude or ()
+    except LintError:
+        exclude = ()
+    return project_index(path, exclude)

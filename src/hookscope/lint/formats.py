@@ -33,11 +33,29 @@ def render(findings: Sequence[Finding], fmt: str) -> str:
 
 
 def to_text(findings: Sequence[Finding]) -> str:
-    """One ``path:line:col: CODE message`` line per finding; ``[*]`` marks fixable ones."""
+    """One ``path:line:col: CODE message`` line per finding.
+
+    ``[*]`` marks fixable findings and ``(guess)`` the ones resting on a name-based
+    guess. Control characters in paths and messages are escaped (``\\n``), so a
+    crafted file name cannot start a line of its own in a CI log.
+    """
     return "\n".join(
-        f"{f.path}:{f.line}:{f.col}: {f.code} {'[*] ' if f.fixable else ''}{f.message}"
+        f"{to_text_path(f.path)}:{f.line}:{f.col}: {f.code} {'[*] ' if f.fixable else ''}"
+        f"{'(guess) ' if f.confidence == 'guess' else ''}{_printable(f.message)}"
         for f in findings
     )
+
+
+def to_text_path(path: str) -> str:
+    """A path safe to print on one line: control characters escaped."""
+    return _printable(path)
+
+
+def _printable(text: str) -> str:
+    """``text`` with control characters (newlines, ESC, ...) written as escapes."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def to_github(findings: Sequence[Finding]) -> str:
@@ -105,6 +123,7 @@ def _sarif_result(finding: Finding, index: int) -> dict[str, Any]:
         "ruleIndex": index,
         "level": finding.severity,
         "message": {"text": finding.message},
+        "properties": {"confidence": finding.confidence, "resolution": finding.resolution},
         "locations": [
             {
                 "physicalLocation": {

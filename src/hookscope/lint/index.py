@@ -1,9 +1,12 @@
-"""The project-wide class index: class name → base classes and annotated attributes.
+"""The project-wide index: classes (bases, annotated attributes) and factory functions.
 
 Built from regular expressions over raw bytes, not from parsing, so that every
 file of a large tree can contribute for a few milliseconds each; only files that
 pass the pre-filter are parsed. Bases are kept as written (``nn.Module``);
 ``self.x: T = ...`` annotations are credited to the nearest ``class`` line above.
+Top-level functions are recorded with their return annotation and, when every
+``return`` of their body returns a call, the names called (``return Net(...)``):
+enough to resolve ``model = build_model(...)`` in another file.
 """
 
 from __future__ import annotations
@@ -17,8 +20,25 @@ from dataclasses import dataclass, field
 _CLASS = re.compile(rb"class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?[ \t]*:")
 _SELF_ANNOTATION = re.compile(rb"self\.(\w+)[ \t]*:[ \t]*([^=\n]+?)[ \t]*=")
 _SUBSCRIPT = re.compile(r"\[[^\]]*\]")
+_FROM_IMPORT = re.compile(rb"from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n;#]+)")
+_IMPORTED = re.compile(r"(\w+)(?:\s+as\s+(\w+))?")
+_JIT_INTERFACE = re.compile(rb"@(?:torch\.)?jit\.interface[ \t]*\r?\n[ \t]*$")
+# A pseudo base marking ``@torch.jit.interface`` classes (TorchScript calls them
+# through ``.forward()`` only); `known.HOOKLESS_MODULES` lists it.
+JIT_INTERFACE = "@torch.jit.interface"
 
-ClassEntry = tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]]
+_DEF = re.compile(rb"\n(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(")
+# The end of a signature, with its return annotation if any: ") -> T:" or "):".
+_SIGNATURE_END = re.compile(rb"\)[ \t]*(?:->[ \t]*([^\n]+?)[ \t]*)?:[ \t]*(?:#[^\n]*)?\r?\n")
+_TOP_LEVEL = re.compile(rb"\n(?=[^\s#)\]}])")  # not the ")" closing a signature
+_RETURN = re.compile(rb"\breturn\b")
+_RETURN_CALL = re.compile(rb"\breturn[ \t]+([A-Za-z_][\w.]*)[ \t]*\(")
+_MAX_SIGNATURE = 4000
+
+# (name, bases, annotated attributes, "path:line")
+ClassEntry = tuple[str, tuple[str, ...], tuple[tuple[str, str], ...], str]
+# (name, return annotation or "", names every return calls or (), "path:line")
+FunctionEntry = tuple[str, str, tuple[str, ...], str]
 
 
 @dataclass(frozen=True)
@@ -28,10 +48,29 @@ class ClassIndex:
     Attributes:
         bases: name → one tuple of base-class expressions per distinct definition.
         attrs: name → ``{attribute: annotation source}`` from ``self.x: T = ...``.
+        where: name → ``path:line`` of its first definition, for messages.
+        defs: name → ``(bases, path:line)`` of every definition, to pick the one an
+            import names (``from pkg.mod import Net`` → ``pkg/mod.py``).
+        functions: name → `FunctionEntry` of every top-level function so named.
     """
 
     bases: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
     attrs: dict[str, dict[str, str]] = field(default_factory=dict)
+    where: dict[str, str] = field(default_factory=dict)
+    defs: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = field(default_factory=dict)
+    functions: dict[str, tuple[FunctionEntry, ...]] = field(default_factory=dict)
+
+    def in_module(self, name: str, module: str) -> tuple[tuple[str, ...], ...]:
+        """The base lists of the classes ``name`` defined in the module ``module`` (dotted)."""
+        if not module.strip("."):
+            return ()
+        tail = module.strip(".").replace(".", "/")
+        files = (f"{tail}.py", f"{tail}/__init__.py")
+        return tuple(
+            bases
+            for bases, where in self.defs.get(name, ())
+            if where.rsplit(":", 1)[0].replace("\\", "/").endswith(files)
+        )
 
     def __contains__(self, name: object) -> bool:
         return name in self.bases
@@ -41,20 +80,26 @@ class ClassIndex:
         return self.bases.get(name)
 
 
-def scan_classes(data: bytes) -> list[ClassEntry]:
-    """``(name, bases, annotated attributes)`` of every ``class`` statement in ``data``."""
+def scan_classes(data: bytes, path: str = "") -> list[ClassEntry]:
+    """``(name, bases, annotated attributes, where)`` of every ``class`` statement in ``data``."""
     if b"class" not in data:
         return []
     starts: list[int] = []
-    entries: list[tuple[str, tuple[str, ...], list[tuple[str, str]]]] = []
+    entries: list[tuple[str, tuple[str, ...], list[tuple[str, str]], str]] = []
+    line, counted = 1, 0
+    imported = _from_imports(data)
     for match in _CLASS.finditer(data):
         start = match.start()
         if data[data.rfind(b"\n", 0, start) + 1 : start].strip(b" \t"):
             continue  # "class" not at the start of a line
         name = match.group(1).decode("ascii", errors="replace")
         raw = (match.group(2) or b"").decode("utf-8", errors="replace")
+        line, counted = line + data.count(b"\n", counted, start), start
         starts.append(start)
-        entries.append((name, _bases(raw), []))
+        bases = tuple(imported.get(b, b) for b in _bases(raw))
+        if _JIT_INTERFACE.search(data, max(0, start - 80), start):
+            bases = (JIT_INTERFACE,)
+        entries.append((name, bases, [], f"{path}:{line}"))
     if entries and b"self." in data:
         # Annotations above the first class have no owner; no match spans a line, and
         # only indentation precedes starts[0] on its line, so starting there is exact.
@@ -62,7 +107,48 @@ def scan_classes(data: bytes) -> list[ClassEntry]:
             owner = bisect.bisect_right(starts, match.start()) - 1
             attr = match.group(1).decode("ascii", errors="replace")
             entries[owner][2].append((attr, match.group(2).decode("utf-8", errors="replace")))
-    return [(name, bases, tuple(attrs)) for name, bases, attrs in entries]
+    return [(name, bases, tuple(attrs), where) for name, bases, attrs, where in entries]
+
+
+def _from_imports(data: bytes) -> dict[str, str]:
+    """``{local name: "module.Name"}`` of the ``from module import Name [as local]`` lines.
+
+    Bases are recorded with the module they come from, so that ``class Net(Base)``
+    after ``from pkg.layers import Block as Base`` resolves to ``pkg/layers.py``'s
+    ``Block``, even when other files define classes called ``Block`` too.
+    """
+    out: dict[str, str] = {}
+    if b"import" not in data:
+        return out
+    for module, names in _FROM_IMPORT.findall(data):
+        prefix = module.decode("ascii", "replace")
+        for name, alias in _IMPORTED.findall(names.decode("ascii", "replace").strip("()")):
+            if name != "import":
+                out[alias or name] = f"{prefix}.{name}"
+    return out
+
+
+def scan_functions(data: bytes, path: str = "") -> list[FunctionEntry]:
+    """Every top-level ``def`` of ``data`` with its return annotation and returned calls."""
+    if b"def" not in data:
+        return []
+    data = b"\n" + data  # so that a "def" on the first line starts with "\n" too
+    out: list[FunctionEntry] = []
+    tops = [m.start() for m in _TOP_LEVEL.finditer(data)] + [len(data)]
+    for match in _DEF.finditer(data):
+        end = tops[bisect.bisect_right(tops, match.start())]
+        body = data[match.end() : end]
+        signature = _SIGNATURE_END.search(body, 0, _MAX_SIGNATURE)
+        arrow = signature.group(1) if signature else None
+        annotation = arrow.decode("utf-8", "replace") if arrow else ""
+        calls = _RETURN_CALL.findall(body)
+        every = len(calls) == len(_RETURN.findall(body))
+        returns = tuple(c.decode("ascii", "replace") for c in calls) if every else ()
+        line = data.count(b"\n", 0, match.start()) + 1
+        out.append(
+            (match.group(1).decode("ascii", "replace"), annotation, returns, f"{path}:{line}")
+        )
+    return out
 
 
 def _bases(raw: str) -> tuple[str, ...]:
@@ -75,14 +161,27 @@ def _bases(raw: str) -> tuple[str, ...]:
     return tuple(bases)
 
 
-def merge(entries: Iterable[ClassEntry]) -> ClassIndex:
-    """Group entries by class name; distinct base lists are kept apart."""
+def merge(entries: Iterable[ClassEntry], functions: Iterable[FunctionEntry] = ()) -> ClassIndex:
+    """Group entries by name; distinct base lists are kept apart."""
     bases: dict[str, list[tuple[str, ...]]] = {}
     attrs: dict[str, dict[str, str]] = {}
-    for name, class_bases, class_attrs in entries:
+    where: dict[str, str] = {}
+    defs: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+    for name, class_bases, class_attrs, location in entries:
         known = bases.setdefault(name, [])
         if class_bases not in known:
             known.append(class_bases)
         if class_attrs:
             attrs.setdefault(name, {}).update(class_attrs)
-    return ClassIndex({name: tuple(v) for name, v in bases.items()}, attrs)
+        where.setdefault(name, location)
+        defs.setdefault(name, []).append((class_bases, location))
+    by_name: dict[str, list[FunctionEntry]] = {}
+    for entry in functions:
+        by_name.setdefault(entry[0], []).append(entry)
+    return ClassIndex(
+        {name: tuple(v) for name, v in bases.items()},
+        attrs,
+        where,
+        {name: tuple(v) for name, v in defs.items()},
+        {name: tuple(v) for name, v in by_name.items()},
+    )

@@ -30,6 +30,9 @@ class Resolved:
         name: the last identifier of the expression, for the heuristic.
         cls: the same-file class of an instance, for attribute look-ups.
         function: the same-file function the expression names, for return values.
+        via: how the kind was found, for messages (``m = Linear(...) at f.py:3``).
+        factory: ``module:function`` of a project function in another file, whose
+            calls resolve through its indexed return annotation or returned calls.
     """
 
     kind: Kind
@@ -39,6 +42,8 @@ class Resolved:
     name: str = ""
     cls: str = ""
     function: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+    via: str = ""
+    factory: str = ""
 
 
 UNKNOWN = Resolved(Kind.UNKNOWN)

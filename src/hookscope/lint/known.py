@@ -190,12 +190,52 @@ EXTERNAL_MODULES = frozenset(
         "ModelMixin",
         "LightningModule",
         "InterpreterModule",
+        # torch.nn's private bases (torch.nn.modules.*), which projects subclass too
+        "_Loss",
+        "_WeightedLoss",
+        "_ConvNd",
+        "_ConvTransposeNd",
+        "_NormBase",
+        "_BatchNorm",
+        "_InstanceNorm",
+        "_DropoutNd",
+        "_MaxPoolNd",
+        "_AvgPoolNd",
+        "_AdaptiveAvgPoolNd",
+        "_AdaptiveMaxPoolNd",
     ]
 )
 
+# Functions that return a torch module (a model, a traced or scripted module).
+MODULE_FACTORIES = frozenset(
+    {
+        "torch.hub.load",
+        "hub.load",
+        "create_feature_extractor",
+        "symbolic_trace",
+        "torch.fx.symbolic_trace",
+        "torch.jit.script",
+        "torch.jit.trace",
+        "torch.jit.load",
+        "jit.script",
+        "jit.trace",
+        "jit.load",
+        "timm.create_model",
+    }
+)
+
+# Functions whose qualified name ends so: ``torchvision.models.feature_extraction.
+# create_feature_extractor(...)`` returns a GraphModule.
+MODULE_FACTORY_SUFFIXES = (".create_feature_extractor", ".symbolic_trace")
+
+# Alternate constructors: ``Cls.from_pretrained(...)`` is an instance of ``Cls``.
+CONSTRUCTOR_PREFIXES = ("from_",)
+
 # Classes that are torch modules but refuse hooks, so ``.forward`` is their API:
 # ``_RemoteModule.register_*_hook`` raises; its ``forward`` is the RPC entry point.
-HOOKLESS_MODULES = frozenset({"RemoteModule", "_RemoteModule"})
+# ``@torch.jit.interface`` classes (marked so by the class index) are called through
+# ``.forward()`` in TorchScript, where ``m(x)`` does not compile.
+HOOKLESS_MODULES = frozenset({"RemoteModule", "_RemoteModule", "@torch.jit.interface"})
 
 # Base classes known not to be torch modules.
 NON_MODULE_BASES = frozenset(

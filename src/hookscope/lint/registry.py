@@ -26,6 +26,8 @@ class Rule:
         severity: ``"error"`` or ``"warning"``.
         fixable: whether findings carry an autofix.
         language: the sources the rule reads.
+        default: whether the rule runs when nothing is selected. An opt-in rule
+            (``default = False``) runs only when its full code is selected.
     """
 
     code: ClassVar[str]
@@ -34,6 +36,7 @@ class Rule:
     severity: ClassVar[Severity] = "warning"
     fixable: ClassVar[bool] = False
     language: ClassVar[Language] = "python"
+    default: ClassVar[bool] = True
 
 
 _REGISTRY: dict[str, type[Rule]] = {}
@@ -58,21 +61,30 @@ def select_codes(
 ) -> frozenset[str]:
     """Codes enabled by ``select`` minus ``ignore``; both match by prefix (``HS1`` = HS1xx).
 
+    Opt-in rules (HS104, guessed findings) are selected only by their full code:
+    ``HS1`` is HS101-HS103 and HS111-HS114, ``HS1,HS104`` adds the guesses.
+
     Raises:
         UsageError: a prefix that matches no rule, e.g. ``HS9``.
     """
-    codes = [rule.code for rule in all_rules()]
-    chosen = set(_match(select, codes)) if select else set(codes)
+    rules = all_rules()
+    codes = [rule.code for rule in rules]
+    defaults = {rule.code for rule in rules if rule.default}
+    chosen = set(_match(select, codes, defaults)) if select else defaults
     return frozenset(chosen - set(_match(ignore or (), codes)))
 
 
-def _match(prefixes: Iterable[str], codes: list[str]) -> list[str]:
+def _match(
+    prefixes: Iterable[str], codes: list[str], defaults: set[str] | None = None
+) -> list[str]:
+    """Codes matching each prefix; a prefix reaches a code outside ``defaults`` only in full."""
+    by_prefix = codes if defaults is None else [c for c in codes if c in defaults]
     out: list[str] = []
     for prefix in prefixes:
         prefix = prefix.strip().upper()
         if not prefix:
             continue
-        hits = [code for code in codes if code.startswith(prefix)]
+        hits = [c for c in codes if c == prefix or (c.startswith(prefix) and c in by_prefix)]
         if not hits:
             raise UsageError(
                 f"unknown rule code or prefix {prefix!r}; known codes: {', '.join(codes)}"

@@ -45,6 +45,11 @@ _SELF_RETURNING = frozenset(
 _PASS_THROUGH = frozenset({"deepcopy", "copy", "compile", "cast"})
 
 
+def _is_fixture(decorator: ast.expr) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return (dotted(target) or "").endswith("fixture")
+
+
 class Resolver:
     """Resolves expressions of one file against the project-wide class index."""
 
@@ -56,14 +61,27 @@ class Resolver:
         self._class_kinds: dict[str, tuple[Kind, bool]] = {}
 
     # -- classes -----------------------------------------------------------
-    def class_kind(self, name: str) -> tuple[Kind, bool]:
-        """``(kind, is_container)`` of instances of the class named ``name`` (dotted ok)."""
-        last = name.rsplit(".", 1)[-1]
-        if last in self._class_kinds:
-            return self._class_kinds[last]
-        self._class_kinds[last] = (Kind.UNKNOWN, False)  # cycle guard
-        result = self._class_kind(last)
-        self._class_kinds[last] = result
+    def class_kind(self, name: str, module: str = "") -> tuple[Kind, bool]:
+        """``(kind, is_container)`` of instances of the class named ``name`` (dotted ok).
+
+        ``module`` (``pkg.mod`` of ``from pkg.mod import Net``, or the prefix of a
+        dotted name) picks the definition in that module when the project defines
+        several classes of that name.
+        """
+        prefix, _, last = name.rpartition(".")
+        module = module or prefix
+        key = f"{module}:{last}"
+        if key in self._class_kinds:
+            return self._class_kinds[key]
+        self._class_kinds[key] = (Kind.UNKNOWN, False)  # cycle guard
+        result = None
+        variants = self.index.in_module(last, module) if module else ()
+        if variants and last not in self.file.classes:
+            kinds = {self._bases_kind(bases) for bases in variants}
+            result = kinds.pop() if len(kinds) == 1 else None
+        if result is None:
+            result = self.class_kind(last) if module else self._class_kind(last)
+        self._class_kinds[key] = result
         return result
 
     def _class_kind(self, last: str) -> tuple[Kind, bool]:
@@ -72,6 +90,10 @@ class Resolver:
         if last in known.CONTAINERS:
             return Kind.MODULE, True
         local = self.file.classes.get(last)
+        if local is not None and any(
+            (dotted(d) or "").endswith("jit.interface") for d in local.decorator_list
+        ):
+            return Kind.HOOKLESS, False
         local_bases = tuple(b for b in (dotted(x) for x in local.bases) if b) if local else None
         torch_name = last in known.TORCH_NN_MODULES or last in known.EXTERNAL_MODULES
         # A same-file class of that name wins only if it is plainly not a module.
@@ -96,6 +118,18 @@ class Resolver:
             if hits:
                 return kind, any(hits)
         return Kind.OTHER, False
+
+    def class_origin(self, name: str) -> str:
+        """Where the class ``name`` comes from: ``class Net(nn.Module) at f.py:3``."""
+        local = self.file.classes.get(name)
+        if local is not None:
+            bases = ", ".join(dotted(b) or "..." for b in local.bases)
+            return f"class {name}({bases}) at {self.file.path}:{local.lineno}"
+        variants = self.index.get(name)
+        if variants:
+            where = self.index.where.get(name, "")
+            return f"class {name}({', '.join(variants[0])})" + (f" at {where}" if where else "")
+        return f"torch.nn.{name}" if name in known.TORCH_NN_MODULES else ""
 
     def class_looks_like_module(self, cls: ast.ClassDef) -> bool:
         """For a class with unresolved bases: does a base's name read like a module?"""
@@ -133,8 +167,13 @@ class Resolver:
         while current is not None:
             if not isinstance(current.node, ast.ClassDef):
                 bindings = self._bindings(current.node).get(name)
+                if bindings and all(b.kind == "opaque" and b.expr is None for b in bindings):
+                    fixture = self._fixture(name, depth)
+                    if fixture is not None:
+                        return fixture
                 if bindings:
-                    return replace(self._combine(bindings, depth), name=name)
+                    result = self._combine(bindings, depth, name)
+                    return result if result is NAMESPACE else replace(result, name=name)
             current = current.parent
         if name in self.file.classes or name in self.index or name in known.TORCH_NN_MODULES:
             kind, container = self.class_kind(name)
@@ -149,7 +188,8 @@ class Resolver:
         if base.cls and not base.is_class:
             bindings = self._class_attr(base.cls, expr.attr)
             if bindings:
-                return replace(self._combine(bindings, depth), name=expr.attr)
+                label = f"{base.name}.{expr.attr}" if base.name else expr.attr
+                return replace(self._combine(bindings, depth, label), name=expr.attr)
             method = self._method(base.cls, expr.attr)
             if method is not None:
                 return Resolved(Kind.OTHER, name=expr.attr, function=method)
@@ -173,9 +213,20 @@ class Resolver:
                 return inner
         if last == "get_submodule":
             return Resolved(Kind.MODULE, name=last)
+        path = dotted(func) or ""
+        if path in known.MODULE_FACTORIES or f".{path}".endswith(known.MODULE_FACTORY_SUFFIXES):
+            return Resolved(Kind.MODULE, name=last, via=f"{path}(...) returns a module")
+        if isinstance(func, ast.Attribute) and last.startswith(known.CONSTRUCTOR_PREFIXES):
+            owner = self.resolve(func.value, scope, depth + 1)
+            if owner.is_class and owner.kind is not Kind.UNKNOWN:
+                return replace(
+                    owner, is_class=False, name=last, cls=local_class(self.file, owner.name)
+                )
         callee = self.resolve(func, scope, depth + 1)
         if callee.function is not None:
             return replace(self._returns(callee.function, depth), name=last)
+        if callee.factory:
+            return replace(self._factory_returns(callee.factory), name=last)
         if callee.is_class:
             return Resolved(
                 callee.kind,
@@ -196,6 +247,57 @@ class Resolver:
         if returns or not yields:
             return result
         return Resolved(Kind.OTHER, elem=Kind.MODULE if result.kind is Kind.MODULE else result.kind)
+
+    def _fixture(self, name: str, depth: int) -> Resolved | None:
+        """A parameter named like a pytest fixture of this file or of a ``conftest.py``."""
+        for stmt in self.file.tree.body:
+            if (
+                isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and stmt.name == name
+                and any(_is_fixture(d) for d in stmt.decorator_list)
+            ):
+                result = self._returns(stmt, depth)
+                where = f"{self.file.path}:{stmt.lineno}"
+                return replace(result, name=name, via=f"pytest fixture {name}() at {where}")
+        if any(
+            e[3].rsplit(":", 1)[0].endswith("conftest.py")
+            for e in self.index.functions.get(name, ())
+        ):
+            result = self._factory_returns(f"conftest:{name}")
+            return replace(result, name=name) if result.kind is not Kind.UNKNOWN else None
+        return None
+
+    def _factory_returns(self, factory: str) -> Resolved:
+        """What a project function of another file returns, from the index."""
+        module, _, name = factory.partition(":")
+        entries = self.index.functions.get(name, ())
+        tail = module.strip(".").replace(".", "/")
+        files = (f"{tail}.py", f"{tail}/__init__.py")
+        here = [e for e in entries if tail and e[3].rsplit(":", 1)[0].endswith(files)]
+        chosen = here or list(entries)
+        kinds = {self._indexed_return(annotation, calls) for _, annotation, calls, _ in chosen}
+        if len(kinds) != 1 or Kind.UNKNOWN in kinds:
+            return UNKNOWN
+        _, annotation, calls, where = chosen[0]
+        shown = f"-> {annotation}" if annotation else f"returns {calls[0]}(...)"
+        return Resolved(kinds.pop(), via=f"{name}() {shown} at {where}")
+
+    def _indexed_return(self, annotation: str, calls: tuple[str, ...]) -> Kind:
+        if annotation:
+            try:
+                node = ast.parse(annotation, mode="eval").body
+            except SyntaxError:
+                return Kind.UNKNOWN
+            result = self.annotation(node)
+            return Kind.UNKNOWN if result.is_class else result.kind
+        kinds = {Kind.UNKNOWN} if not calls else set()
+        for call in calls:
+            owner, _, method = call.rpartition(".")
+            name = owner if method.startswith(known.CONSTRUCTOR_PREFIXES) and owner else call
+            last = name.rsplit(".", 1)[-1]
+            is_class = last[:1].isupper() or last in self.index
+            kinds.add(self.class_kind(last)[0] if is_class else Kind.UNKNOWN)
+        return kinds.pop() if len(kinds) == 1 else Kind.UNKNOWN
 
     def _method(
         self, cls_name: str, name: str, seen: frozenset[str] = frozenset()
@@ -255,15 +357,32 @@ class Resolver:
                     return found
         return []
 
-    def _combine(self, bindings: list[Binding], depth: int) -> Resolved:
-        results = [r for r in (self._binding(b, depth) for b in bindings) if r is not None]
-        if not results:
+    def _combine(self, bindings: list[Binding], depth: int, label: str = "") -> Resolved:
+        pairs = [(b, r) for b, r in ((b, self._binding(b, depth)) for b in bindings) if r]
+        if not pairs:
             return UNKNOWN
-        known_results = [r for r in results if r.kind is not Kind.UNKNOWN]
-        kinds = {r.kind for r in known_results}
+        known_pairs = [(b, r) for b, r in pairs if r.kind is not Kind.UNKNOWN]
+        kinds = {r.kind for _, r in known_pairs}
         if len(kinds) == 1:
-            return known_results[0]
-        return results[0] if not kinds else UNKNOWN
+            binding, result = known_pairs[0]
+            if result.via or not label or result is NAMESPACE:
+                return result
+            return replace(result, via=self._describe(binding, label))
+        return pairs[0][1] if not kinds else UNKNOWN
+
+    def _describe(self, binding: Binding, label: str) -> str:
+        """``label = <value> at path:line``: the binding a resolution rests on."""
+        node = binding.expr or binding.owner
+        text = " ".join(ast.unparse(node).split()) if binding.expr is not None else ""
+        text = text if len(text) <= 40 else text[:37] + "..."
+        shown = {
+            "value": f"{label} = {text}",
+            "annotation": f"{label}: {text}",
+            "element": f"for {label} in {text}",
+            "import": f"import {binding.origin}",
+        }.get(binding.kind, f"{label} ({binding.kind} {binding.origin})".strip())
+        where = binding.where or f"{self.file.path}:{getattr(node, 'lineno', 1)}"
+        return f"{shown} at {where}"
 
     def _binding(self, binding: Binding, depth: int) -> Resolved | None:
         scope = self._scope_of(binding.owner)
@@ -277,10 +396,12 @@ class Resolver:
             kind, container = self.class_kind(binding.origin)
             return Resolved(kind, is_class=True, container=container, name=binding.origin)
         if binding.kind == "import":
-            name = binding.origin.rsplit(".", 1)[-1]
-            if name[:1].isupper():
-                kind, container = self.class_kind(name)
+            module, _, name = binding.origin.rpartition(".")
+            if name[:1].isupper() or name in self.index:  # classes such as qExpectedImprovement
+                kind, container = self.class_kind(name, module)
                 return Resolved(kind, is_class=True, container=container, name=name)
+            if name in self.index.functions:
+                return Resolved(Kind.OTHER, name=name, factory=f"{module}:{name}")
             return Resolved(Kind.UNKNOWN, name=name)
         if binding.expr is None:
             return UNKNOWN if binding.kind == "opaque" else None

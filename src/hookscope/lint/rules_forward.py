@@ -6,10 +6,11 @@ import ast
 import re
 from collections.abc import Iterator
 
+from hookscope.lint import known
 from hookscope.lint.analysis import Analysis, PythonRule, self_names
 from hookscope.lint.bindings import dotted
 from hookscope.lint.findings import Edit, Finding
-from hookscope.lint.kinds import Kind, looks_like_module
+from hookscope.lint.kinds import Kind, Resolved, looks_like_module
 from hookscope.lint.pyfile import CallSite, PyFile, Scope
 from hookscope.lint.registry import register
 
@@ -54,26 +55,88 @@ class ForwardCallRule(PythonRule):
     fixable = True
 
     def check(self, analysis: Analysis) -> Iterator[Finding]:
-        for site, func in forward_calls(analysis):
-            receiver = func.value
-            if is_super_call(receiver) or _is_self(receiver, site):
+        for site, func, resolved in receivers(analysis):
+            if resolved.kind is not Kind.MODULE:
                 continue
-            resolved = analysis.resolver.resolve(receiver, site.scope)
-            if resolved.is_class:
-                continue  # an unbound call such as Base.forward(self, x) or Fn.forward(ctx, x)
-            if resolved.kind is Kind.MODULE:
-                how = "a torch module"
-            elif resolved.kind is Kind.UNKNOWN:
-                analysis.unsure()
-                if not _heuristic_applies(resolved.name, site, analysis):
-                    continue
-                how = "type not resolved; assumed a module by name"
-            else:
-                continue
-            edits = drop_forward(analysis.file, func)
+            how = f"resolved: {resolved.via}" if resolved.via else "a torch module"
+            receiver = analysis.source(func.value)
             yield analysis.finding(
-                type(self), site.node, edits=edits, receiver=analysis.source(receiver), how=how
+                type(self),
+                site.node,
+                edits=drop_forward(analysis.file, func),
+                resolution=resolved.via,
+                receiver=receiver,
+                how=how,
             )
+
+
+@register
+class GuessedForwardCallRule(PythonRule):
+    """HS104: a ``.forward(...)`` call that may skip hooks (receiver type guessed)."""
+
+    code = "HS104"
+    name = "possible-hook-bypass"
+    message = (
+        "`{receiver}.forward(...)` may skip hooks: {why}, so it is assumed to be a module "
+        "({guess}). If it is one, call `{receiver}(...)`; this guess is never fixed automatically."
+    )
+    severity = "warning"
+    default = False
+
+    def check(self, analysis: Analysis) -> Iterator[Finding]:
+        for site, func, resolved in receivers(analysis):
+            if resolved.kind is Kind.UNKNOWN and _heuristic_applies(resolved.name, site, analysis):
+                yield self._guess(analysis, site, func.value, "its type was not resolved")
+        for site, func in _self_forward_calls(analysis):
+            cls = site.scope.cls
+            assert cls is not None  # _self_forward_calls yields methods only
+            kind, _ = analysis.resolver.class_kind(cls.name)
+            if kind is Kind.UNKNOWN and analysis.resolver.class_looks_like_module(cls):
+                why = f"the bases of `{cls.name}` were not resolved"
+                yield self._guess(analysis, site, func.value, why)
+
+    def _guess(self, analysis: Analysis, site: CallSite, receiver: ast.expr, why: str) -> Finding:
+        name = analysis.resolver.resolve(receiver, site.scope).name or analysis.source(receiver)
+        guess = (
+            f"the name `{name}` reads like one"
+            if known.MODULE_NAME.search(name)
+            else "the file uses torch"
+        )
+        return analysis.finding(
+            type(self),
+            site.node,
+            confidence="guess",
+            resolution=f"guessed: {guess}",
+            receiver=analysis.source(receiver),
+            why=why,
+            guess=guess,
+        )
+
+
+def receivers(analysis: Analysis) -> Iterator[tuple[CallSite, ast.Attribute, Resolved]]:
+    """``x.forward(...)`` calls on receivers other than ``self``/``super()``, resolved.
+
+    Class objects are left out: ``Base.forward(self, x)`` and ``Fn.forward(ctx, x)``
+    are unbound calls, not hook bypasses.
+    """
+    key = "receivers"
+    cached = analysis.cache.get(key)
+    if isinstance(cached, list):
+        yield from cached
+        return
+    found = []
+    for site, func in forward_calls(analysis):
+        receiver = func.value
+        if is_super_call(receiver) or _is_self(receiver, site) or in_scripting_branch(site):
+            continue
+        resolved = analysis.resolver.resolve(receiver, site.scope)
+        if resolved.is_class:
+            continue
+        if resolved.kind is Kind.UNKNOWN:
+            analysis.unsure()
+        found.append((site, func, resolved))
+    analysis.cache[key] = found
+    yield from found
 
 
 def _heuristic_applies(name: str, site: CallSite, analysis: Analysis) -> bool:
@@ -99,6 +162,20 @@ def in_torchscript(site: CallSite) -> bool:
     return False
 
 
+def in_scripting_branch(site: CallSite) -> bool:
+    """Whether the call sits under ``if torch.jit.is_scripting():``, TorchScript's own path."""
+    line = site.node.lineno
+    for node in ast.walk(site.scope.node):
+        if (
+            isinstance(node, ast.If)
+            and isinstance(node.test, ast.Call)
+            and (dotted(node.test.func) or "").endswith("is_scripting")
+            and node.body[0].lineno <= line <= (node.body[-1].end_lineno or line)
+        ):
+            return True
+    return False
+
+
 def _is_self(node: ast.expr, site: CallSite) -> bool:
     return isinstance(node, ast.Name) and node.id == site.scope.self_name
 
@@ -117,21 +194,33 @@ class SelfForwardRule(PythonRule):
     fixable = True
 
     def check(self, analysis: Analysis) -> Iterator[Finding]:
-        for site, func in forward_calls(analysis):
-            scope = site.scope
-            if scope.cls is None or scope.method is None or not _is_self(func.value, site):
-                continue
-            if scope.method.name in _entry_methods(analysis, scope.cls):
-                continue
-            kind, _ = analysis.resolver.class_kind(scope.cls.name)
-            if kind is Kind.MODULE or kind is Kind.UNKNOWN:
-                analysis.unsure()  # the entry-method closure needs every method
-            unknown = kind is Kind.UNKNOWN
-            if kind is Kind.MODULE or (
-                unknown and analysis.resolver.class_looks_like_module(scope.cls)
-            ):
+        for site, func in _self_forward_calls(analysis):
+            cls, method = site.scope.cls, site.scope.method
+            assert cls is not None and method is not None  # methods only
+            kind, _ = analysis.resolver.class_kind(cls.name)
+            if kind is Kind.MODULE:
                 edits = drop_forward(analysis.file, func)
-                yield analysis.finding(type(self), site.node, edits=edits, method=scope.method.name)
+                yield analysis.finding(
+                    type(self),
+                    site.node,
+                    edits=edits,
+                    resolution=analysis.resolver.class_origin(cls.name),
+                    method=method.name,
+                )
+
+
+def _self_forward_calls(analysis: Analysis) -> Iterator[tuple[CallSite, ast.Attribute]]:
+    """``self.forward(...)`` in methods other than the entry methods of their class."""
+    for site, func in forward_calls(analysis):
+        scope = site.scope
+        if scope.cls is None or scope.method is None or not _is_self(func.value, site):
+            continue
+        if scope.method.name in _entry_methods(analysis, scope.cls) or in_scripting_branch(site):
+            continue
+        kind, _ = analysis.resolver.class_kind(scope.cls.name)
+        if kind is Kind.MODULE or kind is Kind.UNKNOWN:
+            analysis.unsure()  # the entry-method closure needs every method
+        yield site, func
 
 
 def _entry_methods(analysis: Analysis, cls: ast.ClassDef) -> set[str]:

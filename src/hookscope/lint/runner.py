@@ -12,24 +12,26 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import functools
 import gc
-import io
 import os
 import re
-import tokenize
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from hookscope.errors import LintError
+from hookscope.errors import LintError, UsageError
 from hookscope.lint.analysis import Analysis, PythonRule
+from hookscope.lint.csharp_index import scan_csharp
 from hookscope.lint.findings import Finding
-from hookscope.lint.index import ClassEntry, ClassIndex, merge, scan_classes
+from hookscope.lint.index import ClassIndex, merge, scan_classes, scan_functions
+from hookscope.lint.project import CACHE_DIR, Scan, find_root, scan_with_cache
 from hookscope.lint.pyfile import PyFile
 from hookscope.lint.regions import mask
 from hookscope.lint.registry import UnreadableFileRule, all_rules
+from hookscope.lint.source import DEFAULT_MAX_FILE_SIZE, Unreadable, decode_python, read_bytes
 from hookscope.lint.suppress import is_suppressed
 
 DEFAULT_EXCLUDE = (
@@ -43,6 +45,7 @@ DEFAULT_EXCLUDE = (
     ".mypy_cache",
     "node_modules",
     "*.egg-info",
+    CACHE_DIR,
 )
 SUFFIXES = (".py", ".pyi", ".cs")
 _FORWARD = re.compile(rb"forward\s*\(")
@@ -54,39 +57,37 @@ _PARALLEL_MIN_FILES = 64
 Progress = Callable[[str, int, int], None]
 
 
-@dataclass(frozen=True)
-class _Scan:
-    path: str
-    classes: list[ClassEntry]
-    candidate: bool
-    error: str
-    size: int = 0
-
-
 def discover(paths: Sequence[str | os.PathLike[str]], exclude: Sequence[str] = ()) -> list[str]:
     """The ``.py``/``.pyi``/``.cs`` files under ``paths``, minus ``exclude`` globs.
 
     Globs match a file's or folder's name or its path relative to the given root.
-    Files named explicitly are always included.
+    Files named explicitly are always included (one that is not a regular file is
+    reported as HS000 when scanned, never read).
 
     Raises:
+        UsageError: an empty path (``""`` would otherwise mean the current folder).
         LintError: a path does not exist.
     """
     excluded = _exclusion((*DEFAULT_EXCLUDE, *exclude))
     found: list[str] = []
     for raw in paths:
+        if not os.fspath(raw):
+            raise UsageError("empty path '': name a file or folder (use '.' for this folder)")
         root = Path(raw)
-        if root.is_file():
+        if root.exists() and not root.is_dir():
             found.append(str(root))
             continue
         if not root.is_dir():
             raise LintError(f"no such file or directory: {str(raw)!r}")
         for folder, dirs, files in os.walk(root):
             rel = os.path.relpath(folder, root)
-            dirs[:] = sorted(d for d in dirs if not excluded(d, os.path.join(rel, d)))
-            for name in sorted(files):
-                if name.endswith(SUFFIXES) and not excluded(name, os.path.join(rel, name)):
-                    found.append(os.path.join(folder, name))
+            prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+            dirs[:] = sorted(d for d in dirs if not excluded(d, prefix + d))
+            found.extend(
+                os.path.join(folder, name)
+                for name in sorted(files)
+                if name.endswith(SUFFIXES) and not excluded(name, prefix + name)
+            )
     return list(dict.fromkeys(found))
 
 
@@ -98,27 +99,30 @@ def _exclusion(patterns: Iterable[str]) -> Callable[[str, str], bool]:
     the time of a walk over a large tree.
     """
     match = re.compile("|".join(fnmatch.translate(os.path.normcase(p)) for p in patterns)).match
+    normcase = os.path.normcase if os.name == "nt" else str  # identity elsewhere: skip the call
 
     def excluded(name: str, rel: str) -> bool:
-        rel = os.path.normpath(rel).replace(os.sep, "/")
-        return bool(match(os.path.normcase(name)) or match(os.path.normcase(rel)))
+        """``rel`` uses ``/`` and has no ``.`` parts (see `discover`)."""
+        return bool(match(normcase(name)) or match(normcase(rel)))
 
     return excluded
 
 
-def _scan(path: str) -> _Scan:
+def _scan(path: str, max_bytes: int = DEFAULT_MAX_FILE_SIZE, where: str = "") -> Scan:
+    """The first pass over one file: its classes (credited to ``where``) and the pre-filter."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        return _Scan(path, [], False, exc.strerror or str(exc))
+        data = read_bytes(path, max_bytes)
+    except Unreadable as exc:
+        return Scan((), False, str(exc))
     if path.endswith(".cs"):
-        candidate = b"forward" in data and bool(_FORWARD.search(data))
-        return _Scan(path, [], candidate, "", len(data))
+        candidate = b"forward" in data and bool(_DOT_FORWARD.search(data))
+        return Scan(tuple(scan_csharp(data, where or path)), candidate, "", len(data))
     candidate = (b"forward" in data and _calls_forward(data)) or (
         b"_hook" in data and _registers_hook(data)
     )
-    return _Scan(path, scan_classes(data), candidate, "", len(data))
+    where = where or path
+    classes, functions = scan_classes(data, where), scan_functions(data, where)
+    return Scan(tuple(classes), candidate, "", len(data), tuple(functions))
 
 
 def _calls_forward(data: bytes) -> bool:
@@ -142,9 +146,13 @@ def _registers_hook(data: bytes) -> bool:
 _WORKER: dict[str, object] = {}
 
 
-def _init_worker(index: ClassIndex | None = None, codes: frozenset[str] = frozenset()) -> None:
+def _init_worker(
+    index: ClassIndex | None = None,
+    codes: frozenset[str] = frozenset(),
+    max_bytes: int = DEFAULT_MAX_FILE_SIZE,
+) -> None:
     gc.disable()  # see _gc_paused; worker processes end with the pool
-    _WORKER["index"], _WORKER["codes"] = index, codes
+    _WORKER["index"], _WORKER["codes"], _WORKER["max_bytes"] = index, codes, max_bytes
 
 
 @contextmanager
@@ -165,32 +173,36 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _analyze_worker(path: str) -> list[Finding]:
-    return analyze_file(path, _WORKER["index"], _WORKER["codes"])  # type: ignore[arg-type]
+    return analyze_file(path, _WORKER["index"], _WORKER["codes"], _WORKER["max_bytes"])  # type: ignore[arg-type]
 
 
-def analyze_file(path: str, index: ClassIndex, codes: frozenset[str]) -> list[Finding]:
-    """Every unsuppressed finding of the rules ``codes`` in one file."""
+def analyze_file(
+    path: str,
+    index: ClassIndex,
+    codes: frozenset[str],
+    max_bytes: int = DEFAULT_MAX_FILE_SIZE,
+) -> list[Finding]:
+    """Every unsuppressed finding of the rules ``codes`` in one file.
+
+    A file that cannot be read, decoded or parsed gives one HS000 finding; it never
+    stops the run (a 100,000-deep expression included).
+    """
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        return _unreadable(path, exc.strerror or str(exc), codes)
-    if path.endswith(".cs"):
-        return analyze_csharp(path, data, codes)
+        data = read_bytes(path, max_bytes)
+    except Unreadable as exc:
+        return _unreadable(path, str(exc), codes)
     try:
-        text = decode_python(data)
-    except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
-        return _unreadable(path, f"cannot decode: {exc}", codes)
-    return analyze_text(path, text, index, codes)
-
-
-def decode_python(data: bytes) -> str:
-    """Decode Python source bytes (UTF-8, or the encoding its coding cookie declares)."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return data.decode(encoding)
+        if path.endswith(".cs"):
+            return analyze_csharp(path, data, codes, index)
+        try:
+            source = decode_python(data)
+        except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
+            return _unreadable(path, f"cannot decode: {exc}", codes)
+        return analyze_text(path, source.text, index, codes)
+    except (RecursionError, MemoryError):
+        return _unreadable(path, "too deeply nested to analyze (RecursionError)", codes)
+    except Exception as exc:  # a linter bug must not cost the findings of every other file
+        return _unreadable(path, f"internal error, please report it: {exc!r}", codes)
 
 
 def analyze_text(path: str, text: str, index: ClassIndex, codes: frozenset[str]) -> list[Finding]:
@@ -203,8 +215,8 @@ def analyze_text(path: str, text: str, index: ClassIndex, codes: frozenset[str])
     if masked is not None:
         try:
             tree = ast.parse(masked, filename=path)
-        except (SyntaxError, ValueError):
-            tree = None
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = None  # parsed again in full below, which reports the error
         if tree is not None:
             analysis = Analysis.of(PyFile.from_tree(path, text, tree), index, partial=True)
             findings = _check(analysis, codes)
@@ -212,6 +224,8 @@ def analyze_text(path: str, text: str, index: ClassIndex, codes: frozenset[str])
                 return findings
     try:
         pyfile = PyFile.parse(path, text)
+    except (RecursionError, MemoryError):
+        return _unreadable(path, "too deeply nested to parse (RecursionError)", codes)
     except (SyntaxError, ValueError) as exc:
         where = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) and exc.lineno else ""
         return _unreadable(
@@ -232,17 +246,26 @@ def _check(analysis: Analysis, codes: frozenset[str]) -> list[Finding]:
     return sorted(findings, key=_order)
 
 
-def analyze_csharp(path: str, data: bytes, codes: frozenset[str]) -> list[Finding]:
-    """Unsuppressed findings of the C# rules ``codes`` in ``data`` (the bytes of ``path``)."""
-    from hookscope.lint.csharp import CSharpRule, parse_csharp
+def analyze_csharp(
+    path: str, data: bytes, codes: frozenset[str], index: ClassIndex | None = None
+) -> list[Finding]:
+    """Unsuppressed findings of the C# rules ``codes`` in ``data`` (the bytes of ``path``).
+
+    ``index`` is the project's class index; without one, the file's own classes.
+    """
+    from hookscope.lint.csharp import CSharpRule, file_index, parse_csharp
 
     rules = [r for r in all_rules() if r.code in codes and issubclass(r, CSharpRule)]
     if not rules:
         return []
     root = parse_csharp(data)
+    index = index if index is not None else file_index(data)
     lines = data.decode("utf-8", "replace").split("\n")
     findings = [
-        f for rule in rules for f in rule().check(path, data, root) if not is_suppressed(f, lines)
+        f
+        for rule in rules
+        for f in rule().check(path, data, root, index)
+        if not is_suppressed(f, lines)
     ]
     return sorted(findings, key=_order)
 
@@ -267,77 +290,143 @@ class LintRun:
     index: ClassIndex
     codes: frozenset[str]
     files: int
+    max_bytes: int = DEFAULT_MAX_FILE_SIZE
 
 
 def run_lint(
-    files: list[str], codes: frozenset[str], jobs: int, progress: Progress | None = None
+    files: list[str],
+    codes: frozenset[str],
+    jobs: int,
+    progress: Progress | None = None,
+    *,
+    project: bool = True,
+    exclude: Sequence[str] = (),
+    max_bytes: int = DEFAULT_MAX_FILE_SIZE,
 ) -> LintRun:
-    """Scan, index and check ``files`` with ``jobs`` processes (0 = one per CPU)."""
-    jobs = jobs or os.cpu_count() or 1
-    if len(files) < _PARALLEL_MIN_FILES:
-        jobs = 1
+    """Scan, index and check ``files`` with up to ``jobs`` processes (0 = one per CPU).
+
+    With ``project``, classes are resolved against the project index of the first
+    file's project root (see `hookscope.lint.project`), so that a file gets the same
+    findings whether it is linted alone or with its whole tree. ``jobs`` is capped at
+    the number of CPUs and of files.
+    """
+    cpus = os.cpu_count() or 1
+    jobs = min(jobs or cpus, cpus)
+    root = find_root(files[0]) if project and files else None
     with _gc_paused():
-        return _run(files, codes, jobs, progress)
+        scans, index = _index(files, root, exclude, jobs, max_bytes, progress)
+        return _check_all(files, scans, index, codes, jobs, max_bytes, progress)
 
 
-def _run(files: list[str], codes: frozenset[str], jobs: int, progress: Progress | None) -> LintRun:
-    parts = list(_scan_all(files, jobs, progress))
-    index = merge(entry for part in parts for entry in part.classes)
-    findings = [f for part in parts for p, why in part.errors for f in _unreadable(p, why, codes)]
+def project_index(
+    path: str, exclude: Sequence[str] = (), max_bytes: int = DEFAULT_MAX_FILE_SIZE
+) -> ClassIndex:
+    """The class index a file (or a folder's files) is linted against: the project's, cached."""
+    files = [] if os.path.isdir(path) else [path]
+    return _index(files, find_root(path), exclude, 1, max_bytes, None)[1]
+
+
+def _index(
+    files: list[str],
+    root: Path | None,
+    exclude: Sequence[str],
+    jobs: int,
+    max_bytes: int,
+    progress: Progress | None,
+) -> tuple[dict[str, Scan], ClassIndex]:
+    """The scans of ``files`` and the class index (of the project, when there is a root)."""
+    if root is None:
+        scans = _scan_all(files, jobs, max_bytes, progress)
+        return scans, _merge(scans.values())
+    indexed = (".py", ".cs")  # C# classes resolve C# receivers (HS201)
+    project = [os.path.abspath(p) for p in discover([root], exclude) if p.endswith(indexed)]
+    given = {f: os.path.abspath(f) for f in files}
+    wanted = list(dict.fromkeys([*project, *(p for p in given.values() if p.endswith(indexed))]))
+
+    def scan(paths: list[str]) -> dict[str, Scan]:
+        return _scan_all(paths, jobs, max_bytes, progress, root)
+
+    by_abs, index = scan_with_cache(root, wanted, given.values(), scan)
+    scans = {f: by_abs.get(absolute) or _scan(f, max_bytes) for f, absolute in given.items()}
+    return scans, index
+
+
+def _merge(scans: Iterable[Scan]) -> ClassIndex:
+    scans = list(scans)
+    return merge(
+        (e for scan in scans for e in scan.classes), (f for scan in scans for f in scan.functions)
+    )
+
+
+def _check_all(
+    files: list[str],
+    scans: dict[str, Scan],
+    index: ClassIndex,
+    codes: frozenset[str],
+    jobs: int,
+    max_bytes: int,
+    progress: Progress | None,
+) -> LintRun:
+    findings = [f for p in files if scans[p].error for f in _unreadable(p, scans[p].error, codes)]
     # Biggest first, one file per task: the slowest files start early instead of
     # landing together in one chunk at the end while the other workers idle.
-    by_size = sorted((c for part in parts for c in part.candidates), key=lambda c: -c[0])
-    candidates = [path for _, path in by_size]
+    candidates = sorted(
+        (p for p in files if scans[p].candidate and not scans[p].error),
+        key=lambda p: -scans[p].size,
+    )
+    jobs = _workers(jobs, len(files))
     if jobs == 1 or len(candidates) < 8:
-        results: Iterable[list[Finding]] = (analyze_file(p, index, codes) for p in candidates)
+        results: Iterable[list[Finding]] = (
+            analyze_file(p, index, codes, max_bytes) for p in candidates
+        )
         findings.extend(
             f for r in _progress(results, len(candidates), "check", progress) for f in r
         )
     else:
-        with ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(index, codes)) as pool:
+        init = (index, codes, max_bytes)
+        with ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=init) as pool:
             results = pool.map(_analyze_worker, candidates)
             findings.extend(
                 f for r in _progress(results, len(candidates), "check", progress) for f in r
             )
-    return LintRun(sorted(findings, key=_order), index, codes, len(files))
+    return LintRun(sorted(findings, key=_order), index, codes, len(files), max_bytes)
 
 
-@dataclass(frozen=True)
-class _Scans:
-    """The scans of consecutive files, sent back by a worker as one small message."""
-
-    files: int
-    classes: list[ClassEntry]
-    candidates: list[tuple[int, str]]  # (size in bytes, path)
-    errors: list[tuple[str, str]]  # (path, reason)
+def _scan_files(
+    paths: list[str], max_bytes: int = DEFAULT_MAX_FILE_SIZE, root: str = ""
+) -> dict[str, Scan]:
+    return {p: _scan(p, max_bytes, os.path.relpath(p, root) if root else p) for p in paths}
 
 
-def _scan_files(paths: list[str]) -> _Scans:
-    scans = [_scan(path) for path in paths]
-    return _Scans(
-        len(paths),
-        [entry for scan in scans for entry in scan.classes],
-        [(scan.size, scan.path) for scan in scans if scan.candidate and not scan.error],
-        [(scan.path, scan.error) for scan in scans if scan.error],
-    )
-
-
-def _scan_all(files: list[str], jobs: int, progress: Progress | None) -> Iterator[_Scans]:
+def _scan_all(
+    files: list[str],
+    jobs: int,
+    max_bytes: int,
+    progress: Progress | None,
+    root: Path | None = None,
+) -> dict[str, Scan]:
     """Scan ``files`` in consecutive chunks, in order (the index keeps the file order)."""
+    jobs = _workers(jobs, len(files))
     size = max(1, len(files) // (jobs * 8))
     chunks = [files[i : i + size] for i in range(0, len(files), size)]
-    done = 0
+    work = functools.partial(_scan_files, max_bytes=max_bytes, root=str(root or ""))
+    scans: dict[str, Scan] = {}
     with ExitStack() as stack:
         if jobs == 1:
-            parts: Iterable[_Scans] = map(_scan_files, chunks)
+            parts: Iterable[dict[str, Scan]] = map(work, chunks)
         else:
             pool = stack.enter_context(ProcessPoolExecutor(jobs, initializer=_init_worker))
-            parts = pool.map(_scan_files, chunks)
+            parts = pool.map(work, chunks)
         for part in parts:
-            done += part.files
+            scans.update(part)
             if progress is not None:
-                progress("index", done, len(files))
-            yield part
+                progress("index", len(scans), len(files))
+    return scans
+
+
+def _workers(jobs: int, files: int) -> int:
+    """Processes for ``files`` files: one below `_PARALLEL_MIN_FILES`, never more than files."""
+    return 1 if files < _PARALLEL_MIN_FILES else max(1, min(jobs, files))
 
 
 def _progress(

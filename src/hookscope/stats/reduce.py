@@ -349,6 +349,22 @@ def merge(a: Reduction, b: Reduction) -> Reduction:
     return out
 
 
+def unshift(red: Reduction) -> None:
+    """Rewrite fetched moments as sums of ``x`` itself (no shift, scale 1).
+
+    For adding reductions elementwise (across processes); gives up the digits
+    the shift kept when ``|mean| >> std``.
+    """
+    if not (red.shift or red.scale != 1.0) or red.sum is None:
+        return
+    got = accuracy.moment_stats(
+        red.numel, _float(red.sum), accuracy.rms_of(red), _float(red.shift) or 0.0, red.scale
+    )
+    red.sum, red.shift, red.scale, red.norm = got["mean"] * red.numel, None, 1.0, None
+    if "rms" in got:
+        red.sumsq = got["rms"] * got["rms"] * red.numel
+
+
 def _as_sumsq(red: Reduction) -> None:
     if isinstance(red.norm, float) and red.sumsq is None:
         red.sumsq, red.norm = red.norm * red.norm, None

@@ -1,0 +1,148 @@
+"""Precision and recall of HS101-HS103 on public repositories the lint was not tuned on.
+
+Every ``.forward(...)`` call that does not go through a bare ``super()`` was labelled by
+hand, by reading the code, before the lint was tuned on these repositories. The
+labels and a one-line reason each are in ``benchmarks/lint_labels.tsv``; the
+repositories and commits in `REPOS`. Clone them (any way; e.g.
+``git clone https://github.com/<repo> DIR/<name> && git -C DIR/<name> checkout <commit>``)
+into one folder and run::
+
+    python benchmarks/lint_quality.py DIR
+    python benchmarks/lint_quality.py DIR --sites REPO   # print every site with context
+
+Each repository is linted as a whole tree (its project index), as
+``hookscope lint <repo>`` does. The default (confident) set is HS101-HS103;
+``--guesses`` adds HS104 (name-based guesses) to show what they would add.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import csv
+import os
+import sys
+from pathlib import Path
+
+# name -> (GitHub repository, commit labelled)
+REPOS: dict[str, tuple[str, str]] = {
+    "MONAI": ("Project-MONAI/MONAI", "d388d1c6fec8cb3a0eebee5b5a0b9776ca59ca83"),
+    "fairseq": ("facebookresearch/fairseq", "3d262bb25690e4eb2e7d3c1309b1e9c406ca4b99"),
+    "allennlp": ("allenai/allennlp", "80fb6061e568cb9d6ab5d45b661e86eb61b92c82"),
+    "botorch": ("pytorch/botorch", "e390e135c5327f832275d69ac485d7844e68e234"),
+    "speechbrain": ("speechbrain/speechbrain", "9c826ef3937bac885c8a6ca86c6889a30f256fb5"),
+    "kornia": ("kornia/kornia", "b4f5a78a13891c7ac4c1cd9695941380273e981d"),
+}
+LABELS = Path(__file__).with_name("lint_labels.tsv")
+CODES = ["HS101", "HS102", "HS103"]
+
+
+def forward_sites(root: Path) -> list[tuple[str, int, ast.Call]]:
+    """``(relative path, line, call)`` of every ``.forward(...)`` not on a bare ``super()``."""
+    from hookscope.lint import discover
+
+    sites = []
+    for path in discover([root]):
+        if not path.endswith(".py"):
+            continue
+        data = Path(path).read_bytes()
+        if b"forward" not in data:
+            continue
+        try:
+            tree = ast.parse(data)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            value = node.func.value
+            bare_super = (
+                isinstance(value, ast.Call)
+                and getattr(value.func, "id", "") == "super"
+                and not value.args
+            )
+            if node.func.attr == "forward" and not bare_super:
+                sites.append((os.path.relpath(path, root), node.lineno, node))
+    return sorted(sites, key=lambda s: (s[0], s[1]))
+
+
+def read_labels() -> dict[tuple[str, str], tuple[bool, str]]:
+    """``(repo, path:line) -> (is a hook bypass, reason)``."""
+    with LABELS.open(encoding="utf-8", newline="") as handle:
+        rows = csv.reader(handle, delimiter="\t")
+        return {(r[0], r[1]): (r[2] == "1", r[3]) for r in rows if r and not r[0].startswith("#")}
+
+
+def score(folder: Path, codes: list[str]) -> tuple[int, int, int]:
+    """Print the scores of each repository; return the totals (flagged, true, positives)."""
+    from hookscope.lint import lint
+
+    labels = read_labels()
+    totals = [0, 0, 0]
+    print(
+        f"{'repository':12s} {'sites':>5s} {'bypass':>6s} {'flagged':>7s} {'true':>5s}"
+        f" {'precision':>9s} {'recall':>6s}"
+    )
+    for name in REPOS:
+        root = folder / name
+        sites = {f"{p}:{line}" for p, line, _ in forward_sites(root)}
+        found = {
+            f"{os.path.relpath(f.path, root)}:{f.line}"
+            for f in lint([root], select=codes, config=False)
+        } & sites
+        missing = sorted(s for s in sites if (name, s) not in labels)
+        if missing:
+            print(f"  {name}: {len(missing)} unlabelled sites (other commit?): {missing[:5]}")
+        positives = {s for s in sites if labels.get((name, s), (False, ""))[0]}
+        tp = len(found & positives)
+        for miss in sorted(positives - found):
+            print(f"  missed {name}/{miss}: {labels[(name, miss)][1]}")
+        for wrong in sorted(found - positives):
+            print(f"  false positive {name}/{wrong}: {labels.get((name, wrong), (0, '?'))[1]}")
+        print(
+            f"{name:12s} {len(sites):5d} {len(positives):6d} {len(found):7d} {tp:5d}"
+            f" {tp / max(len(found), 1):9.3f} {tp / max(len(positives), 1):6.3f}"
+        )
+        for i, n in enumerate((len(found), tp, len(positives))):
+            totals[i] += n
+    flagged, tp, positives = totals
+    print(
+        f"{'all':12s} {'':5s} {positives:6d} {flagged:7d} {tp:5d}"
+        f" {tp / max(flagged, 1):9.3f} {tp / max(positives, 1):6.3f}"
+    )
+    return flagged, tp, positives
+
+
+def show_sites(root: Path, name: str) -> None:
+    """Every site with its enclosing class and the receiver's bindings, for labelling."""
+    for path, line, call in forward_sites(root):
+        lines = (root / path).read_text(encoding="utf-8", errors="replace").split("\n")
+        receiver = ast.unparse(call.func.value)  # type: ignore[attr-defined]
+        word = receiver.split(".")[-1].split("[")[0].split("(")[0]
+        classes = [t.strip()[:90] for t in lines[:line] if t.lstrip().startswith("class ")]
+        binds = [
+            f"{i + 1}: {t.strip()[:100]}"
+            for i, t in enumerate(lines)
+            if word and any(f in t for f in (f"{word} =", f"{word}: ", f"def {word}("))
+        ]
+        print(f"{name}\t{path}:{line}\t{receiver}\t| {classes[-1] if classes else '-'}")
+        print(f"    >> {lines[line - 1].strip()[:120]}")
+        for bind in binds[:4]:
+            print(f"       {bind}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path, help="folder holding one clone per repository")
+    parser.add_argument("--sites", metavar="REPO", help="print the sites of REPO with context")
+    parser.add_argument("--guesses", action="store_true", help="count HS104 guesses as findings")
+    args = parser.parse_args()
+    if args.sites:
+        show_sites(args.folder / args.sites, args.sites)
+        return
+    flagged, tp, positives = score(args.folder, CODES + (["HS104"] if args.guesses else []))
+    sys.exit(0 if flagged else 1)
+
+
+if __name__ == "__main__":
+    main()

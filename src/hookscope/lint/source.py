@@ -1,0 +1,100 @@
+"""Read a source file safely and decode it the way Python does, reversibly.
+
+Only regular files are read (a FIFO would block, ``/dev/zero`` never ends), and
+never more than ``max_bytes``. Python text is decoded like the interpreter does
+it — a UTF-8 byte-order mark, or the encoding a coding cookie declares — and
+lines ending in a lone ``\\r`` are read as lines. `Source.encode` turns a (fixed)
+text back into bytes of the same encoding, mark and line endings.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import os
+import stat
+import tokenize
+from dataclasses import dataclass
+
+DEFAULT_MAX_FILE_SIZE = 10_000_000  # bytes; the biggest real Python sources are a few MB
+
+
+class Unreadable(Exception):
+    """A file that is not linted; ``str(exc)`` says why (it becomes an HS000 finding)."""
+
+
+def read_bytes(path: str, max_bytes: int = DEFAULT_MAX_FILE_SIZE) -> bytes:
+    """The bytes of the regular file ``path``.
+
+    Raises:
+        Unreadable: not a regular file (FIFO, device, folder), larger than
+            ``max_bytes``, or an operating-system error.
+    """
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise Unreadable("not a regular file (a FIFO, device or socket is never read)")
+        if info.st_size > max_bytes:
+            raise Unreadable(_too_large(info.st_size, max_bytes))
+        with open(path, "rb") as handle:
+            data = handle.read(max_bytes + 1)  # the file may have grown since stat()
+    except OSError as exc:
+        raise Unreadable(exc.strerror or str(exc)) from exc
+    if len(data) > max_bytes:
+        raise Unreadable(_too_large(len(data), max_bytes))
+    return data
+
+
+def _too_large(size: int, limit: int) -> str:
+    return (
+        f"file too large ({size} bytes, the limit is {limit}; "
+        "raise it with --max-file-size or max-file-size in [tool.hookscope.lint])"
+    )
+
+
+@dataclass(frozen=True)
+class Source:
+    """Decoded Python source and what is needed to write it back unchanged.
+
+    Attributes:
+        text: the text, without byte-order mark, lone ``\\r`` line ends read as ``\\n``.
+        encoding: the codec it was decoded with.
+        bom: whether the file starts with a UTF-8 byte-order mark.
+        cr_only: whether its lines end in ``\\r`` alone (classic Mac OS).
+    """
+
+    text: str
+    encoding: str = "utf-8"
+    bom: bool = False
+    cr_only: bool = False
+
+    def encode(self, text: str) -> bytes:
+        """``text`` (e.g. fixed) as bytes in this file's encoding, mark and line endings."""
+        if self.cr_only:
+            text = text.replace("\n", "\r")
+        data = text.encode(self.encoding)
+        return codecs.BOM_UTF8 + data if self.bom else data
+
+
+def decode_python(data: bytes) -> Source:
+    """Decode Python source bytes as the interpreter does.
+
+    Raises:
+        UnicodeDecodeError: the bytes are not valid in the declared encoding.
+        SyntaxError: a byte-order mark contradicts the coding cookie.
+        LookupError: the cookie names an unknown encoding.
+    """
+    bom = data.startswith(codecs.BOM_UTF8)
+    if bom:
+        data = data[len(codecs.BOM_UTF8) :]
+    try:
+        encoding, text = "utf-8", data.decode("utf-8")
+    except UnicodeDecodeError:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        if bom and encoding != "utf-8":
+            raise SyntaxError(f"a UTF-8 byte-order mark with a {encoding!r} cookie") from None
+        text = data.decode(encoding)
+    cr_only = "\r" in text and "\n" not in text
+    if cr_only:
+        text = text.replace("\r", "\n")
+    return Source(text, encoding, bom, cr_only)
