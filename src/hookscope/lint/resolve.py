@@ -75,7 +75,7 @@ class Resolver:
             return self._class_kinds[key]
         self._class_kinds[key] = (Kind.UNKNOWN, False)  # cycle guard
         result = None
-        variants = self.index.in_module(last, module) if module else ()
+        variants = self.index.in_module(last, module) if module and last not in known.FIXED else ()
         if variants and last not in self.file.classes:
             kinds = {self._bases_kind(bases) for bases in variants}
             result = kinds.pop() if len(kinds) == 1 else None
@@ -213,6 +213,12 @@ class Resolver:
                 return inner
         if last == "get_submodule":
             return Resolved(Kind.MODULE, name=last)
+        if last == "module" and isinstance(func, ast.Attribute):
+            owner = self.resolve(func.value, scope, depth + 1)
+            if owner.cls == "ExportedProgram" and not owner.is_class:
+                return Resolved(
+                    Kind.MODULE, name=last, via="ExportedProgram.module() is a GraphModule"
+                )
         path = dotted(func) or ""
         if path in known.MODULE_FACTORIES or f".{path}".endswith(known.MODULE_FACTORY_SUFFIXES):
             return Resolved(Kind.MODULE, name=last, via=f"{path}(...) returns a module")
@@ -227,6 +233,8 @@ class Resolver:
             return replace(self._returns(callee.function, depth), name=last)
         if callee.factory:
             return replace(self._factory_returns(callee.factory), name=last)
+        if path.endswith("export.export"):  # torch.export.export(...): an ExportedProgram
+            return Resolved(Kind.OTHER, name=last, cls="ExportedProgram")
         if callee.is_class:
             return Resolved(
                 callee.kind,
