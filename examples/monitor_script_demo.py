@@ -32,7 +32,7 @@ def train() -> None:
 
 
 if __name__ == "__main__":
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("monitor-script-run")
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("runs/monitor-script")
     with monitor_script(out, every=5) as watcher:
         train()
     rows = read_jsonl(out / "monitor.jsonl")

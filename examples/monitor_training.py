@@ -3,7 +3,7 @@
     python examples/monitor_training.py [OUT_DIR]
 
 Writes OUT_DIR/monitor.jsonl and OUT_DIR/tensorboard/ (default OUT_DIR:
-./monitor-run), then prints the gradient norms of the last step, the alerts,
+runs/monitor-training), then prints the gradient norms of the last step, the alerts,
 and where the NaN injected at step 4 first appeared.
 """
 
@@ -46,4 +46,4 @@ def main(out_dir: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("monitor-run"))
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("runs/monitor-training"))

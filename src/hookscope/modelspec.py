@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import keyword
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,9 @@ import torch
 from torch import nn
 
 from hookscope.errors import ModelSpecError, UsageError
+
+#: Largest size of one dimension (PyTorch sizes are int64).
+MAX_DIM = 2**63 - 1
 
 _DTYPES = {
     "float32": torch.float32,
@@ -55,6 +59,8 @@ def parse_shape(text: str) -> tuple[int, ...]:
         raise UsageError(f"bad shape {text!r}; expected integers like 1,3,224,224") from None
     if not shape or any(n < 0 for n in shape):
         raise UsageError(f"bad shape {text!r}; expected non-negative integers like 1,3,224,224")
+    if any(n > MAX_DIM for n in shape):
+        raise UsageError(f"bad shape {text!r}; a size above {MAX_DIM:,} cannot exist")
     return shape
 
 
@@ -71,6 +77,29 @@ def parse_kwargs(text: str | None) -> dict[str, Any]:
     return value
 
 
+def _same_file(origin: str | None, path: Path) -> bool:
+    return origin is not None and Path(origin).resolve() == path.resolve()
+
+
+def _module_name(path: Path) -> str:
+    """The name ``import stem`` gives the file (so hook and class names show the
+    user's file name), unless another module already has or would get that name."""
+    stem = path.stem
+    if not stem.isidentifier() or keyword.iskeyword(stem):
+        return f"hookscope_modelspec_{stem}"
+    existing = sys.modules.get(stem)
+    if existing is not None:
+        same = _same_file(getattr(existing, "__file__", None), path)
+        return stem if same else f"hookscope_modelspec_{stem}"
+    try:
+        found = importlib.util.find_spec(stem)
+    except (ImportError, ValueError):
+        found = None
+    if found is None or _same_file(found.origin, path):
+        return stem
+    return f"hookscope_modelspec_{stem}"
+
+
 def _import_target(spec: str) -> Any:
     if ":" not in spec:
         raise ModelSpecError(
@@ -83,7 +112,7 @@ def _import_target(spec: str) -> Any:
         path = Path(location)
         if not path.is_file():
             raise ModelSpecError(f"MODEL_SPEC file not found: {location}")
-        mod_name = f"hookscope_modelspec_{path.stem}"
+        mod_name = _module_name(path)
         module_spec = importlib.util.spec_from_file_location(mod_name, path)
         if module_spec is None or module_spec.loader is None:
             raise ModelSpecError(f"cannot import {location}")
@@ -92,6 +121,8 @@ def _import_target(spec: str) -> Any:
         sys.path.insert(0, str(path.resolve().parent))
         try:
             module_spec.loader.exec_module(module)
+        except SystemExit as exc:
+            raise ModelSpecError(f"importing {location} called sys.exit({exc.code!r})") from None
         except Exception as exc:
             raise ModelSpecError(
                 f"importing {location} failed: {type(exc).__name__}: {exc}"
@@ -127,6 +158,8 @@ def load_model(spec: str, kwargs: dict[str, Any] | None = None) -> nn.Module:
         raise ModelSpecError(f"{spec} is not callable (got {type(target).__name__})")
     try:
         model = target(**(kwargs or {}))
+    except SystemExit as exc:
+        raise ModelSpecError(f"calling {spec} called sys.exit({exc.code!r})") from None
     except Exception as exc:
         raise ModelSpecError(f"calling {spec} failed: {type(exc).__name__}: {exc}") from exc
     if not isinstance(model, nn.Module):

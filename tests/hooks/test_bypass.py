@@ -149,12 +149,10 @@ def test_checkpointing_a_bound_forward_is_a_bypass_reported_in_user_code() -> No
     with hookscope.session(model, detect_bypass=True) as s:
         line = _here(); y = checkpoint(model[0].forward, x, use_reentrant=False)  # fmt: skip  # noqa: E702
         y.sum().backward()
-    # Not torch/utils/checkpoint.py but the user's lines: the forward, and the
-    # recomputation that the backward call triggers.
-    assert [(r.module, r.call_site, r.count) for r in s.bypasses] == [
-        ("0", _site(line), 1),
-        ("0", _site(line + 1), 1),
-    ]
+    # Not torch/utils/checkpoint.py but the user's line. The recomputation that
+    # the backward triggers re-runs the same forward on purpose (transformers
+    # checkpoints ``forward`` this way after ``__call__`` ran the hooks): not reported.
+    assert [(r.module, r.call_site, r.count) for r in s.bypasses] == [("0", _site(line), 1)]
 
 
 def test_warn_policy_warns_once_per_call_site_at_that_line() -> None:

@@ -12,6 +12,9 @@ import os
 import re
 from pathlib import Path
 
+from torch import nn
+
+import hookscope
 from hookscope.viz import load_run, render_report
 
 GOLDEN = Path(__file__).parent / "golden" / "report_small.html"
@@ -64,8 +67,8 @@ def _run(path: Path) -> Path:
     first = {"step": 1, "phase": "param", "module": "conv.bias", "tensor": "grad"}
     lines = [_entry(0, 1.0, [], None), _entry(1, 2.0, [alert], first)]
     (path / "monitor.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    summary = {"total_params": 1234, "macs": 5.5e6, "rows": [{"name": "conv", "params": 1234}]}
-    (path / "summary.json").write_text(json.dumps(summary))
+    summary = hookscope.summary(nn.Sequential(nn.Linear(4, 3), nn.ReLU()), input_size=(1, 4))
+    (path / "summary.json").write_text(summary.to_json())
     return path
 
 

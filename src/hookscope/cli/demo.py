@@ -20,9 +20,10 @@ from typing import Any
 
 import torch
 from rich.console import Console
+from rich.markup import escape
 
 import hookscope
-from hookscope.errors import UsageError
+from hookscope.errors import MissingExtraError, UsageError
 from hookscope.viz.featuremaps import write_feature_maps
 from hookscope.viz.report import write_report
 from hookscope.zoo import SmallCNN
@@ -78,16 +79,20 @@ class _Demo:
         self.seconds: dict[str, float] = {}
 
     def part(self, name: str, action: Callable[[], Any]) -> Any:
-        """Run one part; a dependency that is still a placeholder is skipped, and said so."""
+        """Run one part; a part whose optional extra is missing is skipped, and said so."""
         started = time.perf_counter()
         try:
             return action()
-        except (NotImplementedError, ImportError) as exc:
-            self.skipped.append(f"{name} ({type(exc).__name__}: {exc})")
-            self.console.print(f"[yellow]skipped {name}: {exc}[/yellow]")
+        except ImportError as exc:  # MissingExtraError names the extra to install
+            self.skip(name, str(exc))
             return None
         finally:
             self.seconds[name] = time.perf_counter() - started
+
+    def skip(self, name: str, why: str) -> None:
+        """Note a skipped part; ``why`` is printed as is (``[plots]`` is not markup)."""
+        self.skipped.append(f"{name} ({why})")
+        self.console.print(f"[yellow]skipped {escape(name)}: {escape(why)}[/yellow]")
 
     def rule(self, title: str) -> None:
         self.console.rule(f"[bold]{title}")
@@ -95,7 +100,7 @@ class _Demo:
 
 def _summary(demo: _Demo, model: torch.nn.Module) -> None:
     summary = hookscope.summary(model, input_size=(1, 3, 32, 32))
-    demo.console.print(str(summary), highlight=False)
+    demo.console.print(str(summary), highlight=False, markup=False)
     (demo.out / "summary.json").write_text(json.dumps(summary.to_dict(), indent=2, default=str))
 
 
@@ -104,10 +109,11 @@ def _train(demo: _Demo, model: torch.nn.Module, steps: int, batch: int) -> None:
 
     generator = torch.Generator().manual_seed(0)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-    sinks: list[Sink] = [
-        JsonlSink(demo.out / "monitor.jsonl"),
-        TensorBoardSink(demo.out / "tensorboard"),
-    ]
+    sinks: list[Sink] = [JsonlSink(demo.out / "monitor.jsonl")]  # needs no extra
+    try:
+        sinks.append(TensorBoardSink(demo.out / "tensorboard"))
+    except MissingExtraError as exc:
+        demo.skip("TensorBoard logs", str(exc))
     with hookscope.Monitor(model, sinks=sinks) as mon:
         for step in range(steps):
             x, y = synthetic_batch(batch, generator)
@@ -126,7 +132,7 @@ def _train(demo: _Demo, model: torch.nn.Module, steps: int, batch: int) -> None:
 def _doctor(demo: _Demo, model: torch.nn.Module) -> None:
     x, _ = synthetic_batch(2, torch.Generator().manual_seed(1))
     report = hookscope.doctor(model, x)
-    demo.console.print(str(report), highlight=False)
+    demo.console.print(str(report), highlight=False, markup=False)
     (demo.out / "doctor.json").write_text(json.dumps(report.to_dict(), indent=2, default=str))
     for bypass in report.bypasses:
         name = getattr(bypass, "module", None) or getattr(bypass, "name", bypass)
@@ -154,13 +160,18 @@ def run(args: argparse.Namespace) -> int:
         )
     console = Console(highlight=False, soft_wrap=True)
     out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {str(out)!r} is a file; the demo needs a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create --out {str(out)!r}: {exc.strerror}") from None
     for name in _OUTPUTS:
         target = out / name
         if target.is_dir():
             shutil.rmtree(target)
         elif target.exists():
             target.unlink()
-    out.mkdir(parents=True, exist_ok=True)
     demo = _Demo(out, console)
     started = time.perf_counter()
     torch.manual_seed(0)
@@ -186,7 +197,7 @@ def _print_where(demo: _Demo, report: Path, seconds: float) -> None:
     print = demo.console.print
     parts = ", ".join(f"{name} {sec:.1f}" for name, sec in demo.seconds.items())
     print(f"done in {seconds:.1f} s ({parts}); everything is in {demo.out}/")
-    if report.is_file():
+    if _written(report):
         print(f"  {'report:':<21}{report}  (open file://{report.resolve()} in a browser)")
     for name, what in (
         ("monitor.jsonl", "per-step statistics"),
@@ -194,9 +205,16 @@ def _print_where(demo: _Demo, report: Path, seconds: float) -> None:
         ("doctor.json", "doctor findings"),
         ("featuremaps", "feature-map PNGs"),
     ):
-        if (demo.out / name).exists():
+        if _written(demo.out / name):
             print(f"  {what + ':':<21}{demo.out / name}")
-    if (demo.out / "tensorboard").is_dir():
+    if _written(demo.out / "tensorboard"):
         print(f"  {'TensorBoard logs:':<21}tensorboard --logdir {demo.out / 'tensorboard'}")
     if demo.skipped:
-        print("[yellow]skipped (not available yet):[/yellow] " + "; ".join(demo.skipped))
+        print("[yellow]skipped:[/yellow] " + escape("; ".join(demo.skipped)))
+
+
+def _written(path: Path) -> bool:
+    """A non-empty file, or a folder holding one: what a user can open."""
+    if path.is_dir():
+        return any(_written(child) for child in path.iterdir())
+    return path.is_file() and path.stat().st_size > 0

@@ -11,11 +11,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-import torch
-
+from hookscope._files import check_writable, write_text
+from hookscope.cli.inputs import add_input_arguments, make_inputs, parse_device, parse_inputs
 from hookscope.doctor import doctor
 from hookscope.errors import UsageError
-from hookscope.modelspec import load_model, parse_dtype, parse_kwargs, parse_shape
+from hookscope.modelspec import load_model, parse_kwargs
 
 
 def register(subparsers: Any) -> None:
@@ -27,14 +27,7 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("model", metavar="MODEL_SPEC", help="package.module:fn or file.py:fn")
-    parser.add_argument(
-        "--input-size",
-        action="append",
-        metavar="SHAPE",
-        help="shape of one positional input, e.g. 1,3,224,224 (repeat for more inputs)",
-    )
-    parser.add_argument("--dtype", default="float32", help="input dtype (default float32)")
-    parser.add_argument("--kwargs", help="JSON object of keyword arguments for the factory")
+    add_input_arguments(parser)
     parser.add_argument("--backward", action="store_true", help="also run a backward pass")
     parser.add_argument("--eval", action="store_true", help="put the model in eval mode first")
     parser.add_argument("--format", choices=("table", "json"), default="table")
@@ -42,31 +35,26 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def make_input(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-    """A deterministic example input: normal noise for floats, zeros otherwise."""
-    if dtype.is_floating_point or dtype.is_complex:
-        generator = torch.Generator().manual_seed(0)
-        return torch.randn(shape, generator=generator, dtype=dtype)
-    return torch.zeros(shape, dtype=dtype)
-
-
 def run(args: argparse.Namespace) -> int:
     """Run the doctor on the model and print its report."""
-    if not args.input_size:
-        raise UsageError("doctor needs at least one --input-size, e.g. --input-size 1,3,224,224")
-    shapes = [parse_shape(text) for text in args.input_size]
-    dtype = parse_dtype(args.dtype)
+    spec = parse_inputs(args)
+    if spec.empty:
+        raise UsageError(
+            "doctor needs at least one --input-size (or --input-ids SHAPE, --input NAME=SHAPE), "
+            "e.g. --input-size 1,3,224,224"
+        )
+    device = parse_device(args.device)
+    positional, keywords = make_inputs(spec, device)
+    if args.out is not None:
+        check_writable(args.out, "--out")
     model = load_model(args.model, parse_kwargs(args.kwargs))
+    model.to(device)
     if args.eval:
         model.eval()
-    inputs = [make_input(shape, dtype) for shape in shapes]
-    report = doctor(model, *inputs, backward=args.backward)
+    report = doctor(model, *positional, backward=args.backward, **keywords)
     data = report.to_dict()
     if args.out is not None:
-        try:
-            args.out.write_text(json.dumps(data, indent=2) + "\n")
-        except OSError as exc:
-            raise UsageError(f"cannot write --out {str(args.out)!r}: {exc.strerror}") from None
+        write_text(args.out, json.dumps(data, indent=2) + "\n", "--out")
     if args.format == "json":
         print(json.dumps(data, indent=2))
     else:

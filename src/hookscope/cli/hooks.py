@@ -26,7 +26,8 @@ def render_inventory(inventory: HookInventory) -> Table:
     """The inventory as a rich table."""
     table = Table(title=f"{len(inventory)} hook(s)")
     for column in ("module", "kind", "hook", "source", "by hookscope"):
-        table.add_column(column)
+        # Wrap a long cell onto more lines, never cut it with an ellipsis.
+        table.add_column(column, overflow="fold")
     for info in inventory:
         table.add_row(
             ", ".join(info.names) or "(root)",
@@ -45,5 +46,12 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(inventory.to_dicts(), indent=2))
     else:
-        Console().print(render_inventory(inventory))
+        table = render_inventory(inventory)
+        console = Console()
+        if not console.is_terminal:
+            # Pipes and CI logs have no width: lay the table out at its natural
+            # width so every file:line stays whole on one line.
+            natural = Console(width=1 << 20).measure(table).maximum
+            console = Console(width=max(80, natural), highlight=False)
+        console.print(table)
     return 0

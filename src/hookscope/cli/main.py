@@ -14,6 +14,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from hookscope import __version__
 from hookscope.errors import HookscopeError
@@ -21,9 +22,16 @@ from hookscope.errors import HookscopeError
 _COMMANDS = ("summary", "doctor", "hooks", "run", "lint", "featuremaps", "report", "demo")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line usage error (``--help`` still shows the usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(only: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The argument parser: every subcommand, or just those in ``only``."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="hookscope",
         description="Trustworthy PyTorch hooks: summary, doctor, monitor, pictures, lint.",
     )

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from hookscope._files import check_writable
 from hookscope.viz.report import write_report
 
 
@@ -30,6 +31,8 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write the report and say what it holds and what was absent."""
+    if args.output is not None:
+        check_writable(args.output, "-o")
     result = write_report(Path(args.run_dir), args.output, title=args.title)
     print(f"wrote {result.path} ({result.path.stat().st_size:,} bytes)")
     if result.missing:

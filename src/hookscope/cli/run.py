@@ -28,6 +28,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from hookscope._files import check_writable
+from hookscope.cli.scripts import run_path
 from hookscope.doctor import BypassRecord, render_bypasses
 from hookscope.errors import UsageError
 from hookscope.hooks.bypass import BypassDetector
@@ -60,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"script not found: {args.target!r}")
     if args.as_module and not _module_exists(args.target):
         raise UsageError(f"module not found: {args.target!r}")
+    if args.monitor:
+        if args.out.exists() and not args.out.is_dir():
+            raise UsageError(f"--out {str(args.out)!r} is a file; --monitor needs a directory")
+        check_writable(args.out / "monitor.jsonl", "--out")  # not under a file either
     doctor_json = args.out
     if args.doctor and args.monitor:
         doctor_json = args.out / "doctor.json"
@@ -70,6 +76,9 @@ def run(args: argparse.Namespace) -> int:
         code = 0
         try:
             code = execute(args.target, args.args, as_module=args.as_module)
+        except KeyboardInterrupt:
+            code = 130  # what the shell reports for a Ctrl-C'd python
+            raise
         finally:
             if detector is not None:
                 detector.detach()
@@ -99,11 +108,18 @@ def _monitor(out_dir: Path) -> Iterator[None]:
 
 
 def _report_monitor(watcher: Any, out_dir: Path) -> None:
+    watcher.close()  # the last step is complete: count it
     files = ", ".join(str(path) for path in watcher.paths) or "nothing (no model was called)"
+    rules = {"optimizer": "one per optimizer step", "forward": "one per forward (no optimizer)"}
+    steps = "; ".join(
+        f"{path.name}: {mon.step_index} step(s), {rules[rule]}"
+        for path, mon, rule in zip(watcher.paths, watcher.monitors, watcher.rules, strict=True)
+    )
     print(
         f"\nhookscope run --monitor: {len(watcher.monitors)} model(s) monitored, "
         f"{len(watcher.alerts)} alert(s); wrote {files}\n"
-        f"  HTML report: hookscope report {out_dir} -o {out_dir}/report.html",
+        + (f"  steps: {steps}\n" if steps else "")
+        + f"  HTML report: hookscope report {out_dir} -o {out_dir}/report.html",
         file=sys.stderr,
     )
 
@@ -138,14 +154,15 @@ def execute(target: str, argv: Sequence[str], *, as_module: bool = False) -> int
     """Run a script (or module) as ``__main__`` with ``sys.argv``; returns its exit code."""
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     script = os.path.abspath(target)
-    sys.argv = [target if as_module else script, *argv]
+    # As python does: argv[0] is the script path as given (for -m, runpy sets it).
+    sys.argv = [target, *argv]
     # Like python: the script's folder, or for -m the working directory, comes first.
     sys.path.insert(0, os.getcwd() if as_module else os.path.dirname(script))
     try:
         if as_module:
             runpy.run_module(target, run_name="__main__", alter_sys=True)
         else:
-            runpy.run_path(script, run_name="__main__")
+            run_path(script)
     except SystemExit as exc:
         return _exit_code(exc.code)
     except Exception as exc:

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from hookscope.doctor.report import DoctorReport, HookRecord
     from hookscope.hooks.bypass import BypassRecord
 
-_STATUS = {
+STATUS = {
     None: "ok",
     "forward_called_directly": "SKIPPED: .forward() called directly",
     "not_executed": "NOT FIRED: module never ran",
@@ -55,7 +55,7 @@ def _hook_lines(hooks: Sequence[HookRecord]) -> list[str]:
     if not hooks:
         return ["No hooks on this model."]
     rows = [
-        [_module_label(h.module), h.kind, h.hook, str(h.fired), _STATUS.get(h.code, "NOT FIRED")]
+        [_module_label(h.module), h.kind, h.hook, str(h.fired), STATUS.get(h.code, "NOT FIRED")]
         for h in hooks
     ]
     lines = ["Hooks (by module)", *table(("module", "kind", "hook", "fired", "status"), rows)]

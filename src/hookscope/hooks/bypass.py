@@ -5,7 +5,11 @@
 module and call site. Not flagged: ``super().forward(x)`` inside a subclass's
 ``forward``, shared modules, recursion, modules called from inside hooks,
 containers and ``torch.utils.checkpoint`` recomputation (all go through
-``__call__``).
+``__call__``); wrappers that libraries put around ``forward`` and that run
+inside the module's own call (transformers' ``GradientCheckpointingLayer``,
+accelerate's mixed-precision wrappers); and forwards re-run inside a backward
+(checkpointing a bound ``forward`` is reported once, where it is first called).
+A direct call through such a wrapper is reported at the caller's line.
 
 Not watched: TorchScript modules, modules with a per-instance ``forward``
 attribute (set by other libraries; their wrapper calls the class ``forward``

@@ -11,10 +11,14 @@
 * `global_module_hooks` installs process-wide forward pre-hooks
   (``register_module_forward_pre_hook``) for as long as a ``with`` block runs;
   ``hookscope run --monitor`` uses it to find the models a script calls.
+* `global_optimizer_step_hooks` installs a process-wide optimizer step
+  post-hook (``register_optimizer_step_post_hook``) the same way; ``hookscope
+  run --monitor`` closes one step per optimizer step with it.
 """
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,6 +26,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.optim.optimizer import register_optimizer_step_post_hook
 from torch.utils.hooks import RemovableHandle
 
 from hookscope.errors import HookWarning
@@ -79,6 +84,28 @@ class TensorGradHooks:
         self._handles = []
 
 
+def _guarded(fn: Callable[..., None]) -> Callable[..., None]:
+    """``fn`` with its exceptions swallowed: the first one as a `HookWarning`."""
+    warned = False
+
+    @functools.wraps(fn)  # hook inventories and the doctor show fn's name
+    def hook(*args: Any) -> None:
+        nonlocal warned
+        try:
+            fn(*args)
+        except Exception as exc:
+            if not warned:
+                warned = True
+                warnings.warn(
+                    f"global hook {getattr(fn, '__qualname__', fn)!r} raised "
+                    f"{type(exc).__name__}: {exc} (ignored)",
+                    HookWarning,
+                    stacklevel=2,
+                )
+
+    return hook
+
+
 @contextmanager
 def global_module_hooks(pre: Callable[[nn.Module, tuple[Any, ...]], None]) -> Iterator[None]:
     """Call ``pre(module, args)`` before every module call in the process, inside the block.
@@ -86,23 +113,24 @@ def global_module_hooks(pre: Callable[[nn.Module, tuple[Any, ...]], None]) -> It
     Exceptions in ``pre`` never stop the module call: the first one is reported
     as a `HookWarning`, later ones are ignored. The hook is removed on exit.
     """
-    warned = False
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(_guarded(pre))
+    try:
+        yield
+    finally:
+        handle.remove()
 
-    def hook(module: nn.Module, args: tuple[Any, ...]) -> None:
-        nonlocal warned
-        try:
-            pre(module, args)
-        except Exception as exc:
-            if not warned:
-                warned = True
-                warnings.warn(
-                    f"global hook {getattr(pre, '__qualname__', pre)!r} raised "
-                    f"{type(exc).__name__}: {exc} (ignored)",
-                    HookWarning,
-                    stacklevel=2,
-                )
 
-    handle = torch.nn.modules.module.register_module_forward_pre_hook(hook)
+@contextmanager
+def global_optimizer_step_hooks(
+    post: Callable[[torch.optim.Optimizer, tuple[Any, ...], dict[str, Any]], None],
+) -> Iterator[None]:
+    """Call ``post(optimizer, args, kwargs)`` after every optimizer step in the process.
+
+    Every ``torch.optim.Optimizer`` (and subclass) step counts, inside the
+    block. Exceptions in ``post`` never stop training: the first one is
+    reported as a `HookWarning`, later ones are ignored. Removed on exit.
+    """
+    handle = register_optimizer_step_post_hook(_guarded(post))
     try:
         yield
     finally:

@@ -13,11 +13,17 @@ detector watching one of its instances detaches.
 
 ``super().forward(x)`` inside a subclass's own ``forward`` is not a bypass:
 the probe sees that the instance's own ``forward`` is a different function.
+Nor is a wrapper around ``forward`` that runs inside the module's own call
+(transformers' ``GradientCheckpointingLayer.__init_subclass__`` wraps every
+decoder layer's ``forward``, accelerate puts autocast / fp32-output wrappers
+on a model's instance ``forward``): the probe's caller is then the wrapper,
+and the nearest module call above it is this module's (see `_wrapped_call`).
 """
 
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 import threading
 import types
@@ -38,6 +44,10 @@ _INNER = next(
     _CALL_IMPL,
 )
 _SLOW_FORWARD = nn.Module._slow_forward.__code__
+_CALL_CODES = (_CALL_IMPL, _INNER, _SLOW_FORWARD)
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+#: How many frames above the probe's caller `_wrapped_call` looks for a module call.
+_WRAPPER_DEPTH = 12
 
 
 @dataclass
@@ -128,13 +138,15 @@ def _observe(
 ) -> Any:
     code = caller.f_code
     via_call = code is _CALL_IMPL or code is _INNER or code is _SLOW_FORWARD
+    via_call = via_call or _wrapped_call(module, caller) or _recomputing()
     if not via_call and getattr(type(module).forward, ORIG_ATTR, None) is not orig:
         # super().forward(x) inside a subclass's forward: part of that forward's run.
         return orig(module, *args, **kwargs)
     detectors = _detectors_for(module)
     if not via_call:
+        site = _outside_wrappers(module, caller)
         for detector in detectors:
-            detector._bypassed(module, caller)
+            detector._bypassed(module, site)
     trackers = [d for d in detectors if d.track]
     if not trackers:
         return orig(module, *args, **kwargs)
@@ -149,6 +161,59 @@ def _observe(
         for activity in activities:
             activity.output_requires_grad += 1
     return output
+
+
+def _wrapped_call(module: nn.Module, caller: types.FrameType) -> bool:
+    """True when ``caller`` (not ``nn.Module.__call__``) runs inside ``module``'s own call.
+
+    The nearest module call frame above ``caller`` decides: ``module``'s own
+    means a wrapper of its ``forward`` called the probe after the hooks ran;
+    another module's (a parent's ``forward`` calling ``child.forward(x)``), or
+    none within `_WRAPPER_DEPTH` frames, means a bypass.
+    """
+    frame = caller.f_back
+    for _ in range(_WRAPPER_DEPTH):
+        if frame is None:
+            return False
+        if frame.f_code in _CALL_CODES:
+            return frame.f_locals.get("self") is module
+        frame = frame.f_back
+    return False
+
+
+def _recomputing() -> bool:
+    """True inside a backward: activation checkpointing re-runs ``forward`` there on purpose.
+
+    (transformers checkpoints ``forward`` rather than ``__call__`` so that hooks
+    run once, in the original forward.)
+    """
+    return bool(torch._C._current_graph_task_id() != -1)
+
+
+def _forward_codes(module: nn.Module) -> set[types.CodeType]:
+    """Code of the module's ``forward`` and of each wrapper around it (``__wrapped__``)."""
+    codes: set[types.CodeType] = set()
+    fn: Any = module.__dict__.get("forward", type(module).forward)
+    for _ in range(_WRAPPER_DEPTH):
+        fn = getattr(fn, "__func__", fn)
+        code = getattr(fn, "__code__", None) or getattr(type(fn).__call__, "__code__", None)
+        if code is not None:
+            codes.add(code)
+        fn = getattr(fn, "__wrapped__", None)
+        if fn is None:
+            break
+    return codes
+
+
+def _outside_wrappers(module: nn.Module, caller: types.FrameType) -> types.FrameType:
+    """The frame that called ``module.forward``: ``caller`` less forward wrappers and torch's frames."""
+    codes = _forward_codes(module)
+    frame = caller
+    while frame.f_back is not None and (
+        frame.f_code in codes or frame.f_code.co_filename.startswith(_TORCH_DIR)
+    ):
+        frame = frame.f_back
+    return frame
 
 
 def _requires_grad(value: Any, depth: int = 0) -> bool:

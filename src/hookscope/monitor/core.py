@@ -229,8 +229,13 @@ class Monitor:
 
     # -- steps ---------------------------------------------------------------------
 
-    def step(self) -> StepResult | None:
+    def step(self, step: int | None = None) -> StepResult | None:
         """Close the current step: one transfer to the host, records, alerts, sinks.
+
+        Args:
+            step: the number this step gets in records, alerts and sinks, e.g. a
+                trainer's global step (the next step is ``step + 1``); default:
+                one more than the previous step (0 first).
 
         Returns:
             The step's results, or None when the step was not recorded (``every``).
@@ -239,6 +244,10 @@ class Monitor:
             raise UsageError(
                 "Monitor.step() needs an open monitor: use 'with Monitor(model) as mon:'"
             )
+        if step is not None:
+            if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+                raise UsageError(f"step must be an int >= 0, got {step!r}")
+            self._step = step
         return self._finish_step()
 
     def _finish_step(self) -> StepResult | None:

@@ -3,11 +3,22 @@
 Inside `monitor_script`, a process-wide forward pre-hook watches module calls.
 The first time a module with parameters is called from outside every model
 already monitored, it is taken as a root model and a `Monitor` is attached to
-it before its forward runs. Each later call of that root starts a new step
-(the previous forward, its backward and the optimizer step form one step),
-so scripts need no changes. Modules without parameters (loss functions) are
-never roots. A submodule called on its own before its parent becomes a root
-of its own (and is then monitored twice); call the model first to avoid it.
+it before its forward runs. Scripts need no changes; steps follow one of two
+rules, per root model (`ScriptMonitor.rules` says which):
+
+- ``"optimizer"``: one step per optimizer step. A process-wide optimizer step
+  post-hook closes the step of every root model whose parameters the
+  optimizer updates, so gradient accumulation (several forwards per
+  optimizer step) and trainers (HF ``Trainer``, Lightning, accelerate) give
+  exactly one step per update.
+- ``"forward"``: the fallback while no optimizer has stepped a model's
+  parameters: each later call of the root closes the previous step. A call
+  that finds gradients on the model's parameters (a backward ran, the
+  optimizer has not stepped yet: gradient accumulation) leaves the step open.
+
+Modules without parameters (loss functions) are never roots. A submodule
+called on its own before its parent becomes a root of its own (and is then
+monitored twice); call the model first to avoid it.
 
 Output in ``out_dir``: ``monitor.jsonl`` and ``tensorboard/`` for the first
 root model; ``monitor-N.jsonl`` and ``tensorboard/model-N/`` for the N-th
@@ -23,10 +34,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import torch
 from torch import nn
 
 from hookscope.errors import MissingExtraError
-from hookscope.hooks.globals import global_module_hooks
+from hookscope.hooks.globals import global_module_hooks, global_optimizer_step_hooks
 from hookscope.monitor.core import Monitor
 from hookscope.monitor.records import Alert
 from hookscope.sinks.base import Sink
@@ -49,6 +61,19 @@ class ScriptMonitor:
         self._roots: dict[int, tuple[weakref.ref[nn.Module], Monitor]] = {}
         self._members: set[int] = set()
         self._ignored: weakref.WeakSet[nn.Module] = weakref.WeakSet()
+        self._params: list[frozenset[int]] = []  # parameter ids of each monitored model
+        self._by_optimizer: set[int] = set()  # indices of monitors stepped by an optimizer
+        self._owners: weakref.WeakKeyDictionary[
+            torch.optim.Optimizer, tuple[tuple[int, int], list[int]]
+        ]
+        self._owners = weakref.WeakKeyDictionary()
+
+    @property
+    def rules(self) -> list[str]:
+        """The step rule of each monitor: ``"optimizer"`` or ``"forward"`` (see the module doc)."""
+        return [
+            "optimizer" if i in self._by_optimizer else "forward" for i in range(len(self.monitors))
+        ]
 
     @property
     def alerts(self) -> list[Alert]:
@@ -60,7 +85,9 @@ class ScriptMonitor:
         key = id(module)
         root = self._roots.get(key)
         if root is not None and root[0]() is module:
-            root[1].step()  # the root is called again: the previous step is complete
+            index = self.monitors.index(root[1])
+            if index not in self._by_optimizer and not _has_grads(module):
+                root[1].step()  # the root is called again: the previous step is complete
             return
         if key in self._members or module in self._ignored:
             return
@@ -86,6 +113,26 @@ class ScriptMonitor:
         self.paths.append(path)
         self._roots[id(module)] = (weakref.ref(module), mon)
         self._members.update(id(m) for m in module.modules())
+        self._params.append(frozenset(id(p) for p in module.parameters()))
+
+    def on_optimizer_step(
+        self, optimizer: torch.optim.Optimizer, _args: tuple[Any, ...], _kwargs: dict[str, Any]
+    ) -> None:
+        """Optimizer step post-hook ``(optimizer, args, kwargs) -> None``: close steps."""
+        for index in self._stepped_by(optimizer):
+            self._by_optimizer.add(index)
+            self.monitors[index].step()
+
+    def _stepped_by(self, optimizer: torch.optim.Optimizer) -> list[int]:
+        """Indices of the monitored models whose parameters ``optimizer`` updates."""
+        key = (len(self.monitors), len(optimizer.param_groups))
+        cached = self._owners.get(optimizer)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        ids = {id(p) for group in optimizer.param_groups for p in group["params"]}
+        found = [i for i, params in enumerate(self._params) if not params.isdisjoint(ids)]
+        self._owners[optimizer] = (key, found)
+        return found
 
     def close(self) -> None:
         """Finish open steps and close every monitor and sink."""
@@ -108,7 +155,14 @@ def monitor_script(out_dir: Path, **options: Any) -> Iterator[ScriptMonitor]:
     out.mkdir(parents=True, exist_ok=True)
     watcher = ScriptMonitor(out, options)
     try:
-        with global_module_hooks(watcher.on_call):
+        with (
+            global_module_hooks(watcher.on_call),
+            global_optimizer_step_hooks(watcher.on_optimizer_step),
+        ):
             yield watcher
     finally:
         watcher.close()
+
+
+def _has_grads(model: nn.Module) -> bool:
+    return any(p.grad is not None for p in model.parameters())

@@ -217,5 +217,16 @@ def _build(
         macs_by_op=dict(sorted(counter.by_op.items())),
         uncounted_ops=tuple(UncountedOp(op, t.calls, t.category) for op, t in uncounted),
         activation_bytes=sum(r.output_bytes for r in collected.records if not r.children),
-        not_run=tuple(name for name, m in model.named_modules() if id(m) not in ran),
+        not_run=tuple(
+            name
+            for name, m in model.named_modules()
+            if id(m) not in ran and name not in collected.called_directly and not _container(m)
+        ),
+        called_directly=collected.called_directly,
     )
+
+
+def _container(module: nn.Module) -> bool:
+    # ModuleList, ModuleDict, ParameterList, a bare nn.Module holder: no forward
+    # of their own, so never called by design; their children are what runs.
+    return type(module).forward is nn.Module.forward

@@ -66,6 +66,8 @@ class Collected:
     records: list[CallRecord]
     counter: MacCounter
     output: Any
+    #: qualified names of modules whose ``forward`` was called directly (no hooks ran)
+    called_directly: tuple[str, ...] = ()
 
 
 class _Recorder:
@@ -139,7 +141,7 @@ def run_forward(
     """
     recorder = _Recorder()
     counter = MacCounter(recorder.stack)
-    with session(model) as hooks:
+    with session(model, detect_bypass=True, bypass="record") as hooks:
         hooks.add_forward_pre_hook(recorder.pre, with_kwargs=True)
         hooks.add_forward_hook(recorder.post)
         hooks.add_forward_hook(recorder.post_always, always_call=True)
@@ -148,7 +150,8 @@ def run_forward(
                 output = model(*args, **kwargs)
         except Exception as exc:
             raise ForwardError(_failure_message(model, recorder, exc)) from exc
-    return Collected(recorder.records, counter, output)
+    direct = dict.fromkeys(name for record in hooks.bypasses for name in record.names)
+    return Collected(recorder.records, counter, output, tuple(direct))
 
 
 def _failure_message(model: nn.Module, recorder: _Recorder, exc: Exception) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, get_args
 
 from hookscope.errors import UsageError
@@ -14,9 +15,9 @@ from hookscope.errors import UsageError
 if TYPE_CHECKING:
     from hookscope.summary.records import ModelSummary, Shapes, SummaryFormat, SummaryRow
 
-_COLUMNS: tuple[str, ...] = ("Layer", "Type", "Input shape", "Output shape", "Own params")
-_COLUMNS += ("Params", "Train", "MACs", "Out mem")
-_RIGHT = {"Own params", "Params", "MACs", "Out mem"}
+COLUMNS: tuple[str, ...] = ("Layer", "Type", "Input shape", "Output shape", "Own params")
+COLUMNS += ("Params", "Train", "MACs", "Out mem")
+RIGHT = {"Own params", "Params", "MACs", "Out mem"}
 
 
 def human_count(value: int) -> str:
@@ -45,11 +46,39 @@ def format_shapes(shapes: Shapes, limit: int = 2) -> str:
     return text
 
 
-def _cells(row: SummaryRow) -> tuple[str, ...]:
-    short = row.name.rsplit(".", 1)[-1] if row.name else "(root)"
+def row_labels(rows: Sequence[SummaryRow]) -> list[str]:
+    """Each row's name relative to the row it was called from, for the tree column.
+
+    ``transformer.h.0`` called from ``transformer`` (through a ``ModuleList``
+    that is never called itself) reads ``h.0``, so it keeps its parent.
+    """
+    labels = []
+    stack: list[SummaryRow] = []
+    for row in rows:
+        while stack and stack[-1].depth >= row.depth:
+            stack.pop()
+        parent = stack[-1].name if stack else None
+        if not row.name:
+            labels.append("(root)")
+        elif parent and row.name.startswith(parent + "."):
+            labels.append(row.name[len(parent) + 1 :])
+        elif parent == "":
+            labels.append(row.name)
+        else:
+            labels.append(row.name.rsplit(".", 1)[-1])
+        stack.append(row)
+    return labels
+
+
+def table_cells(s: ModelSummary) -> list[tuple[str, ...]]:
+    """The table's cells, one tuple per row (columns as in `COLUMNS`)."""
+    return [_cells(row, label) for row, label in zip(s.rows, row_labels(s.rows), strict=True)]
+
+
+def _cells(row: SummaryRow, label: str) -> tuple[str, ...]:
     repeat = row.call > 1
     return (
-        "  " * row.depth + short,
+        "  " * row.depth + label,
         row.type,
         format_shapes(row.input_shapes),
         format_shapes(row.output_shapes),
@@ -59,6 +88,11 @@ def _cells(row: SummaryRow) -> tuple[str, ...]:
         human_count(row.macs) if row.macs else "-",
         human_bytes(row.output_bytes),
     )
+
+
+def _listed(names: Sequence[str]) -> str:
+    more = f", +{len(names) - 5} more" if len(names) > 5 else ""
+    return ", ".join(names[:5]) + more
 
 
 def totals_lines(s: ModelSummary) -> list[str]:
@@ -86,10 +120,13 @@ def totals_lines(s: ModelSummary) -> list[str]:
         f"Not in MACs by convention (elementwise, norm, pooling, softmax): {excluded} op calls"
     )
     if s.not_run:
-        names = ", ".join(s.not_run[:5]) + (
-            f", +{len(s.not_run) - 5} more" if len(s.not_run) > 5 else ""
-        )
+        names = _listed(s.not_run)
         lines.append(f"Modules that never ran ({len(s.not_run)}): {names}")
+    if s.called_directly:
+        lines.append(
+            f"Modules run through a direct .forward() call, their hooks skipped "
+            f"({len(s.called_directly)}): {_listed(s.called_directly)} (see hookscope doctor)"
+        )
     if s.unknown_ops:
         listed = ", ".join(f"{op.op} x{op.calls}" for op in s.unknown_ops)
         lines.append(f"Not counted, no MAC formula: {listed}")
@@ -98,18 +135,18 @@ def totals_lines(s: ModelSummary) -> list[str]:
 
 def render_table(s: ModelSummary) -> str:
     """Aligned plain-text table followed by the totals."""
-    body = [_cells(row) for row in s.rows]
-    widths = [max(len(c), *(len(r[i]) for r in body)) for i, c in enumerate(_COLUMNS)]
+    body = table_cells(s)
+    widths = [max(len(c), *(len(r[i]) for r in body)) for i, c in enumerate(COLUMNS)]
 
     def line(cells: tuple[str, ...]) -> str:
         parts = [
-            cell.rjust(width) if column in _RIGHT else cell.ljust(width)
-            for cell, width, column in zip(cells, widths, _COLUMNS, strict=True)
+            cell.rjust(width) if column in RIGHT else cell.ljust(width)
+            for cell, width, column in zip(cells, widths, COLUMNS, strict=True)
         ]
         return "  ".join(parts).rstrip()
 
     rule = "=" * len(line(tuple("x" * w for w in widths)))
-    out = [rule, line(_COLUMNS), rule, *(line(cells) for cells in body), rule]
+    out = [rule, line(COLUMNS), rule, *(line(cells) for cells in body), rule]
     out.extend(totals_lines(s))
     out.append(rule)
     return "\n".join(out)
@@ -117,10 +154,10 @@ def render_table(s: ModelSummary) -> str:
 
 def render_markdown(s: ModelSummary) -> str:
     """A pipe table (names in code spans) and the totals as a list."""
-    align = ["---:" if c in _RIGHT else "---" for c in _COLUMNS]
-    out = ["| " + " | ".join(_COLUMNS) + " |", "|" + "|".join(align) + "|"]
-    for row in s.rows:
-        cells = list(_cells(row))
+    align = ["---:" if c in RIGHT else "---" for c in COLUMNS]
+    out = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join(align) + "|"]
+    for row, row_cells in zip(s.rows, table_cells(s), strict=True):
+        cells = list(row_cells)
         cells[0] = "&nbsp;" * 2 * row.depth + f"`{row.name or '(root)'}`"
         out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     out.append("")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -54,13 +56,67 @@ def normalize_dtypes(
     return listed
 
 
-def make_tensor(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """A random float tensor, or for integer dtypes a tensor of ones (a valid token id)."""
-    if device.type == "meta":
-        return torch.empty(shape, dtype=dtype, device=device)
-    if dtype.is_floating_point or dtype.is_complex:
-        return torch.rand(shape, dtype=dtype, device=device)
-    return torch.ones(shape, dtype=dtype, device=device)
+#: Largest element count a tensor can hold (PyTorch sizes are int64).
+MAX_NUMEL = 2**63 - 1
+
+
+def _memory_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _gib(nbytes: int) -> str:
+    return f"{nbytes / 2**30:,.1f} GiB"
+
+
+def check_size(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> None:
+    """Refuse an input that cannot exist: more elements than int64, or more bytes than RAM.
+
+    Only a meta tensor (shape only, no data) may be larger than the machine's memory.
+
+    Raises:
+        UsageError: naming the shape and the bytes it needs.
+    """
+    numel = math.prod(shape)
+    if numel > MAX_NUMEL:
+        raise UsageError(
+            f"input size {list(shape)} has {numel:,} elements, more than a tensor holds"
+        )
+    nbytes = numel * dtype.itemsize
+    memory = _memory_bytes() if device.type == "cpu" else None
+    if memory is not None and nbytes > memory:
+        raise UsageError(
+            f"input size {list(shape)} ({str(dtype).removeprefix('torch.')}) needs "
+            f"{_gib(nbytes)}, more than this machine's {_gib(memory)} of memory"
+        )
+
+
+def make_tensor(
+    shape: tuple[int, ...],
+    dtype: torch.dtype,
+    device: torch.device,
+    *,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """A random float tensor, or for integer dtypes a tensor of ones (a valid token id).
+
+    Raises:
+        UsageError: the tensor cannot be made (too large, out of memory), naming its size.
+    """
+    check_size(shape, dtype, device)
+    try:
+        if device.type == "meta":
+            return torch.empty(shape, dtype=dtype, device=device)
+        if dtype.is_floating_point or dtype.is_complex:
+            return torch.rand(shape, dtype=dtype, device=device, generator=generator)
+        return torch.ones(shape, dtype=dtype, device=device)
+    except RuntimeError as exc:  # out of memory, or a size torch refuses
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UsageError(
+            f"cannot make an input of size {list(shape)} on {device}: {first}"
+        ) from None
 
 
 def map_tensors(obj: Any, fn: Any) -> Any:

@@ -16,6 +16,10 @@ Shapes = tuple[tuple[int, ...], ...]
 SummaryFormat = Literal["table", "json", "csv", "markdown"]
 
 
+def _shapes(value: Any) -> Shapes:
+    return tuple(tuple(int(n) for n in shape) for shape in value)
+
+
 @dataclass(frozen=True)
 class SummaryRow:
     """One call of one module, in execution order.
@@ -99,9 +103,12 @@ class ModelSummary:
         uncounted_ops: ops with arithmetic that the MACs leave out.
         activation_bytes: estimated forward activation memory: bytes of
             every leaf call's output.
-        not_run: qualified names of modules whose hooks never fired: not
-            used, or run through ``.forward()`` directly (their MACs still
-            count, in the caller).
+        not_run: qualified names of modules that never ran (not used).
+            Containers without a forward of their own (``ModuleList``,
+            ``ModuleDict``) are never called by design and not listed.
+        called_directly: qualified names of modules run through a direct
+            ``.forward()`` call: their hooks did not fire (the doctor's
+            ``forward_called_directly``); their MACs count, in the caller.
     """
 
     model: str
@@ -124,6 +131,7 @@ class ModelSummary:
     uncounted_ops: tuple[UncountedOp, ...]
     activation_bytes: int
     not_run: tuple[str, ...] = ()
+    called_directly: tuple[str, ...] = ()
 
     @property
     def flops(self) -> int:
@@ -144,7 +152,34 @@ class ModelSummary:
         data["rows"] = [row.to_dict() for row in self.rows]
         data["uncounted_ops"] = [asdict(op) for op in self.uncounted_ops]
         data["not_run"] = list(self.not_run)
+        data["called_directly"] = list(self.called_directly)
         return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelSummary:
+        """The summary back from `to_dict` data (e.g. a ``summary.json``).
+
+        Raises:
+            KeyError, TypeError, ValueError: ``data`` is not `to_dict` output.
+        """
+        fields = dict(data)
+        fields.pop("flops", None)
+        fields["input_shapes"] = _shapes(fields["input_shapes"])
+        fields["output_shapes"] = _shapes(fields["output_shapes"])
+        fields["rows"] = tuple(
+            SummaryRow(
+                **{
+                    **row,
+                    "input_shapes": _shapes(row["input_shapes"]),
+                    "output_shapes": _shapes(row["output_shapes"]),
+                }
+            )
+            for row in fields["rows"]
+        )
+        fields["uncounted_ops"] = tuple(UncountedOp(**op) for op in fields["uncounted_ops"])
+        fields["not_run"] = tuple(fields.get("not_run", ()))
+        fields["called_directly"] = tuple(fields.get("called_directly", ()))
+        return cls(**fields)
 
     def to_json(self, indent: int | None = 2) -> str:
         """`to_dict` as JSON text."""

@@ -14,6 +14,12 @@ from typing import Any
 from hookscope.errors import require_extra
 
 
+def plain(text: str) -> str:
+    """``text`` shown as typed: matplotlib reads ``$...$`` as mathtext (and a
+    module name like ``$\\foo$`` would crash the drawing); ``\\$`` is a plain ``$``."""
+    return text.replace("$", r"\$")
+
+
 def new_figure(width: float, height: float, dpi: int = 100) -> Any:
     """A matplotlib ``Figure`` with an Agg canvas attached.
 

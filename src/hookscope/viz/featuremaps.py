@@ -8,6 +8,7 @@ channel index in the original tensor.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from typing import Any
 import torch
 
 from hookscope.errors import UsageError
-from hookscope.viz._mpl import new_figure, save_png
+from hookscope.viz._mpl import new_figure, plain, save_png
 
 
 @dataclass(frozen=True)
@@ -103,17 +104,21 @@ def feature_map_grid(
     rows = math.ceil(count / cols)
     fig = new_figure(1.6 * cols, 1.6 * rows + (0.4 if title else 0.0))
     axes = fig.subplots(rows, cols, squeeze=False)
+    image = None
     for slot, ax in enumerate(axes.flat):
         ax.set_xticks([])
         ax.set_yticks([])
         if slot >= count:
             ax.set_axis_off()
             continue
-        ax.imshow(chosen.maps[slot].numpy(), cmap=cmap, vmin=0.0, vmax=1.0)
+        image = ax.imshow(chosen.maps[slot].numpy(), cmap=cmap, vmin=0.0, vmax=1.0)
         ax.set_title(f"ch {chosen.indices[slot]}", fontsize=8)
+    bar = fig.colorbar(image, ax=axes, shrink=0.8, ticks=[0.0, 1.0])
+    bar.ax.set_yticklabels(["min", "max"], fontsize=7)
+    bar.set_label("each channel scaled to its own min..max", fontsize=7)
     if title:
         total = activation.shape[-3]
-        fig.suptitle(f"{title}  (top {count} of {total} channels by mean)", fontsize=10)
+        fig.suptitle(plain(f"{title}  (top {count} of {total} channels by mean)"), fontsize=10)
     return fig
 
 
@@ -123,22 +128,46 @@ def save_feature_maps(activation: torch.Tensor, path: str | Path, **options: Any
     return save_png(fig, path)
 
 
-def _file_stem(key: str) -> str:
-    stem = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in key)
-    return stem or "root"
+#: Longest file stem written (file systems allow 255 bytes per name).
+MAX_STEM = 100
+
+
+def file_stem(key: str) -> str:
+    """A file name for ``key``: unique per key, at most `MAX_STEM` characters.
+
+    A key of letters, digits and ``._-`` (``features.0``) is its own stem. Any
+    other key (``a/b``, a non-ASCII or a 300-character name) gets its other
+    characters replaced by ``_``, is shortened, and ends in ``-`` and 8 hex
+    digits of its SHA-1, so ``a/b`` and ``a_b`` never share a file.
+    """
+    clean = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "._-") else "_" for ch in key)
+    if clean == key and 0 < len(key) <= MAX_STEM and not key.startswith("."):
+        return key
+    digest = hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{clean.lstrip('.')[: MAX_STEM - 9] or 'root'}-{digest}"
+
+
+def grid_title(key: str, calls: int) -> str:
+    """The grid's title: the key, and which call it shows when there were several."""
+    return (key or "(root)") + (f" (last of {calls} calls)" if calls > 1 else "")
 
 
 def write_feature_maps(
-    activations: Mapping[str, torch.Tensor], out_dir: str | Path, **options: Any
+    activations: Mapping[str, torch.Tensor],
+    out_dir: str | Path,
+    *,
+    calls: Mapping[str, int] | None = None,
+    **options: Any,
 ) -> tuple[list[Path], list[str]]:
     """Save a grid for every 4-D activation in ``activations`` (e.g. a `hookscope.capture`).
 
-    Files are named after the key (``features.0`` → ``features.0.png``,
-    characters other than letters, digits, ``._-`` become ``_``).
+    Files are named by `file_stem` (``features.0`` → ``features.0.png``).
 
     Args:
         activations: ``{key: tensor}``; only ``(N, C, H, W)`` tensors are drawn.
         out_dir: folder for the PNGs (created).
+        calls: how often each key was stored (``capture.calls``): a module
+            called several times shows its last call, and the title says so.
         **options: passed to `feature_map_grid` (``top_k``, ``sample``, ``cmap`` ...).
 
     Returns:
@@ -150,6 +179,7 @@ def write_feature_maps(
         if tensor.dim() != 4:
             skipped.append(f"{key} {tuple(tensor.shape)}")
             continue
-        path = Path(out_dir) / f"{_file_stem(key)}.png"
-        written.append(save_feature_maps(tensor, path, title=key or "(root)", **options))
+        title = grid_title(key, (calls or {}).get(key, 1))
+        path = Path(out_dir) / f"{file_stem(key)}.png"
+        written.append(save_feature_maps(tensor, path, title=title, **options))
     return written, skipped

@@ -15,8 +15,8 @@ import torch
 
 from hookscope.errors import UsageError
 from hookscope.monitor.alerts import Thresholds
-from hookscope.viz._mpl import new_figure
-from hookscope.viz.records import as_rows, gradient_flow, stat_series
+from hookscope.viz._mpl import new_figure, plain
+from hookscope.viz.records import as_rows, gradient_flow, layer_order, stat_series
 
 #: Gradient norms below this are drawn as vanishing (the Monitor's ``vanish_below``).
 VANISHING = Thresholds.vanish_below
@@ -36,7 +36,9 @@ def gradient_flow_plot(
 ) -> Any:
     """Per-layer mean and max gradient norm on a log scale, with thresholds drawn.
 
-    Layers are on the x axis in the order the model ran them; bars are the
+    Layers are on the x axis in the order the model ran them when forward
+    statistics were recorded too; otherwise in the order their gradients
+    arrived (backward order), and the axis label says which. Bars are the
     largest norm over steps, dots the mean; dashed lines mark ``vanishing``
     and ``exploding``.
 
@@ -53,7 +55,8 @@ def gradient_flow_plot(
     """
     if not 0 < vanishing < exploding:
         raise UsageError(f"need 0 < vanishing < exploding, got {vanishing!r} and {exploding!r}")
-    layers = gradient_flow(as_rows(source), phase=phase)
+    rows = as_rows(source)
+    layers = gradient_flow(rows, phase=phase)
     if not layers:
         raise UsageError("no gradient norms recorded (was backward run under the Monitor?)")
     # ResNet-50 has 161 parameters: cap the width and shrink the labels instead.
@@ -76,14 +79,14 @@ def gradient_flow_plot(
     ax.set_ylim(floor, max(exploding * 10, max(maxes) * 2))
     ax.set_xticks(
         xs,
-        [layer.module or "(root)" for layer in layers],
+        [plain(layer.module or "(root)") for layer in layers],
         rotation=60,
         ha="right",
         fontsize=label_size,
     )
     ax.set_ylabel("gradient norm")
-    ax.set_xlabel("layer, in forward order")
-    ax.set_title(title)
+    ax.set_xlabel(f"layer, in {layer_order(rows, layers)}")
+    ax.set_title(plain(title))
     ax.grid(axis="y", which="major", alpha=0.3)
     ax.legend(fontsize=8, loc="upper right")
     return fig
@@ -133,7 +136,7 @@ def activation_stats_plot(
             colour, line = style[label]
             xs, ys = zip(*series[label], strict=True)
             (handles[label],) = ax.plot(
-                xs, ys, marker=".", color=colour, linestyle=line, label=label or "(root)"
+                xs, ys, marker=".", color=colour, linestyle=line, label=plain(label or "(root)")
             )
         ax.set_title(stat, fontsize=10)
         ax.set_xlabel("step")
@@ -142,10 +145,10 @@ def activation_stats_plot(
     for ax in list(axes.flat)[len(panels) :]:
         ax.set_axis_off()
     ordered = [handles[label] for label in shown if label in handles]
-    names = [label or "(root)" for label in shown if label in handles]
+    names = [plain(label or "(root)") for label in shown if label in handles]
     fig.legend(ordered, names, loc="outside lower center", ncols=min(5, len(names)), fontsize=7)
     more = len(labels) > max_layers
-    fig.suptitle(f"{title} (first {max_layers} of {len(labels)} layers)" if more else title)
+    fig.suptitle(plain(f"{title} (first {max_layers} of {len(labels)} layers)" if more else title))
     return fig
 
 
@@ -171,7 +174,7 @@ def activation_histogram(
     dropped = values.numel() - finite.numel()
     name = title or "activation"
     extra = f", {dropped} non-finite left out" if dropped else ""
-    ax.set_title(f"{name}: {finite.numel():,} values{extra}", fontsize=10)
+    ax.set_title(plain(f"{name}: {finite.numel():,} values{extra}"), fontsize=10)
     ax.set_xlabel("value")
     ax.set_ylabel("count")
     ax.grid(alpha=0.3)

@@ -123,6 +123,30 @@ def gradient_flow(rows: Iterable[Row], *, phase: str | None = None) -> list[Laye
     return sorted(result, key=lambda layer: _forward_rank(layer.module, rank))
 
 
+def layer_order(rows: Iterable[Row], layers: Iterable[LayerGradient]) -> str:
+    """How `gradient_flow` ordered ``layers``, for the axis label: by the forward
+    records (a layer is placed by itself or its closest named ancestor), and
+    layers without one last, in the order their gradients arrived (backward)."""
+    known = {row["module"] for row in rows if row["phase"] == "forward"}
+    names = [layer.module for layer in layers]
+    unplaced = sum(not _placed(name, known) for name in names)
+    if unplaced == 0:
+        return "forward order"
+    if unplaced == len(names):
+        return "gradient-arrival order (no forward statistics to order by)"
+    return f"forward order; {unplaced} without forward statistics last, in gradient-arrival order"
+
+
+def _placed(name: str, known: set[str]) -> bool:
+    if name == "":
+        return "" in known
+    while name:
+        if name in known:
+            return True
+        name = name.rpartition(".")[0]
+    return False
+
+
 def _forward_rank(name: str, rank: dict[str, int]) -> int:
     # Gradients arrive in backward order and parameter records are named
     # "features.0.weight": place each under the closest module that ran forward.

@@ -14,14 +14,18 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from hookscope._files import write_text
 from hookscope.errors import MissingExtraError, UsageError
 from hookscope.viz import html as h
 from hookscope.viz._mpl import png_bytes
 from hookscope.viz.plots import activation_stats_plot, gradient_flow_plot
+from hookscope.viz.records import module_order
 from hookscope.viz.rundir import DOCTOR, MONITOR, SUMMARY, RunData, load_run
+from hookscope.viz.sections import doctor_section, summary_section
 
 #: Section ids in page order.
 SECTIONS = (
@@ -34,6 +38,11 @@ SECTIONS = (
     "featuremaps",
     "doctor",
 )
+
+#: Layers per activation-statistics figure (more would make an unreadable legend).
+LAYERS_PER_PLOT = 12
+#: Figures drawn at most; the per-layer table below them lists every layer.
+MAX_ACTIVATION_PLOTS = 8
 
 _LAST_STEP_STATS = ("mean", "std", "min", "max", "absmax", "zero_frac", "nan_count", "inf_count")
 
@@ -117,8 +126,8 @@ def _nonfinite(run: RunData) -> str:
 def _activations(run: RunData, notes: list[str]) -> str:
     if run.steps == 0:
         return h.absent(f"no monitor data ({MONITOR} absent or empty)")
-    body = _plot(lambda: activation_stats_plot(run.rows), "activation statistics", notes)
     forward = [row for row in run.rows if row["phase"] == "forward"]
+    body = _activation_plots(run, forward, notes)
     if forward:
         last = max(row["step"] for row in forward)
         table: dict[tuple[str, str], dict[str, Any]] = {}
@@ -139,31 +148,48 @@ def _activations(run: RunData, notes: list[str]) -> str:
     return body
 
 
-def _featuremaps(run: RunData) -> str:
+def _activation_plots(run: RunData, forward: list[dict[str, Any]], notes: list[str]) -> str:
+    """One figure per `LAYERS_PER_PLOT` layers, in the order they ran, so no layer is dropped."""
+    layers = module_order(forward)
+    chunks = [
+        layers[start : start + LAYERS_PER_PLOT] for start in range(0, len(layers), LAYERS_PER_PLOT)
+    ] or [[]]
+    body = ""
+    for index, chunk in enumerate(chunks[:MAX_ACTIVATION_PLOTS]):
+        what = "activation statistics"
+        if len(chunks) > 1:
+            last = index * LAYERS_PER_PLOT + len(chunk)
+            what += f", layers {index * LAYERS_PER_PLOT + 1}-{last} of {len(layers)}"
+        title = what[0].upper() + what[1:] + " over steps"
+        body += _plot(partial(_activation_plot, run, chunk, title), what, notes)
+    if len(chunks) > MAX_ACTIVATION_PLOTS:
+        drawn = MAX_ACTIVATION_PLOTS * LAYERS_PER_PLOT
+        body += h.absent(
+            f"plots show the first {drawn} of {len(layers)} layers; the table below lists all"
+        )
+    return body
+
+
+def _activation_plot(run: RunData, modules: list[str], title: str) -> Any:
+    return activation_stats_plot(run.rows, modules=modules or None, title=title)
+
+
+def _featuremaps(run: RunData, notes: list[str]) -> str:
     if not run.featuremaps:
         return h.absent("no feature-map grids (featuremaps/*.png absent)")
-    figures = "".join(
-        h.image(path.read_bytes(), f"feature maps {path.stem}", path.stem)
-        for path in run.featuremaps
-    )
-    return f'<div class="grid">{figures}</div>'
+    figures = []
+    for path in run.featuremaps:
+        try:
+            figures.append(h.image(path.read_bytes(), f"feature maps {path.stem}", path.stem))
+        except OSError as exc:
+            notes.append(f"featuremaps/{path.name} is unreadable ({exc.strerror}); left out")
+    return f'<div class="grid">{"".join(figures)}</div>'
 
 
-def _doctor(run: RunData) -> str:
+def _doctor(run: RunData, notes: list[str]) -> str:
     if run.doctor is None:
         return h.absent(f"no doctor results ({DOCTOR} absent)")
-    bypasses = run.doctor.get("bypasses")
-    head = ""
-    if isinstance(bypasses, list):
-        if bypasses:
-            head = (
-                f'<p class="bad">{len(bypasses)} module(s) ran without their hooks: '
-                "their <code>forward</code> was called directly. Call the module instead: "
-                "<code>module(x)</code>, not <code>module.forward(x)</code>.</p>"
-            )
-        else:
-            head = '<p class="good">No hook bypasses found.</p>'
-    return head + h.mapping(run.doctor)
+    return doctor_section(run.doctor, notes)
 
 
 def render_report(run: RunData, *, title: str = "hookscope report") -> tuple[str, tuple[str, ...]]:
@@ -174,7 +200,11 @@ def render_report(run: RunData, *, title: str = "hookscope report") -> tuple[str
         if run.steps
         else h.absent(f"no monitor data ({MONITOR} absent or empty)")
     )
-    summary = h.mapping(run.summary) if run.summary is not None else h.absent(f"no {SUMMARY}")
+    summary = (
+        summary_section(run.summary, notes)
+        if run.summary is not None
+        else h.absent(f"no {SUMMARY}")
+    )
     sections = [
         ("overview", "Overview", _overview(run)),
         ("summary", "Model summary", summary),
@@ -182,8 +212,8 @@ def render_report(run: RunData, *, title: str = "hookscope report") -> tuple[str
         ("nonfinite", "First non-finite value", _nonfinite(run)),
         ("gradient-flow", "Gradient flow", gradflow),
         ("activations", "Activation statistics", _activations(run, notes)),
-        ("featuremaps", "Feature maps", _featuremaps(run)),
-        ("doctor", "Doctor", _doctor(run)),
+        ("featuremaps", "Feature maps", _featuremaps(run, notes)),
+        ("doctor", "Doctor", _doctor(run, notes)),
     ]
     subtitle = f"{run.path} — {run.steps} step(s)"
     return h.page(title, subtitle, sections), tuple(notes)
@@ -200,11 +230,12 @@ def write_report(
         title: page title.
 
     Raises:
-        UsageError: ``run_dir`` is not a run directory.
+        UsageError: ``run_dir`` is not a run directory, or ``out`` cannot be
+            written (a directory, a missing permission); an existing ``out``
+            is then left as it was, never half-written.
     """
     run = load_run(run_dir)
     page, notes = render_report(run, title=title)
     path = Path(out) if out is not None else run.path / "report.html"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
+    write_text(path, page, "the report")
     return ReportResult(path, SECTIONS, run.missing, notes)

@@ -9,8 +9,13 @@ Layout (every part optional, at least one needed)::
       doctor.json       hookscope.doctor(...).to_dict()
       featuremaps/*.png feature-map grids
 
-A run that crashed may leave a truncated last line in ``monitor.jsonl``;
-unreadable lines are skipped and reported in ``RunData.notes``.
+A run that crashed may leave a truncated last line in ``monitor.jsonl``. Each
+line is checked whole (an object with an integer ``step``, ``records`` and
+``alerts`` lists of objects, ``first_nonfinite`` an object or null, strict
+UTF-8, every record a valid monitor record): a bad line is skipped — that
+record only, never the rest of the file — and named in ``RunData.notes``. A
+leading UTF-8 BOM is read; a ``monitor.jsonl`` that cannot be read (a
+directory, no permission) is named as unreadable.
 """
 
 from __future__ import annotations
@@ -62,39 +67,76 @@ class RunData:
     notes: tuple[str, ...]
 
 
+def _entry(line: bytes) -> tuple[int, list[Row], list[dict[str, Any]], dict[str, Any] | None]:
+    """One ``monitor.jsonl`` line, checked whole: a bad field rejects the line.
+
+    Raises:
+        ValueError: (or a subclass) naming what is wrong with the line.
+    """
+    entry = json.loads(line.decode("utf-8"))
+    if not isinstance(entry, dict):
+        raise ValueError(f"a {type(entry).__name__}, not an object")
+    step = entry.get("step")
+    if isinstance(step, float) and step.is_integer():
+        step = int(step)
+    if isinstance(step, bool) or not isinstance(step, int):
+        raise ValueError(f"step is {step!r}, not an integer")
+    records = entry.get("records", [])
+    alerts = entry.get("alerts") or []
+    first = entry.get("first_nonfinite")
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise ValueError("records is not a list of objects")
+    if not isinstance(alerts, list) or not all(isinstance(a, dict) for a in alerts):
+        raise ValueError(f"alerts is {_short(alerts)}, not a list of objects")
+    if first is not None and not isinstance(first, dict):
+        raise ValueError(f"first_nonfinite is {_short(first)}, not an object or null")
+    try:
+        rows = as_rows({**record, "step": step} for record in records)
+    except UsageError as exc:
+        raise ValueError(str(exc)) from None
+    return step, rows, alerts, first or None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _read_monitor(path: Path, notes: list[str]) -> tuple[int, list[Row], list[dict[str, Any]], Any]:
     steps = 0
-    records: list[dict[str, Any]] = []
+    rows: list[Row] = []
     alerts: list[dict[str, Any]] = []
     first = None
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for number, line in enumerate(lines, start=1):
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        notes.append(f"{path.name} is unreadable ({exc.strerror or type(exc).__name__}); left out")
+        return 0, [], [], None
+    for number, line in enumerate(data.removeprefix(b"\xef\xbb\xbf").split(b"\n"), start=1):
         if not line.strip():
             continue
         try:
-            entry = json.loads(line)
-            step = int(entry["step"])
-            records.extend({**record, "step": step} for record in entry.get("records", []))
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-            notes.append(f"{path.name} line {number} skipped ({type(exc).__name__}: {exc})")
+            _, entry_rows, entry_alerts, entry_first = _entry(line)
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError too
+            reason = f"{type(exc).__name__}: {exc}"
+            notes.append(f"{path.name} line {number} skipped ({_short(reason)[:200]})")
             continue
         steps += 1
-        alerts.extend(entry.get("alerts") or [])
-        if first is None and entry.get("first_nonfinite"):
-            first = entry["first_nonfinite"]
-    try:
-        rows = as_rows(records)
-    except UsageError as exc:
-        notes.append(f"{path.name}: records skipped ({exc})")
-        rows = []
+        rows.extend(entry_rows)
+        alerts.extend(entry_alerts)
+        if first is None and entry_first:
+            first = entry_first
     return steps, rows, alerts, first
 
 
 def _read_json(path: Path, notes: list[str]) -> dict[str, Any] | None:
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        notes.append(f"{path.name} is not valid JSON ({exc}); left out")
+        value = json.loads(path.read_text(encoding="utf-8-sig"))
+    except OSError as exc:
+        notes.append(f"{path.name} is unreadable ({exc.strerror or type(exc).__name__}); left out")
+        return None
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError too
+        notes.append(f"{path.name} is not valid JSON ({_short(str(exc))}); left out")
         return None
     if not isinstance(value, dict):
         notes.append(f"{path.name} holds a {type(value).__name__}, not an object; left out")
@@ -118,10 +160,10 @@ def load_run(path: str | Path) -> RunData:
     steps, first = 0, None
     rows: list[Row] = []
     alerts: list[dict[str, Any]] = []
-    if (root / MONITOR).is_file():
+    if (root / MONITOR).exists():
         steps, rows, alerts, first = _read_monitor(root / MONITOR, notes)
-    summary = _read_json(root / SUMMARY, notes) if (root / SUMMARY).is_file() else None
-    doctor = _read_json(root / DOCTOR, notes) if (root / DOCTOR).is_file() else None
+    summary = _read_json(root / SUMMARY, notes) if (root / SUMMARY).exists() else None
+    doctor = _read_json(root / DOCTOR, notes) if (root / DOCTOR).exists() else None
     maps = (
         tuple(sorted((root / FEATUREMAPS).glob("*.png"))) if (root / FEATUREMAPS).is_dir() else ()
     )

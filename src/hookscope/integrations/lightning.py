@@ -1,0 +1,70 @@
+"""`HookscopeCallback` for the Lightning ``Trainer`` (``pip install hookscope[lightning]``).
+
+::
+
+    from hookscope.integrations.lightning import HookscopeCallback
+
+    trainer = lightning.Trainer(max_steps=100, callbacks=[HookscopeCallback()])
+    trainer.fit(module, data)  # statistics in <log_dir>/hookscope/monitor.jsonl
+
+The step closes in ``on_before_optimizer_step``, the one hook that runs once
+per optimizer step with the step's gradients complete (``on_train_batch_end``
+runs once per batch, twice per step with ``accumulate_grad_batches=2``), and
+is numbered with ``trainer.global_step`` (0 for the first update). The total
+gradient norm, the alerts and the statistics chosen with ``log_stats`` go
+through ``pl_module.log`` (``on_step=True``), so every Lightning logger sees
+them (see `hookscope.integrations.training` for the names). The doctor runs
+once, on the first forward of training, and writes ``doctor.json``.
+
+The callback subclasses ``lightning.pytorch.Callback`` when the ``lightning``
+package is installed, else ``pytorch_lightning.Callback``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hookscope.errors import MissingExtraError
+from hookscope.integrations.training import CallbackBase
+
+try:
+    from lightning.pytorch import Callback
+except ImportError:  # pragma: no cover - depends on the environment
+    try:
+        from pytorch_lightning import Callback  # type: ignore[assignment]
+    except ImportError as exc:
+        raise MissingExtraError(
+            "hookscope.integrations.lightning needs Lightning: pip install 'hookscope[lightning]'"
+        ) from exc
+
+
+class HookscopeCallback(CallbackBase, Callback):
+    """Monitors the LightningModule: one step per optimizer step, logged through ``pl_module.log``.
+
+    Args:
+        doctor: run `hookscope.doctor` once, on the first forward of training,
+            with its real inputs (report in ``<log_dir>/hookscope/doctor.json``).
+        log_stats: extra ``"phase/stat"`` statistics to log for every monitored
+            tensor, e.g. ``("param/norm",)`` for per-parameter gradient norms.
+        out_subdir: folder under the Trainer's ``log_dir`` (or
+            ``default_root_dir``) for the results.
+        **monitor_kwargs: keyword arguments for `hookscope.Monitor` (``modules``,
+            ``stats``, ``every``, thresholds, extra ``sinks`` ...).
+
+    Attributes:
+        monitor: the `Monitor` (None until training starts).
+        doctor_report: the doctor's report (None before the first forward or
+            with ``doctor=False``).
+    """
+
+    def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        root = trainer.log_dir or trainer.default_root_dir
+        self._run.start(pl_module, Path(root) / self.out_subdir)
+
+    def on_before_optimizer_step(self, trainer: Any, pl_module: Any, optimizer: Any) -> None:
+        for name, value in self._run.step(trainer.global_step).items():
+            pl_module.log(name, value, on_step=True, on_epoch=False)
+
+    def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+        self._run.close()
