@@ -62,15 +62,11 @@ class ClassIndex:
 
     def in_module(self, name: str, module: str) -> tuple[tuple[str, ...], ...]:
         """The base lists of the classes ``name`` defined in the module ``module`` (dotted)."""
-        if not module.strip("."):
-            return ()
-        tail = module.strip(".").replace(".", "/")
-        files = (f"{tail}.py", f"{tail}/__init__.py")
-        return tuple(
-            bases
-            for bases, where in self.defs.get(name, ())
-            if where.rsplit(":", 1)[0].replace("\\", "/").endswith(files)
-        )
+        return tuple(b for b, where in self.defs.get(name, ()) if defined_in(where, module))
+
+    def functions_in(self, name: str, module: str) -> tuple[FunctionEntry, ...]:
+        """The top-level functions ``name`` of the module ``module`` (``conftest`` too)."""
+        return tuple(e for e in self.functions.get(name, ()) if defined_in(e[3], module))
 
     def __contains__(self, name: object) -> bool:
         return name in self.bases
@@ -78,6 +74,13 @@ class ClassIndex:
     def get(self, name: str) -> tuple[tuple[str, ...], ...] | None:
         """The base lists of the classes called ``name``."""
         return self.bases.get(name)
+
+
+def defined_in(where: str, module: str) -> bool:
+    """Whether ``path:line`` lies in the module ``module`` (``pkg.mod``, ``.mod``)."""
+    tail = module.strip(".").replace(".", "/")
+    path = where.rsplit(":", 1)[0].replace("\\", "/")
+    return bool(tail) and path.endswith((f"{tail}.py", f"{tail}/__init__.py"))
 
 
 def scan_classes(data: bytes, path: str = "") -> list[ClassEntry]:
