@@ -10,6 +10,7 @@
     ├── ForwardError                the model's forward raised while hookscope ran it
     ├── CaptureOverflowError        activation capture exceeded ``max_bytes``
     ├── MissingExtraError (ImportError)  an optional extra is not installed
+    ├── DistributedError            a collective that not every rank entered (torch.distributed)
     └── LintError                   the linter cannot run (bad config, unreadable paths)
 
 ``HookscopeWarning`` is the base of warnings: ``HookWarning`` (a hook failed
@@ -64,6 +65,10 @@ class CaptureOverflowError(HookscopeError):
 
 class MissingExtraError(HookscopeError, ImportError):
     """An optional dependency is missing; the message says which extra installs it."""
+
+
+class DistributedError(HookscopeError):
+    """A hookscope collective was not entered by every rank in time (see `hookscope.dist`)."""
 
 
 class LintError(HookscopeError):

@@ -40,7 +40,10 @@ def test_jsonl_lines_follow_the_contract(tmp_path: Path) -> None:
     lines = path.read_text().splitlines()
     assert len(lines) == 2
     first = strict(lines[0])
-    assert set(first) == {"step", "records", "alerts", "first_nonfinite", "tensors"}
+    assert set(first) == {
+        "step", "rank", "world_size", "ranks", "records", "alerts", "first_nonfinite", "tensors"
+    }  # fmt: skip
+    assert (first["rank"], first["world_size"], first["ranks"]) == (0, 1, "local")
     assert first["step"] == 0 and first["first_nonfinite"] is None
     records = first["records"]
     assert isinstance(records, list)
@@ -73,6 +76,7 @@ def test_nonfinite_values_are_strings_and_read_back(tmp_path: Path) -> None:
         "phase": "forward",
         "module": "a",
         "tensor": "output",
+        "rank": 0,
     }
     assert row["alerts"][0]["rule"] == "nonfinite"
 

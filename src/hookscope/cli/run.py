@@ -28,6 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from hookscope import dist
 from hookscope._files import check_writable
 from hookscope.cli.scripts import run_path
 from hookscope.doctor import BypassRecord, render_bypasses
@@ -43,8 +44,12 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--doctor", action="store_true", help="report direct .forward() calls")
-    parser.add_argument("--monitor", action="store_true", help="record per-layer statistics")
+    # -D / -M: torchrun's own parser takes "--monitor" for an abbreviation of its
+    # "--monitor-interval" and stops; these short flags pass through it (README).
+    parser.add_argument(
+        "-D", "--doctor", action="store_true", help="report direct .forward() calls"
+    )
+    parser.add_argument("-M", "--monitor", action="store_true", help="record per-layer statistics")
     parser.add_argument("--out", type=Path, metavar="PATH", help="JSON file (--doctor) or DIR")
     parser.add_argument("-m", dest="as_module", action="store_true", help="run a module")
     parser.add_argument("target", metavar="script.py", help="the script (or module with -m)")
@@ -69,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
     doctor_json = args.out
     if args.doctor and args.monitor:
         doctor_json = args.out / "doctor.json"
+    if doctor_json is not None:
+        doctor_json = dist.rank_file(doctor_json)  # doctor.rank1.json under torchrun
     with contextlib.ExitStack() as stack:
         if args.monitor:
             stack.enter_context(_monitor(args.out))
@@ -100,10 +107,12 @@ def _monitor(out_dir: Path) -> Iterator[None]:
         script = importlib.import_module("hookscope.monitor.script")
     except ImportError as exc:
         raise UsageError(f"hookscope run --monitor is not available: {exc}") from None
-    with script.monitor_script(out_dir) as watcher:
-        try:
+    watcher = None
+    try:
+        with script.monitor_script(out_dir) as watcher:
             yield
-        finally:
+    finally:
+        if watcher is not None:  # closed: every file complete before the merged report
             _report_monitor(watcher, out_dir)
 
 
@@ -122,6 +131,28 @@ def _report_monitor(watcher: Any, out_dir: Path) -> None:
         + f"  HTML report: hookscope report {out_dir} -o {out_dir}/report.html",
         file=sys.stderr,
     )
+    if dist.world_size() > 1 and dist.rank() == 0:
+        _merged_report(out_dir, watcher.paths[:1])
+
+
+def _merged_report(out_dir: Path, paths: list[Path]) -> None:
+    """Rank 0 of a torchrun job: wait for every rank's file, then write one report of all."""
+    from hookscope.errors import HookscopeError
+    from hookscope.sinks.jsonl import wait_closed
+    from hookscope.viz.report import write_report
+
+    if not paths:
+        return
+    name = paths[0].name.replace(".rank0.", ".rank{}.")
+    expected = [paths[0].with_name(name.format(r)) for r in range(dist.world_size())]
+    late = wait_closed(expected, min(dist.collective_timeout(), 120.0))
+    try:
+        result = write_report(out_dir, out_dir / "report.html")
+    except HookscopeError as exc:
+        print(f"hookscope run: no merged report ({exc})", file=sys.stderr)
+        return
+    missing = f" (not yet written: {', '.join(p.name for p in late)})" if late else ""
+    print(f"  merged report of all ranks: {result.path}{missing}", file=sys.stderr)
 
 
 def _report(

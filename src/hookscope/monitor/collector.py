@@ -31,6 +31,7 @@ them) get gradient hooks only: their statistics were taken the first time.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -38,6 +39,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from hookscope.dist import local_tensor
 from hookscope.hooks.globals import TensorGradHooks
 from hookscope.hooks.handles import Registration
 from hookscope.monitor.records import Phase
@@ -97,6 +99,9 @@ class Collector:
         #: put off to the forward hook, with the entry index they belong at.
         self._deferred: dict[str, list[tuple[int, list[tuple[str, torch.Tensor]]]]] = {}
         self._can_defer: dict[str, bool] = {}
+        #: ``grads="reduced"``: called from gradient hooks instead of reducing
+        #: parameter gradients there (`hookscope.monitor.ranks.GradReader.schedule`).
+        self.after_backward: Callable[[], None] | None = None
 
     def take(self) -> list[Entry]:
         """Hand over this step's entries and start a new step."""
@@ -155,7 +160,7 @@ class Collector:
             index, deferred = stack.pop()
             if deferred and not all(e.red.known_finite() for e in self.entries[start:]):
                 self.entries[index:index] = [
-                    Entry("forward", [(name, path, False)], reduce_tensor(t, CHECK_PLAN),
+                    Entry("forward", [(name, path, False)], _reduce_local(t, CHECK_PLAN),
                           tuple(t.shape), t.dtype)
                     for path, t in deferred
                 ]  # fmt: skip
@@ -164,8 +169,11 @@ class Collector:
         """Post-accumulate-grad hook: ``(name, param) -> None``."""
         if not self.recording or param.grad is None:
             return
+        if self.after_backward is not None:
+            self.after_backward()
+            return
         grad = param.grad
-        red = reduce_tensor(grad, GRAD_PLAN)
+        red = _reduce_local(grad, GRAD_PLAN)
         self.entries.append(
             Entry("param", [(name, "grad", True)], red, tuple(grad.shape), grad.dtype)
         )
@@ -175,7 +183,7 @@ class Collector:
     def _reduce(
         self, phase: Phase, name: str, path: str, t: torch.Tensor, plan: Plan, shown: bool
     ) -> None:
-        red = reduce_tensor(t, plan)
+        red = _reduce_local(t, plan)
         self.entries.append(Entry(phase, [(name, path, shown)], red, tuple(t.shape), t.dtype))
 
     def _recomputed(self, name: str, value: Any, prefix: str, shown: bool) -> None:
@@ -215,8 +223,24 @@ class Collector:
 
     def on_grad(self, roles: list[Role], grad: torch.Tensor) -> None:
         """Tensor gradient hook (bound to ``roles``): ``(grad) -> None``."""
-        red = reduce_tensor(grad, GRAD_PLAN)
+        if self.after_backward is not None:
+            self.after_backward()
+        red = _reduce_local(grad, GRAD_PLAN)
         self.entries.append(Entry("backward", roles, red, tuple(grad.shape), grad.dtype))
+
+
+def _reduce_local(t: torch.Tensor, plan: Plan) -> Reduction:
+    """`reduce_tensor` on the part of ``t`` this process holds (a ``DTensor``'s shard).
+
+    Tensor subclasses never reach the kernels as they are: a ``DTensor``
+    holds no readable pointer and reports its global size.
+    """
+    if type(t) is not torch.Tensor:
+        local = local_tensor(t)
+        if local is None:
+            return Reduction("skip", 0)
+        t = local
+    return reduce_tensor(t, plan)
 
 
 def _in_backward() -> bool:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 import torch
 from torch import nn
 
+from hookscope import dist
 from hookscope.errors import UsageError
 from hookscope.hooks.globals import TensorGradHooks
 from hookscope.hooks.handles import HookFailure
@@ -16,8 +17,11 @@ from hookscope.hooks.selection import ModuleSelector, select_modules
 from hookscope.hooks.session import HookSession, OnError, session
 from hookscope.monitor.alerts import AlertRules, Thresholds
 from hookscope.monitor.collector import CollectOptions, Collector
+from hookscope.monitor.ranks import GradReader, Grads, RankCombiner, Ranks
 from hookscope.monitor.records import Alert, NonFinite, Record, StepResult
-from hookscope.monitor.results import aggregate, find_nonfinite
+from hookscope.monitor.results import clean_keys, find_nonfinite, merge_entries, to_records
+from hookscope.names import clean_names
+from hookscope.sinks.group import SinkGroup
 from hookscope.stats import ACTIVATION_STATS, ALL_STATS, Plan, Reduction, fetch, plan_for
 
 if TYPE_CHECKING:
@@ -26,6 +30,8 @@ if TYPE_CHECKING:
 ZeroPolicy = Literal["activations", "all", "none"]
 _ZEROS = get_args(ZeroPolicy)
 _ON_ERROR = ("raise", "warn", "disable")
+_RANKS = get_args(Ranks)
+_GRADS = (True, False, *get_args(Grads))
 
 #: Modules whose output is "post-activation": zero fraction and the dead rule apply.
 ACTIVATIONS: tuple[type[nn.Module], ...] = (
@@ -88,8 +94,19 @@ class Monitor:
             always report ``norm, rms, nan_count, inf_count``.
         inputs: also report module inputs (tensor paths ``input[i]``).
         outputs: report module outputs.
-        grads: report gradients w.r.t. module outputs (phase ``backward``).
+        grads: report gradients w.r.t. module outputs (phase ``backward``):
+            ``True`` or ``"local"``; ``"reduced"`` also takes parameter
+            gradients after the backward, as the optimizer sees them (after
+            DDP's all-reduce; the full norm across FSDP shards) instead of each
+            rank's local gradient before the reduction; ``False``: none.
         params: report parameter gradient norms (phase ``param``).
+        ranks: under torch.distributed, ``"local"`` (each rank reports its own
+            tensors) or ``"reduce"`` (``step`` combines all ranks' statistics
+            exactly with three all-reduces, whatever the world size; every rank
+            must call ``step``). See `hookscope.monitor.ranks`.
+        keep_wrappers: keep wrapper components (``module.``, ``_orig_mod.``,
+            ``_fsdp_wrapped_module.``) in names; by default names match the
+            unwrapped model.
         every: record every ``every``-th step only (others cost one Python
             call per hook).
         sinks: objects with ``write(StepResult)`` and ``close()``, e.g.
@@ -120,8 +137,9 @@ class Monitor:
         stats: Sequence[str] | None = None,
         inputs: bool = False,
         outputs: bool = True,
-        grads: bool = True,
+        grads: bool | Grads = True,
         params: bool = True,
+        ranks: Ranks = "local",
         every: int = 1,
         sinks: Sequence[Sink] = (),
         on_error: OnError = "warn",
@@ -134,6 +152,7 @@ class Monitor:
         vanish_below: float = 1e-7,
         vanish_steps: int = 3,
         dead_above: float = 0.99,
+        keep_wrappers: bool = False,
     ) -> None:
         if not isinstance(model, nn.Module):
             raise UsageError(f"Monitor needs an nn.Module, got {type(model).__name__}")
@@ -141,9 +160,20 @@ class Monitor:
         self.modules = modules
         self.stats = _check_stats(stats)
         _check_options(every, zeros, on_error, sinks)
-        self.inputs, self.outputs, self.grads, self.params = inputs, outputs, grads, params
+        if ranks not in _RANKS:
+            raise UsageError(f"ranks must be one of {_RANKS}, got {ranks!r}")
+        if not (isinstance(grads, bool) or grads in _GRADS[2:]):
+            raise UsageError(f"grads must be one of {_GRADS}, got {grads!r}")
+        self.inputs, self.outputs, self.params = inputs, outputs, params
+        self.grads = grads is not False
+        self.grad_mode: Grads = "reduced" if grads == "reduced" else "local"
+        self.ranks: Ranks = ranks
+        self.keep_wrappers = keep_wrappers
+        self._names: dict[str, str] = {}
+        self._combiner = RankCombiner(ranks, None)
         self.every = every
         self.sinks = list(sinks)
+        self._sinks = SinkGroup(self.sinks, on_error)
         self.on_error: OnError = on_error
         self.zeros: ZeroPolicy = zeros
         self.update_ratio = update_ratio
@@ -201,6 +231,11 @@ class Monitor:
             self._grad_hooks = TensorGradHooks(self._session)
         options = CollectOptions(self.inputs, self.outputs, self.grads, plans)
         collector = Collector(options, self._grad_hooks)
+        self._names = {} if self.keep_wrappers else clean_names(self.model)
+        if self.params and self.grad_mode == "reduced":
+            reader = GradReader(self.model, collector)
+            collector.after_backward = reader.schedule
+            self._combiner = RankCombiner(self.ranks, reader)
         if self._grad_hooks is not None:
             for sel in selected:
                 reg = self._grad_hooks.registration(sel.names, sel.module, collector.on_grad)
@@ -224,8 +259,7 @@ class Monitor:
                 self._grad_hooks.remove()
             if self._session is not None:
                 self._session.close()
-            for sink in self.sinks:
-                sink.close()
+            self._sinks.close()
 
     # -- steps ---------------------------------------------------------------------
 
@@ -263,35 +297,55 @@ class Monitor:
         if not recorded and not entries:
             return None
         fetch([entry.red for entry in entries] + [red for _, red in ratios])
-        records, infos = aggregate(entries, self.stats)
+        merged, infos = merge_entries(entries)
+        first = find_nonfinite(index, entries) if self._first is None else None
+        first = self._combiner.combine(merged, first)  # collectives under torch.distributed
+        merged, infos, first = clean_keys(merged, infos, first, self._names)
+        records = to_records(merged, self.stats)
         records += [
             Record("param", name, "param", "update_ratio", float(red.sum or 0.0))
             for name, red in ratios
         ]
         if self._first is None:
-            self._first = find_nonfinite(index, entries)
+            self._first = first
         alerts = self._rules.check(index, records)
         self._alerts.extend(alerts)
-        result = StepResult(index, tuple(records), tuple(alerts), self._first, tuple(infos))
+        result = StepResult(
+            index, tuple(records), tuple(alerts), self._first, tuple(infos),
+            dist.rank(), dist.world_size(), self.ranks,
+        )  # fmt: skip
         if self.keep:
             self._results.append(result)
-        for sink in self.sinks:
-            sink.write(result)
+        self._sinks.write(result)
         return result
 
     def _update_ratios(self, snapshot: bool) -> list[tuple[str, Reduction]]:
         ratios = []
-        params = [(n, p.detach()) for n, p in self.model.named_parameters() if p.requires_grad]
+        params = [
+            (n, dist.local_tensor(p.detach()))
+            for n, p in self.model.named_parameters()
+            if p.requires_grad
+        ]
         if self._previous is not None:
             for name, param in params:
                 before = self._previous.get(name)
-                if before is not None and before.shape == param.shape:
+                if param is not None and before is not None and before.shape == param.shape:
                     red = Reduction("float", 1)
                     delta = torch.linalg.vector_norm(param - before)
                     red.sum = delta / torch.linalg.vector_norm(param)
                     ratios.append((name, red))
-        self._previous = {n: p.clone() for n, p in params} if snapshot else None
+        self._previous = {n: p.clone() for n, p in params if p is not None} if snapshot else None
         return ratios
+
+    def pause(self) -> None:
+        """Drop the step in progress and record nothing until the next `step`.
+
+        ``hookscope run --monitor`` calls it in a forked child, which must not
+        record into its parent's files.
+        """
+        if self._collector is not None:
+            self._collector.recording = False
+            self._collector.take()
 
     # -- results -------------------------------------------------------------------
 

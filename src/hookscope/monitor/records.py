@@ -74,20 +74,32 @@ class NonFinite:
     modules, e.g. the model input or a functional op); in the backward
     ``input[i]`` (the module's backward produced it) or an output path (the
     gradient arrived non-finite from unmonitored code such as the loss).
+    ``rank`` is the rank that saw it (0 outside torch.distributed; with
+    ``Monitor(ranks="reduce")`` every rank reports the same, see
+    `hookscope.monitor.ranks`).
     """
 
     step: int
     phase: Phase
     module: str
     tensor: str
+    rank: int = 0
 
 
 @dataclass(frozen=True)
 class StepResult:
-    """Everything recorded at one step; what sinks receive."""
+    """Everything recorded at one step; what sinks receive.
+
+    ``rank`` and ``world_size`` say where the records were taken (0 and 1
+    outside torch.distributed); ``ranks`` is ``"local"`` (this rank's tensors)
+    or ``"reduce"`` (all ranks' tensors combined: the same records on every rank).
+    """
 
     step: int
     records: tuple[Record, ...]
     alerts: tuple[Alert, ...]
     first_nonfinite: NonFinite | None
     tensors: tuple[TensorInfo, ...] = ()
+    rank: int = 0
+    world_size: int = 1
+    ranks: str = "local"

@@ -9,12 +9,15 @@ value (the accumulated ``.grad``).
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 
 from hookscope.monitor.collector import Entry
 from hookscope.monitor.records import NonFinite, Phase, Record, TensorInfo
+from hookscope.names import clean_param_name
 from hookscope.stats import GRAD_STATS, Reduction, merge, summarize
 
-_Key = tuple[Phase, str, str]
+#: ``(phase, module, tensor path)``: what one set of statistics describes.
+Key = tuple[Phase, str, str]
 
 
 def aggregate(
@@ -27,13 +30,19 @@ def aggregate(
         activation_stats: stat names reported for the ``forward`` phase;
             gradients report `GRAD_STATS`.
     """
-    merged: dict[_Key, Reduction] = {}
-    infos: dict[_Key, TensorInfo] = {}
+    merged, infos = merge_entries(entries)
+    return to_records(merged, activation_stats), infos
+
+
+def merge_entries(entries: Sequence[Entry]) -> tuple[dict[Key, Reduction], list[TensorInfo]]:
+    """One merged reduction per reported ``(phase, module, tensor)``, and their shapes."""
+    merged: dict[Key, Reduction] = {}
+    infos: dict[Key, TensorInfo] = {}
     for entry in entries:
         for module, path, shown in entry.roles:
             if not shown:
                 continue
-            key: _Key = (entry.phase, module, path)
+            key: Key = (entry.phase, module, path)
             previous = merged.get(key)
             if previous is None or entry.phase == "param":
                 merged[key] = entry.red
@@ -42,6 +51,11 @@ def aggregate(
             if key not in infos:
                 dtype = str(entry.dtype).removeprefix("torch.")
                 infos[key] = TensorInfo(entry.phase, module, path, entry.shape, dtype)
+    return merged, list(infos.values())
+
+
+def to_records(merged: dict[Key, Reduction], activation_stats: Collection[str]) -> list[Record]:
+    """The named statistics of each merged reduction (see `aggregate`)."""
     records = []
     for (phase, module, path), red in merged.items():
         wanted = activation_stats if phase == "forward" else GRAD_STATS
@@ -49,7 +63,7 @@ def aggregate(
         for stat in wanted:
             if stat in values:
                 records.append(Record(phase, module, path, stat, values[stat]))
-    return records, list(infos.values())
+    return records
 
 
 def find_nonfinite(step: int, entries: Sequence[Entry]) -> NonFinite | None:
@@ -59,9 +73,11 @@ def find_nonfinite(step: int, entries: Sequence[Entry]) -> NonFinite | None:
     tensor is either a module's output (that module made it) or an input check
     (it came from outside the monitored modules). In the backward, a gradient
     hook can serve several roles; an input role means the module's own
-    backward produced the non-finite gradient and is preferred.
+    backward produced the non-finite gradient and is preferred. A parameter
+    gradient comes last: under DDP a NaN made on another rank reaches this
+    rank only through the all-reduced gradients.
     """
-    for phase in ("forward", "backward"):
+    for phase in ("forward", "backward", "param"):
         for entry in entries:
             if entry.phase != phase or not entry.red.nonfinite():
                 continue
@@ -72,3 +88,29 @@ def find_nonfinite(step: int, entries: Sequence[Entry]) -> NonFinite | None:
             module, path, _shown = roles[0]
             return NonFinite(step, phase, module, path)
     return None
+
+
+def clean_keys(
+    merged: dict[Key, Reduction],
+    infos: Sequence[TensorInfo],
+    first: NonFinite | None,
+    names: dict[str, str],
+) -> tuple[dict[Key, Reduction], list[TensorInfo], NonFinite | None]:
+    """Names without wrapper components (``module.``, ``_fsdp_wrapped_module.``, ...).
+
+    Args:
+        names: `hookscope.names.clean_names` of the model; empty keeps names as they are.
+    """
+    if not names:
+        return merged, list(infos), first
+
+    def clean(phase: Phase, name: str) -> str:
+        return clean_param_name(name, names) if phase == "param" else names.get(name, name)
+
+    merged = {
+        (phase, clean(phase, module), path): red for (phase, module, path), red in merged.items()
+    }
+    infos = [replace(info, module=clean(info.phase, info.module)) for info in infos]
+    if first is not None:
+        first = replace(first, module=clean(first.phase, first.module))
+    return merged, infos, first

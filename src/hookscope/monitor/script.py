@@ -24,10 +24,25 @@ Output in ``out_dir``: ``monitor.jsonl`` and ``tensorboard/`` for the first
 root model; ``monitor-N.jsonl`` and ``tensorboard/model-N/`` for the N-th
 further one (N = 1, 2, ...). The JSONL format is described in
 `hookscope.sinks.jsonl`.
+
+Concurrency (the sinks keep one writer per file):
+
+* threads: a model called from several threads gets one monitor; finding
+  roots and closing steps are serialised by a lock.
+* ``fork`` (``multiprocessing`` with the fork start method, DataLoader
+  workers): the child records nothing — the watcher ignores every call in
+  it, and the inherited sinks never write or flush — so it can neither hang
+  on the parent's TensorBoard thread nor append to the parent's file.
+* torchrun / torch.distributed ranks: each rank writes ``monitor.rank<N>.jsonl``
+  and ``tensorboard/rank<N>/`` (`hookscope.dist`).
+* several processes with one ``out_dir``: the second finds ``monitor.jsonl``
+  locked and writes ``monitor.pid<PID>.jsonl`` (`hookscope.sinks.JsonlSink`).
 """
 
 from __future__ import annotations
 
+import os
+import threading
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -61,6 +76,8 @@ class ScriptMonitor:
         self._roots: dict[int, tuple[weakref.ref[nn.Module], Monitor]] = {}
         self._members: set[int] = set()
         self._ignored: weakref.WeakSet[nn.Module] = weakref.WeakSet()
+        self._lock = threading.RLock()
+        self._pid = os.getpid()
         self._params: list[frozenset[int]] = []  # parameter ids of each monitored model
         self._by_optimizer: set[int] = set()  # indices of monitors stepped by an optimizer
         self._owners: weakref.WeakKeyDictionary[
@@ -82,6 +99,18 @@ class ScriptMonitor:
 
     def on_call(self, module: nn.Module, _args: tuple[Any, ...]) -> None:
         """Global forward pre-hook ``(module, args) -> None``: find roots, mark steps."""
+        if self._pid != os.getpid():
+            self._forked()
+            return
+        with self._lock:
+            self._on_call(module)
+
+    def _forked(self) -> None:
+        """In a forked child: stop recording (the sinks already refuse to write here)."""
+        for mon in self.monitors:
+            mon.pause()
+
+    def _on_call(self, module: nn.Module) -> None:
         key = id(module)
         root = self._roots.get(key)
         if root is not None and root[0]() is module:
@@ -100,7 +129,8 @@ class ScriptMonitor:
         index = len(self.monitors)
         name = "monitor.jsonl" if index == 0 else f"monitor-{index}.jsonl"
         path = self.out_dir / name
-        sinks: list[Sink] = [JsonlSink(path)]
+        jsonl = JsonlSink(path)
+        sinks: list[Sink] = [jsonl]
         try:
             from hookscope.sinks.tensorboard import TensorBoardSink
 
@@ -110,7 +140,7 @@ class ScriptMonitor:
             pass  # JSONL only
         mon = Monitor(module, sinks=sinks, **self.options).open()
         self.monitors.append(mon)
-        self.paths.append(path)
+        self.paths.append(jsonl.path)
         self._roots[id(module)] = (weakref.ref(module), mon)
         self._members.update(id(m) for m in module.modules())
         self._params.append(frozenset(id(p) for p in module.parameters()))
@@ -119,9 +149,13 @@ class ScriptMonitor:
         self, optimizer: torch.optim.Optimizer, _args: tuple[Any, ...], _kwargs: dict[str, Any]
     ) -> None:
         """Optimizer step post-hook ``(optimizer, args, kwargs) -> None``: close steps."""
-        for index in self._stepped_by(optimizer):
-            self._by_optimizer.add(index)
-            self.monitors[index].step()
+        if self._pid != os.getpid():
+            self._forked()
+            return
+        with self._lock:
+            for index in self._stepped_by(optimizer):
+                self._by_optimizer.add(index)
+                self.monitors[index].step()
 
     def _stepped_by(self, optimizer: torch.optim.Optimizer) -> list[int]:
         """Indices of the monitored models whose parameters ``optimizer`` updates."""
@@ -135,8 +169,10 @@ class ScriptMonitor:
         return found
 
     def close(self) -> None:
-        """Finish open steps and close every monitor and sink."""
+        """Finish open steps and close every monitor and sink (in a forked child: drop them)."""
         for mon in self.monitors:
+            if self._pid != os.getpid():
+                mon.pause()
             mon.close()
 
 

@@ -2,7 +2,7 @@
 
 Line format (the contract the report and pictures code reads)::
 
-    {"step": 3,
+    {"step": 3, "rank": 0, "world_size": 1, "ranks": "local",
      "records": [{"phase": "forward", "module": "features.0", "tensor": "output",
                   "stat": "mean", "value": 0.12}, ...],
      "alerts": [{"step": 3, "module": "...", "tensor": "...", "value": 1e5,
@@ -16,7 +16,15 @@ Deviations from / additions to the agreed format, all additive:
   tensors with the same path);
 * ``tensors`` lists shape and dtype of every reported tensor;
 * ``first_nonfinite`` is the monitor's first non-finite record so far (it
-  stays set on later lines once found), so the last line always has it.
+  stays set on later lines once found), so the last line always has it; it
+  carries the ``rank`` that saw it;
+* ``rank``, ``world_size`` and ``ranks`` (``"local"`` or ``"reduce"``) say
+  where the line's records were taken (torch.distributed).
+
+One writer per file (see `JsonlSink`): under torch.distributed each rank
+writes its own file (``monitor.rank1.jsonl``); a process that finds the file
+locked by another live process writes ``monitor.pid<PID>.jsonl`` beside it;
+a process forked from the writer writes nothing.
 
 Non-finite floats are written as the strings ``"nan"``, ``"inf"`` and
 ``"-inf"`` so every line is strict JSON; `read_jsonl` turns them back into
@@ -29,11 +37,15 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
+import time
+import warnings
 from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
 
-from hookscope.errors import UsageError
+from hookscope import dist
+from hookscope.errors import HookscopeWarning, UsageError
 from hookscope.monitor.records import StepResult
 
 
@@ -81,6 +93,9 @@ def encode(result: StepResult) -> str:
     ]
     line = {
         "step": result.step,
+        "rank": result.rank,
+        "world_size": result.world_size,
+        "ranks": result.ranks,
         "records": records,
         "alerts": alerts,
         "first_nonfinite": origin,
@@ -92,30 +107,104 @@ def encode(result: StepResult) -> str:
 class JsonlSink:
     """Append one JSON line per recorded step to ``path`` (created, with parents).
 
+    One writer per file: under torch.distributed with several ranks the file
+    is the rank's own (``monitor.jsonl`` -> ``monitor.rank1.jsonl``, see
+    `hookscope.dist.rank_file`); the file is locked while open, and a second
+    process that finds it locked writes ``<stem>.pid<PID>.jsonl`` beside it
+    (with a warning); a child forked after the sink opened writes nothing.
+    ``path`` is the file actually written. Writes from several threads are
+    serialised.
+
     Args:
         path: the ``.jsonl`` file; an existing file is truncated unless ``append``.
         append: keep existing lines.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, append: bool = False) -> None:
-        self.path = Path(path)
+        self.path = dist.rank_file(path)
         if self.path.is_dir():
             raise UsageError(f"JsonlSink needs a file path, got a directory: {self.path}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: IO[str] | None = self.path.open("a" if append else "w", encoding="utf-8")
+        self._file: IO[str] | None = self._open_locked(append)
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+
+    def _open_locked(self, append: bool) -> IO[str]:
+        file = self.path.open("a", encoding="utf-8")
+        if not _try_lock(file):
+            file.close()
+            taken, self.path = (
+                self.path,
+                self.path.with_name(f"{self.path.stem}.pid{os.getpid()}{self.path.suffix}"),
+            )
+            warnings.warn(
+                f"{taken} is being written by another process; writing {self.path} instead",
+                HookscopeWarning,
+                stacklevel=3,
+            )
+            file = self.path.open("a", encoding="utf-8")
+            _try_lock(file)
+        if not append and self.path.is_file():  # not a device such as /dev/full
+            file.truncate(0)
+        return file
 
     def write(self, result: StepResult) -> None:
-        """Write and flush one line."""
+        """Write and flush one line (nothing in a process forked from the writer)."""
         if self._file is None:
             raise UsageError(f"JsonlSink({self.path}) is closed")
-        self._file.write(encode(result) + "\n")
-        self._file.flush()
+        if os.getpid() != self._pid:
+            return
+        line = encode(result) + "\n"
+        with self._lock:
+            self._file.write(line)
+            self._file.flush()
 
     def close(self) -> None:
-        """Close the file (idempotent)."""
+        """Close the file (idempotent; a forked child only drops its copy)."""
         if self._file is not None:
-            self._file.close()
-            self._file = None
+            file, self._file = self._file, None
+            if os.getpid() == self._pid:
+                file.close()
+
+
+def wait_closed(paths: list[Path], timeout: float) -> list[Path]:
+    """Wait until every file in ``paths`` exists and no `JsonlSink` holds it; returns the late ones.
+
+    Used by rank 0 before merging the ranks' files: their writers release
+    the lock when they close (or die).
+    """
+    deadline = time.monotonic() + timeout
+    waiting = list(paths)
+    while waiting:
+        waiting = [path for path in waiting if not _closed(path)]
+        if not waiting or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    return waiting
+
+
+def _closed(path: Path) -> bool:
+    try:
+        with path.open("a", encoding="utf-8") as file:
+            return _try_lock(file)
+    except OSError:
+        return False
+
+
+def _try_lock(file: IO[str]) -> bool:
+    """An exclusive advisory lock on ``file`` (released when the process ends); True if held.
+
+    Where ``fcntl`` does not exist (Windows) no lock is taken.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        return True
+    try:
+        fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
 
 
 _NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}

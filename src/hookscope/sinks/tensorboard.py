@@ -3,14 +3,20 @@
 Tags are ``PHASE/MODULE/TENSOR/STAT`` (``forward/features.0/output/mean``);
 alerts are written as text under ``alerts``. Non-finite values are written
 as they are (TensorBoard shows NaN/Inf). Events are flushed every step.
+
+Under torch.distributed with several ranks each rank writes under its own
+``LOG_DIR/rank<N>/`` (`hookscope.dist.rank_dir`), so TensorBoard shows one
+run per rank instead of two ranks' points under one tag. A process forked
+after the sink opened writes nothing and never touches the writer's
+background thread (which does not exist in the child: using it would hang).
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
+from hookscope import dist
 from hookscope.errors import UsageError, require_extra
 from hookscope.monitor.records import StepResult
 
@@ -29,14 +35,17 @@ class TensorBoardSink:
         require_extra("tensorboard", "tensorboard")
         from torch.utils.tensorboard import SummaryWriter
 
-        self.log_dir = Path(log_dir)
+        self.log_dir = dist.rank_dir(log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._writer: Any = SummaryWriter(log_dir=str(self.log_dir))
+        self._pid = os.getpid()
 
     def write(self, result: StepResult) -> None:
         """Add every record as a scalar at ``result.step`` and flush."""
         if self._writer is None:
             raise UsageError(f"TensorBoardSink({self.log_dir}) is closed")
+        if os.getpid() != self._pid:
+            return
         writer = self._writer
         for rec in result.records:
             tag = f"{rec.phase}/{rec.module or '<root>'}/{rec.tensor}/{rec.stat}"
@@ -51,5 +60,6 @@ class TensorBoardSink:
     def close(self) -> None:
         """Flush and close the event file (idempotent)."""
         if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+            writer, self._writer = self._writer, None
+            if os.getpid() == self._pid:
+                writer.close()

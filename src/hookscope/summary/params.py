@@ -5,6 +5,11 @@ shows in several rows, and tied weights (an LM head sharing the embedding
 matrix) sit in two modules, yet each tensor counts once. Two tensors are the
 same when they are the same object or view the same storage at the same
 offset, shape and stride (meta tensors have no storage: identity only).
+
+Sharded models count whole: an FSDP1 flat parameter (and, with
+``use_orig_params=True``, each original parameter) counts the elements of
+the unsharded parameters (`hookscope.dist.full_numels`); FSDP2 ``DTensor``
+parameters report their global size already.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from typing import Literal
 
 import torch
 from torch import nn
+
+from hookscope.dist import full_numels
 
 Trainable = Literal["yes", "no", "partial", ""]
 
@@ -65,14 +72,15 @@ def model_totals(model: nn.Module) -> ParamTotals:
     """Count ``model``'s parameters and buffers, each tensor once."""
     params = unique_tensors(p for _, p in model.named_parameters(remove_duplicate=False))
     buffers = unique_tensors(b for _, b in model.named_buffers(remove_duplicate=False))
+    whole = full_numels(model)
     by_dtype: dict[str, int] = {}
     bytes_by_dtype: dict[str, int] = {}
     for param in params:
-        key = dtype_name(param.dtype)
-        by_dtype[key] = by_dtype.get(key, 0) + param.numel()
-        bytes_by_dtype[key] = bytes_by_dtype.get(key, 0) + param.numel() * param.element_size()
-    total = sum(p.numel() for p in params)
-    trainable = sum(p.numel() for p in params if p.requires_grad)
+        key, numel = dtype_name(param.dtype), whole.get(id(param), param.numel())
+        by_dtype[key] = by_dtype.get(key, 0) + numel
+        bytes_by_dtype[key] = bytes_by_dtype.get(key, 0) + numel * param.element_size()
+    total = sum(by_dtype.values())
+    trainable = sum(whole.get(id(p), p.numel()) for p in params if p.requires_grad)
     return ParamTotals(
         params=total,
         trainable=trainable,

@@ -3,10 +3,12 @@
 One HTML file with no external URLs: plots and feature maps are inlined as
 PNG ``data:`` URIs. Sections (anchor ids in brackets): overview
 (``overview``), model summary (``summary``), alerts (``alerts``), first
-non-finite value (``nonfinite``), gradient flow (``gradient-flow``),
+non-finite value (``nonfinite``), ranks and other writers side by side
+(``ranks``, `hookscope.viz.ranks`), gradient flow (``gradient-flow``),
 activation statistics (``activations``), feature maps (``featuremaps``) and
 doctor findings (``doctor``). A part the run did not produce still gets its
-section, saying what was absent.
+section, saying what was absent. A run directory with a ``comparison.json``
+(``hookscope compare --format json``) also gets a ``comparison`` section.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from hookscope._files import write_text
 from hookscope.errors import MissingExtraError, UsageError
 from hookscope.viz import html as h
 from hookscope.viz._mpl import png_bytes
+from hookscope.viz.compare import comparison_html, load_comparisons
 from hookscope.viz.plots import activation_stats_plot, gradient_flow_plot
+from hookscope.viz.ranks_html import ranks_section
 from hookscope.viz.records import module_order
 from hookscope.viz.rundir import DOCTOR, MONITOR, SUMMARY, RunData, load_run
 from hookscope.viz.sections import doctor_section, summary_section
@@ -33,6 +37,7 @@ SECTIONS = (
     "summary",
     "alerts",
     "nonfinite",
+    "ranks",
     "gradient-flow",
     "activations",
     "featuremaps",
@@ -53,7 +58,7 @@ class ReportResult:
 
     Attributes:
         path: the HTML file.
-        sections: section ids in the page (always all of `SECTIONS`).
+        sections: section ids in the page (all of `SECTIONS`, then ``comparison`` if saved).
         missing: run-directory parts that were absent.
         notes: problems met (skipped lines, plots left out and why).
     """
@@ -210,11 +215,14 @@ def render_report(run: RunData, *, title: str = "hookscope report") -> tuple[str
         ("summary", "Model summary", summary),
         ("alerts", "Alerts", _alerts(run)),
         ("nonfinite", "First non-finite value", _nonfinite(run)),
+        ("ranks", "Ranks", ranks_section(run.writers)),
         ("gradient-flow", "Gradient flow", gradflow),
         ("activations", "Activation statistics", _activations(run, notes)),
         ("featuremaps", "Feature maps", _featuremaps(run, notes)),
         ("doctor", "Doctor", _doctor(run, notes)),
     ]
+    if comparisons := load_comparisons(run.path):
+        sections.append(("comparison", "Comparison", comparison_html(comparisons)))
     subtitle = f"{run.path} — {run.steps} step(s)"
     return h.page(title, subtitle, sections), tuple(notes)
 
@@ -238,4 +246,5 @@ def write_report(
     page, notes = render_report(run, title=title)
     path = Path(out) if out is not None else run.path / "report.html"
     write_text(path, page, "the report")
-    return ReportResult(path, SECTIONS, run.missing, notes)
+    extra = ("comparison",) if 'id="comparison"' in page else ()
+    return ReportResult(path, SECTIONS + extra, run.missing, notes)

@@ -9,6 +9,13 @@ Layout (every part optional, at least one needed)::
       doctor.json       hookscope.doctor(...).to_dict()
       featuremaps/*.png feature-map grids
 
+Several writers (torch.distributed ranks, processes sharing one ``--out``)
+leave one file each, ``monitor.rank<N>.jsonl`` / ``monitor.pid<PID>.jsonl``
+(`hookscope.viz.ranks`): all are read into ``RunData.writers``; the other
+fields describe the first writer (``monitor.jsonl`` or rank 0), except
+``alerts`` (every writer's, each with its ``writer``) and ``first_nonfinite``
+(the earliest over the writers, with its ``rank``).
+
 A run that crashed may leave a truncated last line in ``monitor.jsonl``. Each
 line is checked whole (an object with an integer ``step``, ``records`` and
 ``alerts`` lists of objects, ``first_nonfinite`` an object or null, strict
@@ -26,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from hookscope.errors import UsageError
+from hookscope.viz.ranks import Writer, monitor_files
 from hookscope.viz.records import Row, as_rows
 
 MONITOR = "monitor.jsonl"
@@ -52,6 +60,7 @@ class RunData:
         tensorboard: the TensorBoard log folder, if present.
         missing: parts of `PARTS` that were absent.
         notes: problems met while reading (skipped lines, bad JSON).
+        writers: every writer's monitor file, first writer first (see `hookscope.viz.ranks`).
     """
 
     path: Path
@@ -65,6 +74,7 @@ class RunData:
     tensorboard: Path | None
     missing: tuple[str, ...]
     notes: tuple[str, ...]
+    writers: tuple[Writer, ...] = ()
 
 
 def _entry(line: bytes) -> tuple[int, list[Row], list[dict[str, Any]], dict[str, Any] | None]:
@@ -153,15 +163,25 @@ def load_run(path: str | Path) -> RunData:
     root = Path(path)
     if not root.is_dir():
         raise UsageError(f"run directory not found: {str(root)!r}")
-    present = [part for part in PARTS if (root / part).exists()]
+    files = monitor_files(root)
+    present = [part for part in PARTS if (root / part).exists() or (part == MONITOR and files)]
     if not present:
         raise UsageError(f"{str(root)!r} holds none of {', '.join(PARTS)}; is it a run directory?")
     notes: list[str] = []
     steps, first = 0, None
     rows: list[Row] = []
     alerts: list[dict[str, Any]] = []
-    if (root / MONITOR).exists():
-        steps, rows, alerts, first = _read_monitor(root / MONITOR, notes)
+    writers = []
+    for label, file in files:
+        file_steps, file_rows, file_alerts, file_first = _read_monitor(file, notes)
+        writers.append(Writer(label, file, tuple(file_rows), file_steps))
+        alerts += (
+            [{**alert, "writer": label} for alert in file_alerts] if len(files) > 1 else file_alerts
+        )
+        if file_first and (first is None or _earlier(file_first, first)):
+            first = file_first
+    if writers:
+        steps, rows = writers[0].steps, list(writers[0].rows)
     summary = _read_json(root / SUMMARY, notes) if (root / SUMMARY).exists() else None
     doctor = _read_json(root / DOCTOR, notes) if (root / DOCTOR).exists() else None
     maps = (
@@ -180,4 +200,22 @@ def load_run(path: str | Path) -> RunData:
         tensorboard=board if board.is_dir() else None,
         missing=tuple(part for part in PARTS if part not in present),
         notes=tuple(notes),
+        writers=tuple(writers),
     )
+
+
+_PHASE_ORDER = {"forward": 0, "backward": 1, "param": 2}
+
+
+def _earlier(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether first-NaN record ``a`` comes before ``b``: step, then phase, then rank."""
+
+    def order(x: dict[str, Any]) -> tuple[float, int, float]:
+        step, rank = x.get("step"), x.get("rank")
+        return (
+            step if isinstance(step, (int, float)) else float("inf"),
+            _PHASE_ORDER.get(str(x.get("phase")), 3),
+            rank if isinstance(rank, (int, float)) else float("inf"),
+        )
+
+    return order(a) < order(b)

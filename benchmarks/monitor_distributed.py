@@ -1,0 +1,209 @@
+"""Monitor under DDP: what a training step costs plain, with ``Monitor(ranks="local")`` and ``"reduce"``.
+
+Two processes (gloo on CPU, one thread each, by default) train a small
+transformer language model (2 encoder layers, d_model 128, batch 8 x 64
+tokens). Each rank holds five copies of the same model:
+
+* ``ddp``: DistributedDataParallel, no hooks;
+* ``ddp+local``: DDP under ``Monitor(ranks="local")`` (defaults otherwise);
+* ``ddp+reduce``: DDP under ``Monitor(ranks="reduce", grads="reduced")``;
+* ``single`` and ``single+monitor``: the model without DDP, plain and under a
+  default Monitor: the Monitor's cost where no torch.distributed is involved.
+
+The time spent inside ``mon.step()`` (one transfer; for ``reduce`` also its
+three all-reduces) is printed per variant: the direct cost of ``reduce``.
+
+A step is ``zero_grad, forward, backward, optimizer step, mon.step()``. Each
+repetition runs every variant's steps interleaved (ABBA order over the
+variants), so all see the same machine; times are summed per variant and the
+median over repetitions (with min-max) is printed by rank 0.
+
+Figures: ``local overhead (DDP)`` = ddp+local / ddp - 1 and ``local overhead
+(no DDP)`` = single+monitor / single - 1 (target: the first at most 5 points
+above the second); ``reduce extra`` = (ddp+reduce - ddp+local) / ddp (target
+at most 2 %).
+
+    .venv/bin/python benchmarks/monitor_distributed.py [--reps 7] [--steps 4] [--nproc 2]
+    .venv/bin/python benchmarks/monitor_distributed.py --backend nccl --nproc 1  # on a GPU
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import socket
+import statistics
+import time
+from typing import Any
+
+import torch
+import torch.distributed as tdist
+import torch.multiprocessing as mp
+from torch import nn
+
+import hookscope
+
+
+class LM(nn.Module):
+    """Embedding, 2 transformer encoder layers, a vocabulary head."""
+
+    def __init__(self, vocab: int = 1000, width: int = 128) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, width)
+        layer = nn.TransformerEncoderLayer(width, 4, 4 * width, dropout=0.0, batch_first=True)
+        self.layers = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.head = nn.Linear(width, vocab)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.head(self.layers(self.embed(ids)))
+        return out
+
+
+class Variant:
+    """One model copy, its optimizer and (maybe) its monitor."""
+
+    def __init__(self, name: str, model: nn.Module, monitor: dict[str, Any] | None) -> None:
+        self.name = name
+        self.model = model
+        self.opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+        self.mon = None if monitor is None else hookscope.Monitor(model, **monitor).open()
+        self.step_time = 0.0  # inside mon.step(): the transfer, and the collectives of "reduce"
+
+    def step(self, ids: torch.Tensor, targets: torch.Tensor) -> float:
+        start = time.perf_counter()
+        self.opt.zero_grad()
+        logits = self.model(ids)
+        nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten()).backward()
+        self.opt.step()
+        if self.mon is not None:
+            before = time.perf_counter()
+            self.mon.step()
+            self.step_time += time.perf_counter() - before
+        return time.perf_counter() - start
+
+
+def _variants(device: torch.device) -> list[Variant]:
+    torch.manual_seed(0)
+    base = LM().to(device)
+    ids = [device.index] if device.type == "cuda" else None
+
+    def ddp() -> nn.Module:
+        return nn.parallel.DistributedDataParallel(copy.deepcopy(base), device_ids=ids)
+
+    return [
+        Variant("ddp", ddp(), None),
+        Variant("ddp+local", ddp(), {"ranks": "local", "keep": False}),
+        Variant("ddp+reduce", ddp(), {"ranks": "reduce", "grads": "reduced", "keep": True}),
+        Variant("single", copy.deepcopy(base), None),
+        Variant("single+monitor", copy.deepcopy(base), {"keep": False}),
+    ]
+
+
+def worker(rank: int, world: int, port: int, args: argparse.Namespace) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    tdist.init_process_group(args.backend, rank=rank, world_size=world)
+    torch.set_num_threads(args.threads)
+    device = torch.device("cuda", rank) if args.backend == "nccl" else torch.device("cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    variants = _variants(device)
+    generator = torch.Generator().manual_seed(rank)
+    ids = torch.randint(0, 1000, (args.batch, 64), generator=generator).to(device)
+    targets = torch.randint(0, 1000, (args.batch, 64), generator=generator).to(device)
+    for variant in variants:  # warm-up: kernel build, DDP buckets, allocator
+        for _ in range(2):
+            variant.step(ids, targets)
+    per_rep: dict[str, list[float]] = {v.name: [] for v in variants}
+    for rep in range(args.reps):
+        order = variants if rep % 2 == 0 else variants[::-1]
+        totals = dict.fromkeys(per_rep, 0.0)
+        for _ in range(args.steps):
+            for variant in [*order, *order[::-1]]:
+                if device.type == "cuda":
+                    torch.cuda.synchronize()
+                totals[variant.name] += variant.step(ids, targets)
+        for name, total in totals.items():
+            per_rep[name].append(total)
+    for variant in variants:
+        if variant.mon is not None:
+            variant.mon.close()
+    keys = len(variants[2].mon.results[-1].tensors) if variants[2].mon.results else 0
+    alone = _collectives_alone(max(keys, 100))
+    if rank == 0:
+        print(f"  reduce's 3 all-reduces alone, after a barrier: {1000 * alone:.2f} ms")
+        _report(per_rep, world, args)
+        total = args.reps * 2 * args.steps
+        for variant in variants:
+            if variant.mon is not None:
+                print(
+                    f"  {variant.name:15s} mon.step() {1000 * variant.step_time / total:6.2f} ms/step"
+                )
+    tdist.destroy_process_group()
+
+
+def _collectives_alone(keys: int, rounds: int = 20) -> float:
+    """Median time of ``ranks="reduce"``'s three all-reduces when every rank is already there."""
+    from hookscope import dist
+
+    times = []
+    for _ in range(rounds):
+        tdist.barrier()
+        start = time.perf_counter()
+        dist.agree(list(range(keys)), 0.0, "benchmark")
+        dist.reduce_vectors(
+            torch.zeros(6 * keys, dtype=torch.float64),
+            torch.zeros(2 * keys, dtype=torch.float64),
+            "benchmark",
+        )
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _ratio(per_rep: dict[str, list[float]], a: str, b: str) -> list[float]:
+    return [x / y for x, y in zip(per_rep[a], per_rep[b], strict=True)]
+
+
+def _fmt(values: list[float]) -> str:
+    pct = [100 * v for v in values]
+    return f"{statistics.median(pct):+6.1f} %  (min {min(pct):+.1f}, max {max(pct):+.1f})"
+
+
+def _report(per_rep: dict[str, list[float]], world: int, args: argparse.Namespace) -> None:
+    steps = 2 * args.steps
+    print(f"{world} process(es), backend {args.backend}, {args.reps} reps x {steps} steps each")
+    for name, times in per_rep.items():
+        print(f"  {name:15s} {1000 * statistics.median(times) / steps:8.1f} ms/step (median)")
+    ddp_local = [r - 1 for r in _ratio(per_rep, "ddp+local", "ddp")]
+    single = [r - 1 for r in _ratio(per_rep, "single+monitor", "single")]
+    extra = [
+        (r - lo) / d
+        for r, lo, d in zip(
+            per_rep["ddp+reduce"], per_rep["ddp+local"], per_rep["ddp"], strict=True
+        )
+    ]
+    print(f"local overhead (DDP)     {_fmt(ddp_local)}")
+    print(f"local overhead (no DDP)  {_fmt(single)}")
+    print(
+        f"DDP minus no-DDP         {_fmt([a - b for a, b in zip(ddp_local, single, strict=True)])}"
+    )
+    print(f"reduce extra (vs ddp)    {_fmt(extra)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--steps", type=int, default=4, help="ABBA rounds per repetition")
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--nproc", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per process")
+    parser.add_argument("--backend", default="gloo", choices=["gloo", "nccl"])
+    args = parser.parse_args()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    mp.spawn(worker, args=(args.nproc, port, args), nprocs=args.nproc, join=True)
+
+
+if __name__ == "__main__":
+    main()

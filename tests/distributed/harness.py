@@ -1,0 +1,45 @@
+"""Starting real gloo process groups on CPU for tests: a free port each, a timeout on every join."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch.distributed as tdist
+import torch.multiprocessing as mp
+
+WORLD = 2
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def init(rank: int, port: int) -> None:
+    """Join the 2-process gloo group of a test (inside a worker)."""
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(WORLD), LOCAL_RANK=str(rank))
+    tdist.init_process_group("gloo", rank=rank, world_size=WORLD)
+
+
+def spawn(worker: Callable[..., None], *args: Any, timeout: float = 240.0) -> None:
+    """Run ``worker(rank, port, *args)`` on 2 processes; fail (and kill them) past ``timeout``.
+
+    A worker that raises fails the test with its traceback.
+    """
+    ctx = mp.start_processes(
+        worker, args=(free_port(), *args), nprocs=WORLD, join=False, start_method="spawn"
+    )
+    deadline = time.monotonic() + timeout
+    while not ctx.join(timeout=1.0):
+        if time.monotonic() > deadline:
+            for process in ctx.processes:
+                process.kill()
+            pytest.fail(f"distributed workers still running after {timeout:g} s: a hang")

@@ -1,0 +1,113 @@
+"""DDP, FSDP1 (flat and original parameters) and FSDP2 on real 2-process gloo groups.
+
+Every variant trains 5 steps of a small transformer under
+``Monitor(ranks="reduce", grads="reduced")``; step 0's statistics must match
+a single-process reference computed on the gathered tensors: each leaf's
+output concatenated over the ranks, each parameter gradient averaged over
+the ranks (what DDP's all-reduce and FSDP's reduce-scatter produce).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from hookscope.sinks import read_jsonl
+from tests.distributed import workers
+from tests.distributed.harness import spawn
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    spawn(workers.train, str(out))
+    return out
+
+
+def _load(out: Path, rank: int) -> dict[str, Any]:
+    loaded: dict[str, Any] = torch.load(out / f"rank{rank}.pt", weights_only=False)
+    return loaded
+
+
+def _expected_forward(outputs: list[torch.Tensor]) -> dict[str, float]:
+    t = torch.cat([o.reshape(-1) for o in outputs]).double()
+    return {
+        "mean": t.mean().item(),
+        "std": t.std(correction=0).item(),
+        "min": t.min().item(),
+        "max": t.max().item(),
+        "absmax": t.abs().max().item(),
+        "rms": t.square().mean().sqrt().item(),
+    }
+
+
+@pytest.mark.parametrize("variant", workers.VARIANTS)
+def test_statistics_match_the_gathered_tensors(trained: Path, variant: str) -> None:
+    ranks = [_load(trained, rank)[variant] for rank in (0, 1)]
+    assert ranks[0]["errors"] == 0 and ranks[1]["errors"] == 0
+    assert ranks[0]["records"] == ranks[1]["records"]  # "reduce": the same on every rank
+    got = {(p, m, t, s): v for p, m, t, s, v in ranks[0]["records"]}
+    refs = [r["ref"] for r in ranks]
+    checked = 0
+    for name in refs[0]["outputs"]:
+        expected = _expected_forward([ref["outputs"][name] for ref in refs])
+        for stat, value in expected.items():
+            assert got[("forward", name, "output", stat)] == pytest.approx(
+                value, rel=1e-5, abs=1e-7
+            )
+            checked += 1
+    for name in refs[0]["grads"]:
+        reduced = (refs[0]["grads"][name].double() + refs[1]["grads"][name].double()) / 2
+        norm = torch.linalg.vector_norm(reduced).item()
+        assert got[("param", name, "grad", "norm")] == pytest.approx(norm, rel=1e-5), name
+        rms = norm / math.sqrt(reduced.numel())
+        assert got[("param", name, "grad", "rms")] == pytest.approx(rms, rel=1e-5), name
+        checked += 1
+    assert checked >= 6 * 6 + 10  # every leaf, every parameter
+
+
+@pytest.mark.parametrize("variant", workers.VARIANTS)
+def test_each_rank_writes_its_own_valid_file(trained: Path, variant: str) -> None:
+    files = sorted(p.name for p in (trained / variant).iterdir() if p.is_file())
+    assert files == ["monitor.rank0.jsonl", "monitor.rank1.jsonl"]
+    for rank in (0, 1):
+        path = trained / variant / f"monitor.rank{rank}.jsonl"
+        lines = path.read_text().splitlines()
+        assert len(lines) == workers.STEPS
+        rows = read_jsonl(path)  # every line strict JSON
+        assert [row["rank"] for row in rows] == [rank] * workers.STEPS
+        assert {row["world_size"] for row in rows} == {2}
+        assert {row["ranks"] for row in rows} == {"reduce"}
+
+
+@pytest.mark.parametrize("variant", workers.VARIANTS)
+def test_parameter_counts_are_whole_model_counts(trained: Path, variant: str) -> None:
+    whole = sum(p.numel() for p in workers.Tiny().parameters())
+    assert [_load(trained, rank)[variant]["params"] for rank in (0, 1)] == [whole, whole]
+
+
+def test_a_nan_on_rank_1_is_found_on_rank_1(trained: Path) -> None:
+    tmp_path = trained
+    for rank in (0, 1):
+        firsts = json.loads((tmp_path / f"rank{rank}.json").read_text())
+        # "reduce": every rank names rank 1's forward, not rank 0's all-reduced NaN gradient
+        assert firsts["reduce"] == [2, "forward", "head", "output", 1]
+    local = [json.loads((tmp_path / f"rank{r}.json").read_text())["local"] for r in (0, 1)]
+    assert local[1][1:] == ["forward", "head", "output", 1]
+    # "local": rank 0 only sees the NaN that DDP's all-reduce brought into its gradients
+    assert local[0][1] == "param" and local[0][3:] == ["grad", 0]
+
+
+def test_a_step_only_one_rank_takes_fails_instead_of_hanging(tmp_path: Path) -> None:
+    spawn(workers.skipped_step, str(tmp_path), timeout=120)
+    message = (tmp_path / "rank0.txt").read_text()
+    assert "rank 0: Monitor.step() (ranks='reduce') waited 3 s" in message
+    assert "every rank must call it" in message
+    assert (tmp_path / "rank1.txt").read_text() == "done"

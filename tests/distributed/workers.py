@@ -1,0 +1,149 @@
+"""Code that runs inside the spawned ranks of the distributed tests."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as tdist
+from torch import nn
+
+import hookscope
+from hookscope.errors import DistributedError
+from hookscope.sinks import JsonlSink
+from hookscope.summary.params import model_totals
+from tests.distributed.harness import init
+
+VARIANTS = ("ddp", "fsdp1", "fsdp1_orig", "fsdp2")
+STEPS = 5
+
+
+class Tiny(nn.Module):
+    """A one-layer transformer language model."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(32, 16)
+        self.layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+        self.head = nn.Linear(16, 32)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.head(self.layer(self.embed(ids)))
+        return out
+
+
+def batch(step: int, rank: int) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(1000 * step + rank)
+    return torch.randint(0, 32, (4, 6), generator=generator)
+
+
+def wrap(model: nn.Module, variant: str) -> nn.Module:
+    if variant == "ddp":
+        return nn.parallel.DistributedDataParallel(model)
+    if variant.startswith("fsdp1"):
+        from torch.distributed.fsdp import FullyShardedDataParallel
+        from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+
+        return FullyShardedDataParallel(
+            model,
+            auto_wrap_policy=ModuleWrapPolicy({nn.TransformerEncoderLayer}),
+            use_orig_params=variant == "fsdp1_orig",
+            device_id=torch.device("cpu"),
+        )
+    from torch.distributed.fsdp import fully_shard
+
+    fully_shard(model.layer)
+    fully_shard(model)
+    return model
+
+
+def reference(model: nn.Module, rank: int) -> dict[str, Any]:
+    """Step 0 on an unwrapped copy: each leaf's output and each parameter's local gradient."""
+    outputs: dict[str, torch.Tensor] = {}
+    handles = [
+        module.register_forward_hook(
+            lambda _m, _a, out, name=name: outputs.__setitem__(name, out.detach().clone())
+        )
+        for name, module in model.named_modules()
+        if not list(module.children())
+    ]
+    model(batch(0, rank)).square().mean().backward()
+    for handle in handles:
+        handle.remove()
+    grads = {name: p.grad.clone() for name, p in model.named_parameters()}
+    return {"outputs": outputs, "grads": grads}
+
+
+def train(rank: int, port: int, out: str) -> None:
+    """Every variant trains 5 steps under Monitor(ranks="reduce", grads="reduced")."""
+    init(rank, port)
+    saved: dict[str, Any] = {}
+    for variant in VARIANTS:
+        torch.manual_seed(0)
+        model = Tiny()
+        ref = reference(copy.deepcopy(model), rank)
+        wrapped = wrap(model, variant)
+        opt = torch.optim.SGD(wrapped.parameters(), lr=0.1)
+        sink = JsonlSink(Path(out) / variant / "monitor.jsonl")
+        with hookscope.Monitor(wrapped, ranks="reduce", grads="reduced", sinks=[sink]) as mon:
+            for step in range(STEPS):
+                opt.zero_grad()
+                wrapped(batch(step, rank)).square().mean().backward()
+                opt.step()
+                mon.step()
+        records = [(r.phase, r.module, r.tensor, r.stat, r.value) for r in mon.results[0].records]
+        saved[variant] = {
+            "ref": ref,
+            "records": records,
+            "errors": len(mon.errors),
+            "params": model_totals(wrapped).params,
+        }
+    torch.save(saved, Path(out) / f"rank{rank}.pt")
+    nonfinite(rank, out)
+    tdist.destroy_process_group()
+
+
+def nonfinite(rank: int, out: str) -> None:
+    """DDP; rank 1 alone gets a NaN weight in ``head`` before step 2."""
+    torch.manual_seed(0)
+    model = nn.parallel.DistributedDataParallel(Tiny())
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    firsts = {}
+    for ranks in ("reduce", "local"):
+        with hookscope.Monitor(model, ranks=ranks, grads="reduced") as mon:
+            for step in range(4):
+                if step == 2 and rank == 1:
+                    with torch.no_grad():
+                        model.module.head.weight[0, 0] = float("nan")
+                opt.zero_grad()
+                model(batch(step, rank)).square().mean().backward()
+                mon.step()
+        first = mon.first_nonfinite
+        firsts[ranks] = None if first is None else [first.step, first.phase, first.module,
+                                                    first.tensor, first.rank]  # fmt: skip
+    Path(out, f"rank{rank}.json").write_text(json.dumps(firsts))
+
+
+def skipped_step(rank: int, port: int, out: str) -> None:
+    """Rank 0 calls Monitor.step() once more than rank 1: rank 0 must fail, not hang."""
+    os.environ["HOOKSCOPE_COLLECTIVE_TIMEOUT"] = "3"
+    init(rank, port)
+    model = Tiny()
+    mon = hookscope.Monitor(model, ranks="reduce").open()
+    model(batch(0, rank)).sum().backward()
+    mon.step()
+    if rank == 1:
+        time.sleep(8)  # alive, but not in the collective
+        Path(out, "rank1.txt").write_text("done")
+        os._exit(0)
+    model(batch(1, rank)).sum().backward()
+    try:
+        mon.step()
+    except DistributedError as exc:
+        Path(out, "rank0.txt").write_text(str(exc))
+    os._exit(0)  # the group is unusable after a timed-out collective
