@@ -138,6 +138,7 @@ def scan_functions(data: bytes, path: str = "") -> list[FunctionEntry]:
     data = b"\n" + data  # so that a "def" on the first line starts with "\n" too
     out: list[FunctionEntry] = []
     tops = [m.start() for m in _TOP_LEVEL.finditer(data)] + [len(data)]
+    line, counted = 1, 0  # lines counted up to ``counted``, incrementally (defs come in order)
     for match in _DEF.finditer(data):
         end = tops[bisect.bisect_right(tops, match.start())]
         body = data[match.end() : end]
@@ -147,7 +148,7 @@ def scan_functions(data: bytes, path: str = "") -> list[FunctionEntry]:
         calls = _RETURN_CALL.findall(body)
         every = len(calls) == len(_RETURN.findall(body))
         returns = tuple(c.decode("ascii", "replace") for c in calls) if every else ()
-        line = data.count(b"\n", 0, match.start()) + 1
+        line, counted = line + data.count(b"\n", counted, match.start()), match.start()
         out.append(
             (match.group(1).decode("ascii", "replace"), annotation, returns, f"{path}:{line}")
         )
