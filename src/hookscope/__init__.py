@@ -26,6 +26,7 @@ from hookscope.errors import (
 )
 
 if TYPE_CHECKING:
+    from hookscope.compare import Comparison, compare, record
     from hookscope.doctor import doctor
     from hookscope.hooks import HookInfo, HookSession, list_hooks, session
     from hookscope.hooks.capture import capture
@@ -38,6 +39,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BypassError",
     "BypassWarning",
+    "Comparison",
     "HookError",
     "HookInfo",
     "HookSession",
@@ -49,23 +51,28 @@ __all__ = [
     "UsageError",
     "__version__",
     "capture",
+    "compare",
     "doctor",
     "lint",
     "list_hooks",
+    "record",
     "session",
     "summary",
 ]
 
 #: public name -> module that defines it
 _LAZY = {
+    "Comparison": "hookscope.compare",
     "HookInfo": "hookscope.hooks",
     "HookSession": "hookscope.hooks",
     "ModelSummary": "hookscope.summary",
     "Monitor": "hookscope.monitor",
     "capture": "hookscope.hooks.capture",
+    "compare": "hookscope.compare",
     "doctor": "hookscope.doctor",
     "lint": "hookscope.lint",
     "list_hooks": "hookscope.hooks",
+    "record": "hookscope.compare",
     "session": "hookscope.hooks",
     "summary": "hookscope.summary",
 }
@@ -74,7 +81,7 @@ _LAZY = {
 class _Facade(types.ModuleType):
     """The package module: loads public names lazily.
 
-    ``doctor``, ``lint`` and ``summary`` are both functions and subpackages.
+    ``compare``, ``doctor``, ``lint`` and ``summary`` are both functions and subpackages.
     Importing a subpackage makes Python bind it as an attribute of this
     package; that binding is refused so the name keeps meaning the function
     (the subpackage stays reachable through ``sys.modules`` and ``from ... import``).

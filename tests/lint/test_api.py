@@ -26,6 +26,7 @@ ALL_CODES = {
     "HS113",
     "HS114",
     "HS201",
+    "HS202",
 }
 
 
@@ -38,7 +39,9 @@ def test_registry_has_one_class_per_code_with_message_data() -> None:
 def test_select_and_ignore_match_by_prefix() -> None:
     assert select_codes(["HS11"]) == {"HS111", "HS112", "HS113", "HS114"}
     assert select_codes(["HS1"], ["HS11", "HS103"]) == {"HS101", "HS102"}
-    assert select_codes() == ALL_CODES - {"HS104"}
+    assert select_codes() == ALL_CODES - {"HS104", "HS202"}
+    assert select_codes(["HS2"]) == {"HS201"}  # a guess is selected by its full code only
+    assert select_codes(["HS2", "HS202"]) == {"HS201", "HS202"}
     with pytest.raises(UsageError, match="'HS9'"):
         select_codes(["HS9"])
 

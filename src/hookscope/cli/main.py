@@ -19,7 +19,8 @@ from typing import NoReturn
 from hookscope import __version__
 from hookscope.errors import HookscopeError
 
-_COMMANDS = ("summary", "doctor", "hooks", "run", "lint", "featuremaps", "report", "demo")
+_COMMANDS: tuple[str, ...] = ("summary", "doctor", "hooks", "run", "lint", "featuremaps", "report")
+_COMMANDS += ("demo", "compare", "record")
 
 
 class _Parser(argparse.ArgumentParser):

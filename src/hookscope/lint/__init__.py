@@ -160,7 +160,7 @@ def _fix_file(path: str, findings: list[Finding], run: LintRun) -> FileFix:
 
 def _reanalyze(path: str, text: str, run: LintRun) -> list[Finding]:
     if path.endswith(".cs"):
-        return analyze_csharp(path, text.encode("utf-8"), run.codes)
+        return analyze_csharp(path, text.encode("utf-8"), run.codes, run.index)
     return analyze_text(path, text, run.index, run.codes)
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from hookscope.errors import LintError, UsageError
 from hookscope.lint.analysis import Analysis, PythonRule
+from hookscope.lint.csharp_index import scan_csharp
 from hookscope.lint.findings import Finding
 from hookscope.lint.index import ClassIndex, merge, scan_classes, scan_functions
 from hookscope.lint.project import CACHE_DIR, Scan, find_root, scan_with_cache
@@ -114,8 +115,8 @@ def _scan(path: str, max_bytes: int = DEFAULT_MAX_FILE_SIZE, where: str = "") ->
     except Unreadable as exc:
         return Scan((), False, str(exc))
     if path.endswith(".cs"):
-        candidate = b"forward" in data and bool(_FORWARD.search(data))
-        return Scan((), candidate, "", len(data))
+        candidate = b"forward" in data and bool(_DOT_FORWARD.search(data))
+        return Scan(tuple(scan_csharp(data, where or path)), candidate, "", len(data))
     candidate = (b"forward" in data and _calls_forward(data)) or (
         b"_hook" in data and _registers_hook(data)
     )
@@ -192,7 +193,7 @@ def analyze_file(
         return _unreadable(path, str(exc), codes)
     try:
         if path.endswith(".cs"):
-            return analyze_csharp(path, data, codes)
+            return analyze_csharp(path, data, codes, index)
         try:
             source = decode_python(data)
         except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
@@ -245,17 +246,26 @@ def _check(analysis: Analysis, codes: frozenset[str]) -> list[Finding]:
     return sorted(findings, key=_order)
 
 
-def analyze_csharp(path: str, data: bytes, codes: frozenset[str]) -> list[Finding]:
-    """Unsuppressed findings of the C# rules ``codes`` in ``data`` (the bytes of ``path``)."""
-    from hookscope.lint.csharp import CSharpRule, parse_csharp
+def analyze_csharp(
+    path: str, data: bytes, codes: frozenset[str], index: ClassIndex | None = None
+) -> list[Finding]:
+    """Unsuppressed findings of the C# rules ``codes`` in ``data`` (the bytes of ``path``).
+
+    ``index`` is the project's class index; without one, the file's own classes.
+    """
+    from hookscope.lint.csharp import CSharpRule, file_index, parse_csharp
 
     rules = [r for r in all_rules() if r.code in codes and issubclass(r, CSharpRule)]
     if not rules:
         return []
     root = parse_csharp(data)
+    index = index if index is not None else file_index(data)
     lines = data.decode("utf-8", "replace").split("\n")
     findings = [
-        f for rule in rules for f in rule().check(path, data, root) if not is_suppressed(f, lines)
+        f
+        for rule in rules
+        for f in rule().check(path, data, root, index)
+        if not is_suppressed(f, lines)
     ]
     return sorted(findings, key=_order)
 
@@ -328,9 +338,10 @@ def _index(
     if root is None:
         scans = _scan_all(files, jobs, max_bytes, progress)
         return scans, _merge(scans.values())
-    project = [os.path.abspath(p) for p in discover([root], exclude) if p.endswith(".py")]
+    indexed = (".py", ".cs")  # C# classes resolve C# receivers (HS201)
+    project = [os.path.abspath(p) for p in discover([root], exclude) if p.endswith(indexed)]
     given = {f: os.path.abspath(f) for f in files}
-    wanted = list(dict.fromkeys([*project, *(p for p in given.values() if p.endswith(".py"))]))
+    wanted = list(dict.fromkeys([*project, *(p for p in given.values() if p.endswith(indexed))]))
 
     def scan(paths: list[str]) -> dict[str, Scan]:
         return _scan_all(paths, jobs, max_bytes, progress, root)

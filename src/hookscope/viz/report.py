@@ -7,7 +7,8 @@ non-finite value (``nonfinite``), ranks and other writers side by side
 (``ranks``, `hookscope.viz.ranks`), gradient flow (``gradient-flow``),
 activation statistics (``activations``), feature maps (``featuremaps``) and
 doctor findings (``doctor``). A part the run did not produce still gets its
-section, saying what was absent.
+section, saying what was absent. A run directory with a ``comparison.json``
+(``hookscope compare --format json``) also gets a ``comparison`` section.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from hookscope._files import write_text
 from hookscope.errors import MissingExtraError, UsageError
 from hookscope.viz import html as h
 from hookscope.viz._mpl import png_bytes
+from hookscope.viz.compare import comparison_html, load_comparisons
 from hookscope.viz.plots import activation_stats_plot, gradient_flow_plot
 from hookscope.viz.ranks_html import ranks_section
 from hookscope.viz.records import module_order
@@ -56,7 +58,7 @@ class ReportResult:
 
     Attributes:
         path: the HTML file.
-        sections: section ids in the page (always all of `SECTIONS`).
+        sections: section ids in the page (all of `SECTIONS`, then ``comparison`` if saved).
         missing: run-directory parts that were absent.
         notes: problems met (skipped lines, plots left out and why).
     """
@@ -219,6 +221,8 @@ def render_report(run: RunData, *, title: str = "hookscope report") -> tuple[str
         ("featuremaps", "Feature maps", _featuremaps(run, notes)),
         ("doctor", "Doctor", _doctor(run, notes)),
     ]
+    if comparisons := load_comparisons(run.path):
+        sections.append(("comparison", "Comparison", comparison_html(comparisons)))
     subtitle = f"{run.path} — {run.steps} step(s)"
     return h.page(title, subtitle, sections), tuple(notes)
 
@@ -242,4 +246,5 @@ def write_report(
     page, notes = render_report(run, title=title)
     path = Path(out) if out is not None else run.path / "report.html"
     write_text(path, page, "the report")
-    return ReportResult(path, SECTIONS, run.missing, notes)
+    extra = ("comparison",) if 'id="comparison"' in page else ()
+    return ReportResult(path, SECTIONS + extra, run.missing, notes)

@@ -1,0 +1,132 @@
+"""Pairing the calls of two recordings and turning each pair into a `Row`.
+
+Three ways to pair (``match=``):
+
+* ``"name"``: the same qualified name (wrapper prefixes already stripped by the
+  recorder) and the same call number; a module called three times is
+  matched call by call.
+* ``"order"``: the n-th call started in A with the n-th started in B.
+* a mapping ``{name in B: name in A}``: renamed modules; names it does not
+  mention are matched by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+from hookscope.compare.metrics import Metrics, tensor_metrics
+from hookscope.compare.recording import CallRecord, Recording, Tensors
+from hookscope.compare.result import Row, TensorDiff, TensorKind
+from hookscope.errors import UsageError
+
+Match = Literal["name", "order"] | Mapping[str, str]
+
+
+def check_match(match: object) -> Match:
+    """Validate ``match=`` once; raises `UsageError` showing the bad value."""
+    if match == "name" or match == "order":
+        return match
+    if isinstance(match, Mapping) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in match.items()
+    ):
+        return match
+    raise UsageError(
+        f"match must be 'name', 'order' or a dict {{name in B: name in A}}, got {match!r}"
+    )
+
+
+class Matcher:
+    """Finds A's call for a call of B, by the chosen rule."""
+
+    def __init__(self, a: Recording, match: Match) -> None:
+        self.match = match
+        self.by_key = {(c.name, c.call): c for c in a.calls}
+        self.by_start = {c.start: c for c in a.calls}
+
+    def partner(self, name_b: str, call: int, start: int) -> CallRecord | None:
+        """A's call paired with B's call ``name_b``/``call`` (started ``start``-th)."""
+        if self.match == "order":
+            return self.by_start.get(start)
+        name = self.match.get(name_b, name_b) if isinstance(self.match, Mapping) else name_b
+        return self.by_key.get((name, call))
+
+
+def rows(
+    a: Recording,
+    b: Recording,
+    match: Match,
+    *,
+    rtol: float,
+    atol: float,
+    isolated: set[int] | None = None,
+) -> tuple[tuple[Row, ...], tuple[str, ...], tuple[str, ...]]:
+    """Rows in A's completion order, and the labels of unmatched calls of A and of B.
+
+    ``isolated`` holds ``id()`` of B's calls that ran on A's inputs.
+    """
+    matcher = Matcher(a, match)
+    pairs: dict[int, CallRecord] = {}
+    unmatched_b: list[str] = []
+    for mine in b.calls:
+        theirs = matcher.partner(mine.name, mine.call, mine.start)
+        if theirs is None or id(theirs) in pairs:
+            unmatched_b.append(mine.label)
+        else:
+            pairs[id(theirs)] = mine
+    out: list[Row] = []
+    unmatched_a: list[str] = []
+    cache: dict[tuple[int, int], Metrics] = {}
+    for call_a in a.calls:
+        call_b = pairs.get(id(call_a))
+        if call_b is None:
+            unmatched_a.append(call_a.label)
+            continue
+        tensors = _diffs("output", call_a.outputs, call_b.outputs, rtol, atol, cache)
+        tensors += _diffs("grad", call_a.grads, call_b.grads, rtol, atol, cache)
+        out.append(
+            Row(
+                index=len(out),
+                name=call_a.name,
+                call=call_a.call,
+                type=call_a.type or call_b.type,
+                name_b=call_b.name if call_b.name != call_a.name else "",
+                tensors=tuple(tensors),
+                isolated=isolated is not None and id(call_b) in isolated,
+            )
+        )
+    return tuple(out), tuple(unmatched_a), tuple(unmatched_b)
+
+
+def _dtype(tensor: object) -> str:
+    return str(getattr(tensor, "dtype", "")).removeprefix("torch.")
+
+
+def _diffs(
+    kind: TensorKind,
+    a: Tensors,
+    b: Tensors,
+    rtol: float,
+    atol: float,
+    cache: dict[tuple[int, int], Metrics],
+) -> list[TensorDiff]:
+    out = []
+    for path in dict.fromkeys([*a, *b]):
+        ta, tb = a.get(path), b.get(path)
+        if ta is None or tb is None:
+            present = ta if ta is not None else tb
+            side = "B" if ta is not None else "A"
+            shape = tuple(present.shape) if present is not None else ()
+            out.append(
+                TensorDiff(kind, path, shape, _dtype(ta), _dtype(tb), None, f"missing in {side}")
+            )
+        elif ta.shape != tb.shape:
+            note = f"shape differs: {tuple(ta.shape)} vs {tuple(tb.shape)}"
+            out.append(TensorDiff(kind, path, tuple(ta.shape), _dtype(ta), _dtype(tb), None, note))
+        else:
+            # The recorder shares one copy between a container and its last child.
+            key = (id(ta), id(tb))
+            metrics = cache.get(key) or tensor_metrics(ta, tb, rtol=rtol, atol=atol)
+            cache[key] = metrics
+            out.append(TensorDiff(kind, path, tuple(ta.shape), _dtype(ta), _dtype(tb), metrics))
+    return out
