@@ -238,7 +238,7 @@ class Monitor:
         collector.traced = self._compiled.traced
         self._names = {} if self.keep_wrappers else clean_names(self.model)
         if self.params and self.grad_mode == "reduced":
-            reader = GradReader(self.model, collector)
+            reader = GradReader(self.model, collector, self.on_error)
             collector.after_backward = reader.schedule
             self._combiner = RankCombiner(self.ranks, reader)
         if self._grad_hooks is not None:

@@ -57,11 +57,13 @@ class GradReader:
     after the callbacks DDP and FSDP queued during the backward.
     """
 
-    def __init__(self, model: nn.Module, collector: Collector) -> None:
+    def __init__(self, model: nn.Module, collector: Collector, on_error: str = "warn") -> None:
         self.model = model
         self.collector = collector
+        self.on_error = on_error
         self.sharded: set[str] = set()
         self._task = -2
+        self._failed = False
 
     def schedule(self) -> None:
         """Queue the read for the end of the running backward (once per backward)."""
@@ -73,9 +75,24 @@ class GradReader:
         engine.queue_callback(lambda: engine.queue_callback(self._read))
 
     def _read(self) -> None:
+        """Runs inside autograd's completion callbacks: an error here would fail the backward."""
         self._task = -2
-        if not self.collector.recording:
+        if not self.collector.recording or self._failed:
             return
+        try:
+            self._read_parts()
+        except Exception as exc:
+            if self.on_error == "raise":
+                raise
+            self._failed = True
+            warnings.warn(
+                f"hookscope Monitor: reading reduced parameter gradients failed "
+                f"({type(exc).__name__}: {exc}); grads='reduced' records stop here",
+                HookscopeWarning,
+                stacklevel=2,
+            )
+
+    def _read_parts(self) -> None:
         for part in dist.grad_parts(self.model):
             grad = part.grad
             red = Reduction("float", 0) if grad is None else reduce_tensor(grad, GRAD_PLAN)
