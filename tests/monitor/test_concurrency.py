@@ -51,6 +51,7 @@ def test_two_threads_on_one_model_get_one_monitor(tmp_path: Path) -> None:
             import threading
             def work():
                 for _ in range(20):
+                    model.zero_grad()  # a step per forward: no optimizer, no accumulation
                     model(torch.randn(4, 8)).sum().backward()
             threads = [threading.Thread(target=work) for _ in range(2)]
             for t in threads: t.start()
@@ -70,14 +71,17 @@ def test_forked_children_record_nothing_and_never_hang(tmp_path: Path) -> None:
     import multiprocessing as mp
     def child(i):
         for _ in range(3):
+            model.zero_grad()  # a step per forward: no optimizer, no accumulation
             model(torch.randn(4, 8)).sum().backward()
     for _ in range(4):
+        model.zero_grad()  # a step per forward: no optimizer, no accumulation
         model(torch.randn(4, 8)).sum().backward()
     procs = [mp.get_context("fork").Process(target=child, args=(i,)) for i in range(2)]
     for p in procs: p.start()
     for p in procs: p.join()
     print("codes", [p.exitcode for p in procs])
     for _ in range(4):
+        model.zero_grad()  # a step per forward: no optimizer, no accumulation
         model(torch.randn(4, 8)).sum().backward()
     """
     out = tmp_path / "out"
@@ -98,6 +102,7 @@ def test_two_processes_into_one_out_never_share_a_file(tmp_path: Path) -> None:
             time.sleep(0.05)
     wait_for("ready")
     for _ in range(30):
+        model.zero_grad()  # a step per forward: no optimizer, no accumulation
         model(torch.randn(4, 8)).sum().backward()
     wait_for("done")
     """
