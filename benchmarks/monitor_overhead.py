@@ -1,7 +1,12 @@
 """Monitor overhead: plain forward vs hookscope.Monitor vs a naive ``.item()`` hook.
 
-ResNet-50-shaped CNN (``hookscope.zoo.resnet50_like``), batch 8, CPU fp32,
-every leaf module, inference forward (``torch.no_grad``). Each monitored
+ResNet-50-shaped CNN (``hookscope.zoo.resnet50_like``), batch 8, or with
+``--model gpt2`` a GPT-2 built from a ``transformers`` config (6 layers, 768
+wide, no LM head, no weights downloaded), batch 4 x 128 tokens; CPU fp32,
+every leaf module, inference forward (``torch.no_grad``). ``--busy N``
+starts N processes that burn a CPU each for the whole run (what DataLoader
+workers or a second job do to a training machine); the load average is
+printed before and after. Each monitored
 forward is followed by ``mon.step()`` (the one host transfer), which is
 included. Every forward of a variant alternates with a forward of an
 identical copy of the model that carries no hooks (in A B, B A order), so
@@ -20,16 +25,24 @@ Variants:
 * ``fused=True`` (``torch.compile``; with ``--device cuda`` only);
 * the naive hook.
 
-    .venv/bin/python benchmarks/monitor_overhead.py [--reps 7] [--batch 8] [--threads N] [--train] [--device cuda]
+Besides the ratios, the extra time per monitored module call is printed
+(median monitored minus plain forward, over the module calls of a forward).
+
+    .venv/bin/python benchmarks/monitor_overhead.py [--model resnet50|gpt2] [--busy N]
+        [--reps 7] [--batch 8] [--threads N] [--train] [--device cuda] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
+import os
 import statistics
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -68,29 +81,77 @@ def timed(fn: Callable[[], object]) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
+def build(name: str, batch: int | None, device: torch.device) -> tuple[nn.Module, Any]:
+    """The model and its input: ResNet-50-shaped images, or GPT-2 token ids."""
+    torch.manual_seed(0)
+    if name == "gpt2":
+        from transformers import GPT2Config, GPT2Model
+
+        config = GPT2Config(n_layer=6, n_embd=768, n_head=12, n_positions=1024)
+        model: nn.Module = GPT2Model(config)
+        ids = torch.randint(0, config.vocab_size, (batch or 4, 128), device=device)
+        return model.eval().to(device), ids
+    x = torch.randn(batch or 8, 3, 224, 224, device=device)
+    return resnet50_like().eval().to(device), x
+
+
+@contextlib.contextmanager
+def busy(count: int) -> Iterator[None]:
+    """``count`` processes that each burn one CPU until the block ends."""
+    burn = "while True:\n    pass"
+    procs = [subprocess.Popen([sys.executable, "-c", burn]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+def module_calls(model: nn.Module, forward: Callable[[], None]) -> int:
+    """How many leaf-module calls one forward makes (the Monitor hooks each)."""
+    calls = [0]
+
+    def count(*_: Any) -> None:
+        calls[0] += 1
+
+    leaves = [m for m in model.modules() if next(m.children(), None) is None]
+    handles = [m.register_forward_hook(count) for m in leaves]
+    try:
+        forward()
+    finally:
+        for handle in handles:
+            handle.remove()
+    return calls[0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=["resnet50", "gpt2"], default="resnet50")
+    parser.add_argument("--busy", type=int, default=0, help="CPU-burning processes to start")
     parser.add_argument("--reps", type=int, default=7)
-    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--batch", type=int, default=None, help="default 8 (resnet50), 4 (gpt2)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=0, help="intra-op threads (0: default)")
     parser.add_argument(
         "--train", action="store_true", help="forward + backward (gradient statistics too)"
     )
+    parser.add_argument("--quick", action="store_true", help="only plain again and defaults")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
     device = torch.device(args.device)
-    model = resnet50_like().eval().to(device)
+    model, x = build(args.model, args.batch, device)
     twin = copy.deepcopy(model)  # never hooked: the plain side of every pair
-    x = torch.randn(args.batch, 3, 224, 224, device=device)
 
     def forward_of(net: nn.Module) -> Callable[[], None]:
         def forward() -> None:
             if args.train:
                 net.zero_grad(set_to_none=True)
-                net(x).sum().backward()
+                out = net(x)
+                (
+                    out if isinstance(out, torch.Tensor) else out.last_hidden_state
+                ).float().mean().backward()
             else:
                 with torch.no_grad():
                     net(x)
@@ -100,12 +161,16 @@ def main() -> None:
         return forward
 
     pair = Pair(forward_of(twin), forward_of(model))
+    calls = module_calls(model, pair.hooked)
     variants: dict[str, Callable[[], tuple[float, float]]] = {
         "plain again (noise floor)": lambda: pair.run(4),
         "hookscope defaults": lambda: pair.monitored(model, {}, 4),
-        "hookscope eager reductions": lambda: pair.monitored(model, {}, 4, native_on=False),
-        "hookscope every=10": lambda: pair.monitored(model, {"every": 10}, 10),
     }
+    if not args.quick:
+        variants["hookscope eager reductions"] = lambda: pair.monitored(
+            model, {}, 4, native_on=False
+        )
+        variants["hookscope every=10"] = lambda: pair.monitored(model, {"every": 10}, 10)
     if device.type != "cpu":
         variants["hookscope fused=True"] = lambda: pair.monitored(model, {"fused": True}, 4)
         start = time.perf_counter()
@@ -113,28 +178,37 @@ def main() -> None:
             pair.hooked()
             mon.step()
         print(f"fused=True one-time compile and first step: {time.perf_counter() - start:.1f} s")
-    variants["naive .item()"] = lambda: pair.naive(model)
+    if not args.quick:
+        variants["naive .item()"] = lambda: pair.naive(model)
     print(f"native kernel: {native.why_unavailable() or 'in use'}")
-    for run in variants.values():
-        run()  # warm-up: the kernel is built and loaded on first use
-    pair.plain_times.clear()
-    ratios: dict[str, list[tuple[float, float]]] = {k: [] for k in variants}
-    for _rep in range(args.reps):
-        for label, run in variants.items():
-            ratios[label].append(run())
+    print(f"load average before: {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
+    with busy(args.busy):
+        for run in variants.values():
+            run()  # warm-up: the kernel is built and loaded on first use
+        pair.plain_times.clear()
+        ratios: dict[str, list[tuple[float, float]]] = {k: [] for k in variants}
+        for _rep in range(args.reps):
+            for label, run in variants.items():
+                ratios[label].append(run())
+    print(f"load average after: {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
     mode = "forward + backward" if args.train else "inference forward"
+    shape = "GPT-2 6L 768" if args.model == "gpt2" else "ResNet-50-shaped"
     print(
-        f"ResNet-50-shaped, batch {args.batch}, {device} fp32, {torch.get_num_threads()} threads,"
+        f"{shape}, batch {tuple(x.shape)}, {device} fp32, {torch.get_num_threads()} threads,"
+        f" {args.busy} busy processes, {calls} monitored module calls a forward,"
     )
-    print(f"{mode}; {args.reps} repetitions, medians of the per-repetition ratios")
+    print(f"{mode}; {args.reps} repetitions, medians (min-max) of the per-repetition ratios")
     plain_wall = statistics.median(w for w, _ in pair.plain_times)
     plain_cpu = statistics.median(c for _, c in pair.plain_times)
-    print(f"{'variant':<28}{'x plain (wall)':>16}{'x plain (cpu)':>15}")
-    print(f"{'plain':<28}{f'1.00 ({plain_wall:.3f} s)':>16}{f'1.00 ({plain_cpu:.3f} s)':>15}")
+    print(f"{'variant':<28}{'x plain (wall)':>22}{'x plain (cpu)':>15}{'us/call':>9}")
+    print(f"{'plain':<28}{f'1.00 ({plain_wall:.3f} s)':>22}{f'1.00 ({plain_cpu:.3f} s)':>15}")
     for label, values in ratios.items():
-        wall = statistics.median(w for w, _ in values)
+        walls = [w for w, _ in values]
+        wall = statistics.median(walls)
         cpu = statistics.median(c for _, c in values)
-        print(f"{label:<28}{wall:>16.3f}{cpu:>15.3f}")
+        spread = f"{wall:.3f} ({min(walls):.2f}-{max(walls):.2f})"
+        per_call = (wall - 1.0) * plain_wall / calls * 1e6
+        print(f"{label:<28}{spread:>22}{cpu:>15.3f}{per_call:>9.1f}")
 
 
 class Pair:

@@ -1,93 +1,141 @@
-"""hookscope.summary vs torchinfo.summary: wall time and MAC agreement, same run.
+"""hookscope.summary vs torchinfo.summary and FlopCounterMode: wall time and counts, same run.
 
 Usage::
 
-    .venv/bin/python benchmarks/summary_vs_torchinfo.py [--reps 5]
+    .venv/bin/python benchmarks/summary_vs_torchinfo.py [--set small|vision] [--reps 5] [--verbose]
 
-For each model: hookscope with its default (meta device), hookscope with a
-real CPU forward, and torchinfo (real CPU forward). Repetitions are
-interleaved and each time is the median; one warm-up call each comes first.
-Reference MACs are torchvision's published figures (GFLOPS column, which
-counts multiply-accumulates).
+``--set small`` (default): the 51 small models of ``benchmarks/small_models.py``
+(torchvision-style CNNs and transformer blocks built locally, batch 1).
+``--set vision``: ResNet-50, ViT-B/16 and Swin-T at 1x3x224x224, with
+torchvision's published GMACs as the reference.
+
+For each model and repetition the tools run interleaved: hookscope with its
+default (meta device), torchinfo (real CPU forward) and
+``torch.utils.flop_counter.FlopCounterMode`` around a real CPU forward under
+``no_grad`` (MACs = FLOPs / 2); each time is the median over repetitions after
+one warm-up call each. Counts: hookscope's MACs against FlopCounterMode's and
+hookscope's parameter total against torchinfo's.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import torch
 import torchinfo
 from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tests.fixtures.vision_models import swin_t, vit_b_16
+from small_models import MODELS as SMALL
 
 import hookscope
-from hookscope.zoo import resnet50_like
 
-MODELS: list[tuple[str, Callable[[], nn.Module], float]] = [
-    ("resnet50", resnet50_like, 4.09),
-    ("vit_b_16", vit_b_16, 17.56),
-    ("swin_t", swin_t, 4.49),
-]
-SIZE = (1, 3, 224, 224)
+Entry = tuple[str, Callable[[], nn.Module], tuple[int, ...], torch.dtype]
 
 
-def _time(fn: Callable[[], Any]) -> tuple[float, Any]:
-    start = time.perf_counter()
-    result = fn()
-    return time.perf_counter() - start, result
+def vision_models() -> tuple[list[Entry], dict[str, float]]:
+    from tests.fixtures.vision_models import swin_t, vit_b_16
+
+    from hookscope.zoo import resnet50_like
+
+    size = (1, 3, 224, 224)
+    entries: list[Entry] = [
+        ("resnet50", resnet50_like, size, torch.float32),
+        ("vit_b_16", vit_b_16, size, torch.float32),
+        ("swin_t", swin_t, size, torch.float32),
+    ]
+    return entries, {"resnet50": 4.09, "vit_b_16": 17.56, "swin_t": 4.49}
+
+
+def real_input(size: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    return torch.ones(size, dtype=dtype) if dtype == torch.long else torch.randn(size)
+
+
+def run_hookscope(model: nn.Module, size: tuple[int, ...], dtype: torch.dtype) -> tuple[int, int]:
+    s = hookscope.summary(model, input_size=size, dtypes=dtype)
+    return s.macs, s.total_params
+
+
+def run_torchinfo(model: nn.Module, size: tuple[int, ...], dtype: torch.dtype) -> tuple[int, int]:
+    s = torchinfo.summary(model, input_size=size, dtypes=[dtype], device="cpu", verbose=0)
+    return s.total_mult_adds, s.total_params
+
+
+def run_flopcounter(model: nn.Module, size: tuple[int, ...], dtype: torch.dtype) -> tuple[int, int]:
+    x = real_input(size, dtype)
+    counter = FlopCounterMode(display=False)
+    with torch.no_grad(), counter:
+        model(x)
+    return counter.get_total_flops() // 2, 0
+
+
+TOOLS = {"hookscope": run_hookscope, "torchinfo": run_torchinfo, "flopcounter": run_flopcounter}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", choices=["small", "vision"], default="small")
     parser.add_argument("--reps", type=int, default=5)
-    reps = parser.parse_args().reps
-    torch.set_grad_enabled(True)
-    runners: dict[str, Callable[[nn.Module], Any]] = {
-        "hookscope": lambda m: hookscope.summary(m, input_size=SIZE).macs,
-        "hookscope_cpu": lambda m: hookscope.summary(m, input_size=SIZE, device="cpu").macs,
-        "torchinfo": lambda m: (
-            torchinfo.summary(m, input_size=SIZE, device="cpu", verbose=0).total_mult_adds
-        ),
-    }
-    models = {name: factory() for name, factory, _ in MODELS}
+    parser.add_argument("--verbose", action="store_true", help="one line per model")
+    args = parser.parse_args()
+    entries, published = (SMALL, {}) if args.set == "small" else vision_models()
+    models = {name: factory().eval() for name, factory, _, _ in entries}
+    counts: dict[tuple[str, str], tuple[int, int]] = {}
     times: dict[tuple[str, str], list[float]] = {}
-    macs: dict[tuple[str, str], int] = {}
-    for name, model in models.items():
-        for tool, run in runners.items():
-            macs[name, tool] = run(model)  # warm-up
-    for _ in range(reps):
-        for name, model in models.items():
-            for tool, run in runners.items():
-                elapsed, _ = _time(lambda run=run, model=model: run(model))
-                times.setdefault((name, tool), []).append(elapsed)
-    print(f"torch {torch.__version__}, torchinfo {torchinfo.__version__}, {reps} reps, medians")
-    header = f"{'model':<9} {'ref GMACs':>9} {'hookscope':>9} {'torchinfo':>9}"
-    header += f" {'hs meta s':>9} {'hs cpu s':>9} {'ti s':>7} {'meta/ti':>7} {'cpu/ti':>7}"
-    print(header)
-    total = {tool: 0.0 for tool in runners}
-    for name, _factory, reference in MODELS:
-        med = {tool: statistics.median(times[name, tool]) for tool in runners}
-        for tool in runners:
-            total[tool] += med[tool]
+    print(f"load average before: {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
+    for name, _, size, dtype in entries:
+        for tool, run in TOOLS.items():
+            counts[name, tool] = run(models[name], size, dtype)  # warm-up
+    for _ in range(args.reps):
+        for name, _, size, dtype in entries:
+            for tool, run in TOOLS.items():
+                start = time.perf_counter()
+                run(models[name], size, dtype)
+                times.setdefault((name, tool), []).append(time.perf_counter() - start)
+    print(f"load average after: {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
+    med = {key: statistics.median(values) for key, values in times.items()}
+    total = {tool: sum(med[name, tool] for name in models) for tool in TOOLS}
+    if args.verbose or published:
         print(
-            f"{name:<9} {reference:>9.2f} {macs[name, 'hookscope'] / 1e9:>9.2f}"
-            f" {macs[name, 'torchinfo'] / 1e9:>9.2f} {med['hookscope']:>9.3f}"
-            f" {med['hookscope_cpu']:>9.3f} {med['torchinfo']:>7.3f}"
-            f" {med['hookscope'] / med['torchinfo']:>7.2f}"
-            f" {med['hookscope_cpu'] / med['torchinfo']:>7.2f}"
+            f"{'model':<28}{'MACs hs':>14}{'MACs fcm':>14}{'MACs ti':>14}"
+            + "".join(f"{t + ' ms':>15}" for t in TOOLS)
         )
+        for name in models:
+            macs = [counts[name, tool][0] for tool in TOOLS]
+            ref = f" (published {published[name]:.2f} G)" if name in published else ""
+            cells = "".join(f"{m:>14,}" for m in (macs[0], macs[2], macs[1]))
+            print(
+                f"{name:<28}{cells}" + "".join(f"{med[name, t] * 1e3:>15.1f}" for t in TOOLS) + ref
+            )
+    same_macs = [n for n in models if counts[n, "hookscope"][0] == counts[n, "flopcounter"][0]]
+    same_params = [n for n in models if counts[n, "hookscope"][1] == counts[n, "torchinfo"][1]]
     print(
-        f"total time ratio hookscope(meta)/torchinfo: {total['hookscope'] / total['torchinfo']:.2f}; "
-        f"hookscope(cpu)/torchinfo: {total['hookscope_cpu'] / total['torchinfo']:.2f}"
+        f"torch {torch.__version__}, torchinfo {torchinfo.__version__}; {len(models)} models"
+        f" ({args.set}), batch 1, {args.reps} reps, medians, {torch.get_num_threads()} threads"
+    )
+    print(
+        f"MACs equal to FlopCounterMode's: {len(same_macs)}/{len(models)}; params equal to torchinfo's: {len(same_params)}/{len(models)}"
+    )
+    for name in sorted(set(models) - set(same_macs)):
+        print(
+            f"  MACs differ on {name}: hookscope {counts[name, 'hookscope'][0]:,}, FlopCounterMode {counts[name, 'flopcounter'][0]:,}"
+        )
+    for tool in TOOLS:
+        print(f"total {tool:<12} {total[tool]:8.3f} s")
+    faster = min(total["torchinfo"], total["flopcounter"])
+    print(
+        f"hookscope / torchinfo {total['hookscope'] / total['torchinfo']:.2f}; "
+        f"hookscope / FlopCounterMode {total['hookscope'] / total['flopcounter']:.2f}; "
+        f"hookscope / faster anchor {total['hookscope'] / faster:.2f}"
     )
 
 

@@ -5,8 +5,8 @@ Two batches keep this fast (each hookscope process imports torch):
 * every probe runs in ONE child process through ``hookscope.cli.main.main``,
   with stdout/stderr captured and a per-probe alarm, so a hang is a failure
   and not a stuck suite;
-* one probe per subcommand runs through the real ``hookscope`` executable,
-  all at once, each under a timeout.
+* a few probes run through the real ``hookscope`` executable, all at once,
+  each under a timeout.
 
 Files that existed before (an earlier output, a folder) are checked afterwards:
 none lost, none changed, no temporary file left behind.
@@ -41,7 +41,7 @@ DRIVER = textwrap.dedent(
     for name, argv in json.load(open(sys.argv[1])).items():
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            signal.alarm(60)
+            signal.alarm(180)
             try:
                 rc = main(argv)
             except SystemExit as exc:
@@ -142,15 +142,12 @@ PROBES: dict[str, tuple[list[str], str]] = {
     "unknown-option": (["summary", ZOO, "--no-such-option"], "--no-such-option"),
 }
 
-#: One probe per subcommand through the real executable.
+#: A few probes through the real executable (each costs a torch import; every
+#: subcommand already runs in a child process above).
 EXECUTABLE = (
     "summary-huge-size",
-    "doctor-factory-exits",
-    "featuremaps-too-big",
-    "hooks-bad-spec",
     "report-o-directory",
     "run-monitor-out-is-a-file",
-    "demo-out-is-a-file",
     "lint-missing-path",
 )
 
@@ -175,7 +172,7 @@ def in_process(workspace: tuple[Path, dict[str, str]]) -> dict[str, Any]:
         cwd=root,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=600,
         env=_env(),
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -202,7 +199,7 @@ def executable(workspace: tuple[Path, dict[str, str]]) -> dict[str, Any]:
     results = {}
     for name, process in running.items():
         try:
-            out, err = process.communicate(timeout=120)
+            out, err = process.communicate(timeout=400)  # generous: CI machines are shared
         except subprocess.TimeoutExpired:
             process.kill()
             out, err = process.communicate()

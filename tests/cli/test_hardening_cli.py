@@ -101,7 +101,7 @@ def test_hooks_keeps_file_and_line_whole_when_piped(tmp_path: Path) -> None:
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         env={k: v for k, v in os.environ.items() if k != "COLUMNS"},
     )
     assert done.returncode == 0, done.stderr
@@ -156,7 +156,7 @@ def test_demo_without_extras_runs_what_it_can(tmp_path: Path) -> None:
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=600,
         env={**os.environ, "COLUMNS": "300"},
     )
     assert done.returncode == 0, done.stderr

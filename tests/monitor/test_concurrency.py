@@ -25,9 +25,6 @@ from torch import nn
 torch.manual_seed(0)
 model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
 """
-#: Forward only, so each call of the model closes a step (subprocess scripts only:
-#: grad mode is process state in the main thread).
-NO_GRAD = "torch.set_grad_enabled(False)\n"
 
 
 def _steps(path: Path) -> list[int]:
@@ -38,7 +35,7 @@ def _run(
     tmp_path: Path, body: str, out: Path, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     script = tmp_path / "train.py"
-    script.write_text(MODEL + NO_GRAD + textwrap.dedent(body))
+    script.write_text(MODEL + textwrap.dedent(body))
     return subprocess.run(
         [sys.executable, "-m", "hookscope", "run", "--monitor", "--out", str(out), str(script)],
         capture_output=True, text=True, timeout=timeout, cwd=tmp_path,
@@ -53,9 +50,9 @@ def test_two_threads_on_one_model_get_one_monitor(tmp_path: Path) -> None:
             """
             import threading
             def work():
-                with torch.no_grad():  # per thread: each call of the model closes a step
-                    for _ in range(20):
-                        model(torch.randn(4, 8))
+                for _ in range(20):
+                    model.zero_grad()  # a step per forward: no optimizer, no accumulation
+                    model(torch.randn(4, 8)).sum().backward()
             threads = [threading.Thread(target=work) for _ in range(2)]
             for t in threads: t.start()
             for t in threads: t.join()
@@ -74,15 +71,18 @@ def test_forked_children_record_nothing_and_never_hang(tmp_path: Path) -> None:
     import multiprocessing as mp
     def child(i):
         for _ in range(3):
-            model(torch.randn(4, 8))
+            model.zero_grad()  # a step per forward: no optimizer, no accumulation
+            model(torch.randn(4, 8)).sum().backward()
     for _ in range(4):
-        model(torch.randn(4, 8))
+        model.zero_grad()  # a step per forward: no optimizer, no accumulation
+        model(torch.randn(4, 8)).sum().backward()
     procs = [mp.get_context("fork").Process(target=child, args=(i,)) for i in range(2)]
     for p in procs: p.start()
     for p in procs: p.join()
     print("codes", [p.exitcode for p in procs])
     for _ in range(4):
-        model(torch.randn(4, 8))
+        model.zero_grad()  # a step per forward: no optimizer, no accumulation
+        model(torch.randn(4, 8)).sum().backward()
     """
     out = tmp_path / "out"
     done = _run(tmp_path, body, out)  # TensorBoard sink on: children used to block in a futex
@@ -102,12 +102,13 @@ def test_two_processes_into_one_out_never_share_a_file(tmp_path: Path) -> None:
             time.sleep(0.05)
     wait_for("ready")
     for _ in range(30):
-        model(torch.randn(4, 8))
+        model.zero_grad()  # a step per forward: no optimizer, no accumulation
+        model(torch.randn(4, 8)).sum().backward()
     wait_for("done")
     """
     out = tmp_path / "out"
     script = tmp_path / "train.py"
-    script.write_text(MODEL + NO_GRAD + textwrap.dedent(body))
+    script.write_text(MODEL + textwrap.dedent(body))
     cmd = [sys.executable, "-m", "hookscope", "run", "--monitor", "--out", str(out), str(script)]
     procs = [
         subprocess.Popen(

@@ -159,3 +159,120 @@ def test_a_damaged_cache_entry_is_rebuilt(tmp_path: Path) -> None:
     built.write_bytes(b"not a shared library")
     assert run_fresh(env, code) == {"why": None}
     assert built.read_bytes() != b"not a shared library"  # rebuilt in place, same flags
+
+
+COUNTED_PROBE = """
+import hookscope.stats.native as native
+builds = []
+_build = native._build
+native._build = lambda *a: builds.append(1) or _build(*a)
+""" + PROBE.replace('"means": rows', '"means": rows, "builds": len(builds)')
+
+
+def kernel_path(cache: Path) -> Path:
+    (built,) = (cache / "kernels").iterdir()
+    return built
+
+
+def test_a_cached_library_without_the_kernel_is_rebuilt(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    good = run_fresh({"HOOKSCOPE_CACHE_DIR": str(cache)}, PROBE)
+    path = kernel_path(cache)
+    stranger = tmp_path / "stranger.c"
+    stranger.write_text("int something_else(void) { return 1; }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", str(stranger), "-o", str(path)], check=True)
+    got = run_fresh({"HOOKSCOPE_CACHE_DIR": str(cache)}, COUNTED_PROBE)
+    assert got["available"] and got["why"] is None and got["builds"] == 1
+    assert got["means"] == good["means"]
+    again = run_fresh({"HOOKSCOPE_CACHE_DIR": str(cache)}, COUNTED_PROBE)
+    assert again["builds"] == 0  # the rebuilt library replaced the stranger
+
+
+def test_a_directory_at_the_cache_path_builds_once_and_leaves_nothing(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    good = run_fresh({"HOOKSCOPE_CACHE_DIR": str(cache)}, PROBE)
+    path = kernel_path(cache)
+    path.unlink()
+    path.mkdir()
+    got = run_fresh({"HOOKSCOPE_CACHE_DIR": str(cache)}, COUNTED_PROBE)
+    assert got["available"] and got["why"] is None
+    assert got["builds"] == 1 and got["means"] == good["means"]  # once, not per hook call
+    assert [p.name for p in (cache / "kernels").iterdir()] == [path.name]  # no *.tmp
+
+
+def test_an_unusable_cache_dir_leaves_no_temporary_directories(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {"HOOKSCOPE_CACHE_DIR": str(blocker / "cache"), "TMPDIR": str(tmp)}
+    got = run_fresh(env, COUNTED_PROBE)
+    assert got["available"] and got["builds"] == 1
+    assert list(tmp.iterdir()) == []
+
+
+def test_any_loading_failure_falls_back_once_with_a_reason(tmp_path: Path) -> None:
+    fake_cc = tmp_path / "fake-cc"
+    fake_cc.write_text("#!/bin/sh\necho 'fake-cc: refuses to build' >&2\nexit 3\n")
+    fake_cc.chmod(0o755)
+    got = run_fresh(
+        {"HOOKSCOPE_CACHE_DIR": str(tmp_path / "cache"), "CC": str(fake_cc)}, COUNTED_PROBE
+    )
+    assert not got["available"] and "refuses to build" in str(got["why"])
+    assert got["builds"] == 2  # each flag set once, then eager reductions for good
+    assert got["means"] == run_fresh({"HOOKSCOPE_NATIVE": "0"}, PROBE)["means"]
+
+
+FORK_PROBE = """
+import json, multiprocessing as mp, torch
+from hookscope.stats import native
+torch.set_num_threads(2)
+t = torch.randn(1_000_003)
+parent = native.moments(t).shifted_sum  # helper threads started in the parent
+
+def child(queue):
+    queue.put(native.moments(t).shifted_sum)
+
+ctx = mp.get_context("fork")
+queue = ctx.Queue()
+procs = [ctx.Process(target=child, args=(queue,)) for _ in range(2)]
+for p in procs:
+    p.start()
+got = [queue.get(timeout=60) for _ in procs]
+for p in procs:
+    p.join(timeout=60)
+print(json.dumps({"parent": parent, "children": got, "codes": [p.exitcode for p in procs]}))
+"""
+
+
+def test_forked_children_start_their_own_helpers(tmp_path: Path) -> None:
+    got = run_fresh({"HOOKSCOPE_CACHE_DIR": str(tmp_path / "cache")}, FORK_PROBE)
+    assert got["children"] == [got["parent"], got["parent"]]  # same parts: bit-identical
+    assert got["codes"] == [0, 0]
+
+
+THREADS_PROBE = """
+import json, os, torch
+from hookscope.stats import native
+torch.set_num_threads(3)
+def tasks():
+    return len(os.listdir("/proc/self/task"))
+native.moments(torch.randn(10))  # load the kernel
+before = tasks()
+for _ in range(50):
+    native.moments(torch.randn(131_071))  # below two parts of 64 Ki: the caller alone
+small = tasks()
+native.moments(torch.randn(131_072))
+one = tasks()
+native.moments(torch.randn(4_000_000))
+large = tasks()
+print(json.dumps({"before": before, "small": small, "one": one, "large": large}))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc")
+def test_helper_threads_start_only_for_large_tensors_and_stay_bounded(tmp_path: Path) -> None:
+    got = run_fresh({"HOOKSCOPE_CACHE_DIR": str(tmp_path / "cache")}, THREADS_PROBE)
+    assert got["small"] == got["before"]  # no thread for small tensors
+    assert got["one"] - got["before"] == 1  # two parts: one helper
+    assert got["large"] - got["before"] == 2  # torch.get_num_threads() - 1, never more

@@ -136,3 +136,25 @@ def test_summary_inside_user_session_keeps_user_hooks() -> None:
         assert seen == ["head"]
         assert len(hookscope.list_hooks(model)) == 1
     assert list(hookscope.list_hooks(model)) == []
+
+
+class FullPrecisionBlock(nn.Module):
+    """Keeps a block out of autocast the way timm's EfficientViT does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.autocast(device_type=x.device.type, enabled=False):
+            y = self.fc(x.float())
+        with torch.autocast(x.device.type, dtype=torch.bfloat16):
+            return self.fc(y)
+
+
+def test_noop_autocast_on_the_meta_device_does_not_force_a_fallback() -> None:
+    s = hookscope.summary(FullPrecisionBlock(), input_size=(3, 4))
+    assert s.device == "meta" and s.fallback_reason is None
+    assert s.macs == 2 * 3 * 4 * 4
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # other device types: untouched
+        assert torch.get_autocast_dtype("cpu") == torch.bfloat16

@@ -47,7 +47,7 @@ def doctor(model: nn.Module, *inputs: Any, backward: bool = False, **kwargs: Any
         raise UsageError(f"doctor() needs an nn.Module, got {type(model).__name__}")
     if not isinstance(backward, bool):
         raise UsageError(f"backward must be True or False, got {backward!r}")
-    replaced = [(reg, reg.count) for s in active_sessions(model) for reg in s.detached()]
+    replaced = [(reg, reg.calls) for s in active_sessions(model) for reg in s.detached()]
     contexts = _contexts(model)
     saved = _save_state(model)
     detector = BypassDetector(model, policy="record", track=True)
@@ -74,7 +74,7 @@ def doctor(model: nn.Module, *inputs: Any, backward: bool = False, **kwargs: Any
         now = modules.get(reg.name)
         context = None if now is None else contexts.get(id(now))
         source = callable_source(reg.hook)
-        fired = reg.count - before
+        fired = reg.calls - before
         hooks.append(replaced_record(reg.names, reg.kind, reg.hook_name, source, fired, context))
     executed = sum(1 for m in set(map(id, modules.values())) if m in detector.activity)
     return DoctorReport(

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import torch
 from torch.utils.hooks import RemovableHandle
 
 HookKind = Literal["forward", "forward_pre", "backward", "backward_pre", "grad"]
@@ -25,7 +26,12 @@ class HookFailure:
 
 @dataclass(eq=False)
 class Registration:
-    """One hook the session added on one module (or parameter)."""
+    """One hook the session added on one module (or parameter).
+
+    ``count`` counts eager calls. Calls inside a ``torch.compile``d graph are
+    counted on the device in ``traced_calls[traced_slot]`` (a Python int
+    changed on every call would force a recompile), see `calls`.
+    """
 
     names: tuple[str, ...]
     kind: HookKind
@@ -36,6 +42,15 @@ class Registration:
     count: int = 0
     disabled: bool = False
     warned: bool = False
+    traced_calls: torch.Tensor | None = None
+    traced_slot: int = 0
+
+    @property
+    def calls(self) -> int:
+        """Every call so far: eager ones plus those inside compiled graphs (reads the device)."""
+        if self.traced_calls is None:
+            return self.count
+        return self.count + int(self.traced_calls[self.traced_slot])
 
     @property
     def name(self) -> str:

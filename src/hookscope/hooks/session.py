@@ -24,6 +24,7 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from hookscope.errors import HookError, HookWarning, UsageError
+from hookscope.hooks.compiled import tracing
 from hookscope.hooks.describe import WRAPPED_ATTR, callable_name
 from hookscope.hooks.handles import HandleGroup, HookFailure, HookKind, Registration
 from hookscope.hooks.selection import (
@@ -279,7 +280,7 @@ class HookSession:
         for reg in self.registrations:
             for name in reg.names:
                 counts = result.setdefault(name, {})
-                counts[reg.label] = counts.get(reg.label, 0) + reg.count
+                counts[reg.label] = counts.get(reg.label, 0) + reg.calls
         return result
 
     def detached(self) -> list[Registration]:
@@ -308,9 +309,14 @@ class HookSession:
         self._check_active()
         if not callable(hook):
             raise UsageError(f"hook must be callable, got {hook!r}")
+        selection = select_modules(self.model, modules, leaves_only=leaves_only)
+        # one device counter per group, for the calls inside compiled graphs
+        traced_calls = torch.zeros(len(selection), dtype=torch.int64)
         regs = []
-        for selected in select_modules(self.model, modules, leaves_only=leaves_only):
-            regs.append(self._attach(kind, hook, selected, register))
+        for slot, selected in enumerate(selection):
+            reg = self._attach(kind, hook, selected, register)
+            reg.traced_calls, reg.traced_slot = traced_calls, slot
+            regs.append(reg)
         return HandleGroup(regs)
 
     def _attach(
@@ -377,6 +383,11 @@ class HookSession:
         def wrapper(*args: Any) -> Any:
             if reg.disabled:
                 return None
+            if tracing():
+                # traced into a compiled graph: no lock, and the count on the device
+                if reg.traced_calls is not None:
+                    reg.traced_calls[reg.traced_slot] += 1
+                return hook(name, *args)
             with lock:
                 reg.count += 1
             try:

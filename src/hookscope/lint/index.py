@@ -62,15 +62,11 @@ class ClassIndex:
 
     def in_module(self, name: str, module: str) -> tuple[tuple[str, ...], ...]:
         """The base lists of the classes ``name`` defined in the module ``module`` (dotted)."""
-        if not module.strip("."):
-            return ()
-        tail = module.strip(".").replace(".", "/")
-        files = (f"{tail}.py", f"{tail}/__init__.py")
-        return tuple(
-            bases
-            for bases, where in self.defs.get(name, ())
-            if where.rsplit(":", 1)[0].replace("\\", "/").endswith(files)
-        )
+        return tuple(b for b, where in self.defs.get(name, ()) if defined_in(where, module))
+
+    def functions_in(self, name: str, module: str) -> tuple[FunctionEntry, ...]:
+        """The top-level functions ``name`` of the module ``module`` (``conftest`` too)."""
+        return tuple(e for e in self.functions.get(name, ()) if defined_in(e[3], module))
 
     def __contains__(self, name: object) -> bool:
         return name in self.bases
@@ -78,6 +74,13 @@ class ClassIndex:
     def get(self, name: str) -> tuple[tuple[str, ...], ...] | None:
         """The base lists of the classes called ``name``."""
         return self.bases.get(name)
+
+
+def defined_in(where: str, module: str) -> bool:
+    """Whether ``path:line`` lies in the module ``module`` (``pkg.mod``, ``.mod``)."""
+    tail = module.strip(".").replace(".", "/")
+    path = where.rsplit(":", 1)[0].replace("\\", "/")
+    return bool(tail) and path.endswith((f"{tail}.py", f"{tail}/__init__.py"))
 
 
 def scan_classes(data: bytes, path: str = "") -> list[ClassEntry]:
@@ -135,6 +138,7 @@ def scan_functions(data: bytes, path: str = "") -> list[FunctionEntry]:
     data = b"\n" + data  # so that a "def" on the first line starts with "\n" too
     out: list[FunctionEntry] = []
     tops = [m.start() for m in _TOP_LEVEL.finditer(data)] + [len(data)]
+    line, counted = 1, 0  # lines counted up to ``counted``, incrementally (defs come in order)
     for match in _DEF.finditer(data):
         end = tops[bisect.bisect_right(tops, match.start())]
         body = data[match.end() : end]
@@ -144,7 +148,7 @@ def scan_functions(data: bytes, path: str = "") -> list[FunctionEntry]:
         calls = _RETURN_CALL.findall(body)
         every = len(calls) == len(_RETURN.findall(body))
         returns = tuple(c.decode("ascii", "replace") for c in calls) if every else ()
-        line = data.count(b"\n", 0, match.start()) + 1
+        line, counted = line + data.count(b"\n", counted, match.start()), match.start()
         out.append(
             (match.group(1).decode("ascii", "replace"), annotation, returns, f"{path}:{line}")
         )

@@ -264,6 +264,9 @@ NON_MODULE_BASES = frozenset(
 
 CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 
+# Names whose kind is fixed here, whatever the scanned tree defines under them.
+FIXED = HOOKLESS_MODULES | CONTAINERS
+
 # Methods of a module that yield modules: ``for m in model.modules()``.
 MODULE_ITERATORS = frozenset({"modules", "children"})
 NAMED_MODULE_ITERATORS = frozenset({"named_modules", "named_children"})

@@ -20,6 +20,7 @@ from dataclasses import replace
 
 from hookscope.lint import known
 from hookscope.lint.bindings import Binding, class_attributes, dotted, returned, scope_bindings
+from hookscope.lint.crossfile import factory_returns, fixture
 from hookscope.lint.index import ClassIndex
 from hookscope.lint.kinds import NAMESPACE, UNKNOWN, Kind, Resolved
 from hookscope.lint.pyfile import PyFile, Scope
@@ -43,11 +44,6 @@ _SELF_RETURNING = frozenset(
     }
 )
 _PASS_THROUGH = frozenset({"deepcopy", "copy", "compile", "cast"})
-
-
-def _is_fixture(decorator: ast.expr) -> bool:
-    target = decorator.func if isinstance(decorator, ast.Call) else decorator
-    return (dotted(target) or "").endswith("fixture")
 
 
 class Resolver:
@@ -75,7 +71,7 @@ class Resolver:
             return self._class_kinds[key]
         self._class_kinds[key] = (Kind.UNKNOWN, False)  # cycle guard
         result = None
-        variants = self.index.in_module(last, module) if module else ()
+        variants = self.index.in_module(last, module) if module and last not in known.FIXED else ()
         if variants and last not in self.file.classes:
             kinds = {self._bases_kind(bases) for bases in variants}
             result = kinds.pop() if len(kinds) == 1 else None
@@ -168,9 +164,9 @@ class Resolver:
             if not isinstance(current.node, ast.ClassDef):
                 bindings = self._bindings(current.node).get(name)
                 if bindings and all(b.kind == "opaque" and b.expr is None for b in bindings):
-                    fixture = self._fixture(name, depth)
-                    if fixture is not None:
-                        return fixture
+                    found = fixture(self, name, depth)
+                    if found is not None:
+                        return found
                 if bindings:
                     result = self._combine(bindings, depth, name)
                     return result if result is NAMESPACE else replace(result, name=name)
@@ -213,6 +209,12 @@ class Resolver:
                 return inner
         if last == "get_submodule":
             return Resolved(Kind.MODULE, name=last)
+        if last == "module" and isinstance(func, ast.Attribute):
+            owner = self.resolve(func.value, scope, depth + 1)
+            if owner.cls == "ExportedProgram" and not owner.is_class:
+                return Resolved(
+                    Kind.MODULE, name=last, via="ExportedProgram.module() is a GraphModule"
+                )
         path = dotted(func) or ""
         if path in known.MODULE_FACTORIES or f".{path}".endswith(known.MODULE_FACTORY_SUFFIXES):
             return Resolved(Kind.MODULE, name=last, via=f"{path}(...) returns a module")
@@ -224,9 +226,11 @@ class Resolver:
                 )
         callee = self.resolve(func, scope, depth + 1)
         if callee.function is not None:
-            return replace(self._returns(callee.function, depth), name=last)
+            return replace(self.returns_of(callee.function, depth), name=last)
         if callee.factory:
-            return replace(self._factory_returns(callee.factory), name=last)
+            return replace(factory_returns(self, callee.factory), name=last)
+        if path.endswith("export.export"):  # torch.export.export(...): an ExportedProgram
+            return Resolved(Kind.OTHER, name=last, cls="ExportedProgram")
         if callee.is_class:
             return Resolved(
                 callee.kind,
@@ -236,7 +240,7 @@ class Resolver:
             )
         return Resolved(Kind.UNKNOWN, name=last)
 
-    def _returns(self, func: ast.FunctionDef | ast.AsyncFunctionDef, depth: int) -> Resolved:
+    def returns_of(self, func: ast.FunctionDef | ast.AsyncFunctionDef, depth: int) -> Resolved:
         """What calling a same-file function gives: its returns, or a generator of its yields."""
         returns, yields = returned(func)
         scope = self.file.scopes.get(id(func))
@@ -247,57 +251,6 @@ class Resolver:
         if returns or not yields:
             return result
         return Resolved(Kind.OTHER, elem=Kind.MODULE if result.kind is Kind.MODULE else result.kind)
-
-    def _fixture(self, name: str, depth: int) -> Resolved | None:
-        """A parameter named like a pytest fixture of this file or of a ``conftest.py``."""
-        for stmt in self.file.tree.body:
-            if (
-                isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
-                and stmt.name == name
-                and any(_is_fixture(d) for d in stmt.decorator_list)
-            ):
-                result = self._returns(stmt, depth)
-                where = f"{self.file.path}:{stmt.lineno}"
-                return replace(result, name=name, via=f"pytest fixture {name}() at {where}")
-        if any(
-            e[3].rsplit(":", 1)[0].endswith("conftest.py")
-            for e in self.index.functions.get(name, ())
-        ):
-            result = self._factory_returns(f"conftest:{name}")
-            return replace(result, name=name) if result.kind is not Kind.UNKNOWN else None
-        return None
-
-    def _factory_returns(self, factory: str) -> Resolved:
-        """What a project function of another file returns, from the index."""
-        module, _, name = factory.partition(":")
-        entries = self.index.functions.get(name, ())
-        tail = module.strip(".").replace(".", "/")
-        files = (f"{tail}.py", f"{tail}/__init__.py")
-        here = [e for e in entries if tail and e[3].rsplit(":", 1)[0].endswith(files)]
-        chosen = here or list(entries)
-        kinds = {self._indexed_return(annotation, calls) for _, annotation, calls, _ in chosen}
-        if len(kinds) != 1 or Kind.UNKNOWN in kinds:
-            return UNKNOWN
-        _, annotation, calls, where = chosen[0]
-        shown = f"-> {annotation}" if annotation else f"returns {calls[0]}(...)"
-        return Resolved(kinds.pop(), via=f"{name}() {shown} at {where}")
-
-    def _indexed_return(self, annotation: str, calls: tuple[str, ...]) -> Kind:
-        if annotation:
-            try:
-                node = ast.parse(annotation, mode="eval").body
-            except SyntaxError:
-                return Kind.UNKNOWN
-            result = self.annotation(node)
-            return Kind.UNKNOWN if result.is_class else result.kind
-        kinds = {Kind.UNKNOWN} if not calls else set()
-        for call in calls:
-            owner, _, method = call.rpartition(".")
-            name = owner if method.startswith(known.CONSTRUCTOR_PREFIXES) and owner else call
-            last = name.rsplit(".", 1)[-1]
-            is_class = last[:1].isupper() or last in self.index
-            kinds.add(self.class_kind(last)[0] if is_class else Kind.UNKNOWN)
-        return kinds.pop() if len(kinds) == 1 else Kind.UNKNOWN
 
     def _method(
         self, cls_name: str, name: str, seen: frozenset[str] = frozenset()

@@ -15,8 +15,13 @@ if TYPE_CHECKING:
 
 
 def local_class(pyfile: PyFile, name: str) -> str:
-    """``name`` if it is a class of this file, else ``""``."""
-    return name if name in pyfile.classes else ""
+    """``name`` if it is a class of this file (or ``ExportedProgram``), else ``""``.
+
+    ``ExportedProgram`` is kept for its ``.module()``, which returns a GraphModule.
+    """
+    if name in pyfile.classes:
+        return name
+    return "ExportedProgram" if name.rsplit(".", 1)[-1] == "ExportedProgram" else ""
 
 
 def annotation_kind(resolver: Resolver, node: ast.expr) -> Resolved:

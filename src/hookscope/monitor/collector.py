@@ -34,16 +34,20 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
 from hookscope.dist import local_tensor
+from hookscope.hooks.compiled import tracing
 from hookscope.hooks.globals import TensorGradHooks
 from hookscope.hooks.handles import Registration
 from hookscope.monitor.records import Phase
 from hookscope.stats import Plan, Reduction, reduce_tensor, tensors_in
+
+if TYPE_CHECKING:
+    from hookscope.monitor.traced import TracedCollector
 
 #: Reductions for gradients (norm, RMS) and for "did a NaN come in?" checks.
 GRAD_PLAN = Plan(sum=False, squares=True, extrema=False)
@@ -99,13 +103,18 @@ class Collector:
         #: put off to the forward hook, with the entry index they belong at.
         self._deferred: dict[str, list[tuple[int, list[tuple[str, torch.Tensor]]]]] = {}
         self._can_defer: dict[str, bool] = {}
+        #: Takes over the forward hook inside compiled graphs (`hookscope.monitor.traced`).
+        self.traced: TracedCollector | None = None
         #: ``grads="reduced"``: called from gradient hooks instead of reducing
         #: parameter gradients there (`hookscope.monitor.ranks.GradReader.schedule`).
         self.after_backward: Callable[[], None] | None = None
 
     def take(self) -> list[Entry]:
-        """Hand over this step's entries and start a new step."""
+        """Hand over this step's entries (compiled graphs' too) and start a new step."""
         entries, self.entries = self.entries, []
+        if self.traced is not None:
+            forward, backward = self.traced.take()
+            entries = forward + entries + backward
         self._produced = {}
         self._grad_roles = {}
         self._deferred = {}
@@ -115,7 +124,7 @@ class Collector:
 
     def on_forward_pre(self, name: str, module: nn.Module, args: tuple[Any, ...]) -> None:
         """Forward pre-hook: ``(name, module, args) -> None``."""
-        if not self.recording:
+        if not self.recording or tracing():
             return
         if _in_backward():
             self._recomputed(name, args, "input", self.options.inputs)
@@ -139,13 +148,19 @@ class Collector:
                 self._grad_role(name, path, t, self.options.inputs)
         self._deferred.setdefault(name, []).append((len(self.entries), deferred))
 
-    def on_forward(self, name: str, module: nn.Module, args: tuple[Any, ...], output: Any) -> None:
-        """Forward hook: ``(name, module, args, output) -> None``."""
+    def on_forward(self, name: str, module: nn.Module, args: tuple[Any, ...], output: Any) -> Any:
+        """Forward hook: ``(name, module, args, output) -> None`` (in compiled graphs: the output).
+
+        Inside a compiled graph the output may come back wrapped for gradient
+        statistics (see `hookscope.monitor.traced`).
+        """
         if not self.recording:
-            return
+            return None
+        if tracing():
+            return None if self.traced is None else self.traced.on_forward(name, output)
         if _in_backward():
             self._recomputed(name, output, "output", True)
-            return
+            return None
         grads = self.grad_hooks is not None and torch.is_grad_enabled()
         plan = self.options.plans[name]
         start = len(self.entries)
@@ -164,6 +179,7 @@ class Collector:
                           tuple(t.shape), t.dtype)
                     for path, t in deferred
                 ]  # fmt: skip
+        return None
 
     def on_param_grad(self, name: str, param: torch.Tensor) -> None:
         """Post-accumulate-grad hook: ``(name, param) -> None``."""

@@ -17,6 +17,7 @@ from hookscope.hooks.selection import ModuleSelector, select_modules
 from hookscope.hooks.session import HookSession, OnError, session
 from hookscope.monitor.alerts import AlertRules, Thresholds
 from hookscope.monitor.collector import CollectOptions, Collector
+from hookscope.monitor.compiled import CompiledSupport
 from hookscope.monitor.ranks import GradReader, Grads, RankCombiner, Ranks
 from hookscope.monitor.records import Alert, NonFinite, Record, StepResult
 from hookscope.monitor.results import clean_keys, find_nonfinite, merge_entries, to_records
@@ -192,6 +193,7 @@ class Monitor:
         self._first: NonFinite | None = None
         self._previous: dict[str, torch.Tensor] | None = None
         self._closed = False
+        self._compiled: CompiledSupport | None = None
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -217,6 +219,7 @@ class Monitor:
             for sel in selected
         }
         ids = {id(sel.module) for sel in selected}
+        self._compiled = CompiledSupport(self, selected, plans)
         self._session = session(self.model, on_error=self.on_error).__enter__()
         try:
             self._attach(selected, plans, lambda _name, module: id(module) in ids)
@@ -231,6 +234,8 @@ class Monitor:
             self._grad_hooks = TensorGradHooks(self._session)
         options = CollectOptions(self.inputs, self.outputs, self.grads, plans)
         collector = Collector(options, self._grad_hooks)
+        assert self._compiled is not None
+        collector.traced = self._compiled.traced
         self._names = {} if self.keep_wrappers else clean_names(self.model)
         if self.params and self.grad_mode == "reduced":
             reader = GradReader(self.model, collector, self.on_error)
@@ -297,6 +302,8 @@ class Monitor:
         if not recorded and not entries:
             return None
         fetch([entry.red for entry in entries] + [red for _, red in ratios])
+        assert self._compiled is not None
+        missing = self._compiled.check(index, entries)
         merged, infos = merge_entries(entries)
         first = find_nonfinite(index, entries) if self._first is None else None
         first = self._combiner.combine(merged, first)  # collectives under torch.distributed
@@ -312,7 +319,7 @@ class Monitor:
         self._alerts.extend(alerts)
         result = StepResult(
             index, tuple(records), tuple(alerts), self._first, tuple(infos),
-            dist.rank(), dist.world_size(), self.ranks,
+            dist.rank(), dist.world_size(), self.ranks, missing,
         )  # fmt: skip
         if self.keep:
             self._results.append(result)
@@ -357,7 +364,10 @@ class Monitor:
     @property
     def pending(self) -> bool:
         """True when the step in progress holds statistics not yet handed over by `step`."""
-        return self._collector is not None and bool(self._collector.entries)
+        collector = self._collector
+        return collector is not None and bool(
+            collector.entries or (collector.traced is not None and collector.traced.used)
+        )
 
     @property
     def results(self) -> list[StepResult]:

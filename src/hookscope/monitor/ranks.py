@@ -39,7 +39,7 @@ from hookscope.errors import HookscopeWarning
 from hookscope.monitor.collector import GRAD_PLAN, Collector, Entry
 from hookscope.monitor.records import NonFinite
 from hookscope.monitor.results import Key
-from hookscope.stats import Reduction, reduce_tensor
+from hookscope.stats import Reduction, reduce_tensor, unshift
 
 Ranks = Literal["local", "reduce"]
 Grads = Literal["local", "reduced"]
@@ -185,6 +185,7 @@ def _sumsq(red: Reduction) -> float | None:
 def _pack_sums(reds: Sequence[Reduction]) -> torch.Tensor:
     rows = []
     for red in reds:
+        unshift(red)  # shifted moments do not add across ranks
         squares = _sumsq(red)
         values = [red.sum, squares, red.nonzero, red.nan, red.inf]
         rows.append(

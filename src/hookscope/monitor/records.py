@@ -90,6 +90,10 @@ class NonFinite:
 class StepResult:
     """Everything recorded at one step; what sinks receive.
 
+    ``missing`` names the phases the Monitor hooked but whose hooks did not
+    run in this step although a later phase ran (e.g. ``("forward",
+    "backward")`` for a compiled graph traced before the Monitor was opened);
+    a warning says why once per Monitor.
     ``rank`` and ``world_size`` say where the records were taken (0 and 1
     outside torch.distributed); ``ranks`` is ``"local"`` (this rank's tensors)
     or ``"reduce"`` (all ranks' tensors combined: the same records on every rank).
@@ -103,3 +107,4 @@ class StepResult:
     rank: int = 0
     world_size: int = 1
     ranks: str = "local"
+    missing: tuple[Phase, ...] = ()

@@ -20,6 +20,7 @@ from hookscope.stats.reduce import (
     plan_for,
     reduce_tensor,
     summarize,
+    unshift,
 )
 from hookscope.stats.walk import tensors_in
 
@@ -36,4 +37,5 @@ __all__ = [
     "reduce_tensor",
     "summarize",
     "tensors_in",
+    "unshift",
 ]

@@ -1,17 +1,34 @@
-/* One pass over a dense CPU tensor: sum, sum of squares, min, max, non-zeros.
+/* One pass over a dense CPU tensor: shifted sum and sum of squares, min, max, non-zeros.
  *
  * Eager PyTorch needs three passes for these (sum, dot, aminmax); this reads
  * every element once. hookscope.stats.native compiles this file with the
  * system C compiler on first use and calls hs_reduce through ctypes.
  *
- * Accuracy: values are summed in float lanes over blocks of BLOCK elements
- * (each lane adds BLOCK / 16 values), block sums are added in double.
- * float64 input is summed in double lanes throughout.
+ * Accuracy: the moments are of d = x - shift, where shift is the first
+ * finite element; with |mean| >> std, d stays near the spread, so the
+ * variance keeps its digits. d is summed in float lanes over blocks of BLOCK
+ * elements (each lane adds BLOCK / 16 values) and block sums are added in
+ * double. A block whose float sums overflow (|x| above ~1e19) is summed
+ * again in double, so finite input gives finite sums. float64 input is summed
+ * in double lanes throughout (its sum of squares can overflow above ~1e154;
+ * the caller rescales then).
+ *
+ * Threads: the tensor is cut into parts whose size depends only on n, and
+ * parts are combined in order, so results never depend on the thread count
+ * or on scheduling. Tensors below two full parts (128 Ki elements) run on
+ * the calling thread alone.
+ * Larger ones invite helper threads (started once, sleeping on a condition
+ * variable, never spinning); the caller claims parts too and waits only for
+ * parts a helper has already started, never for a helper that has not been
+ * scheduled (on busy cores it may not be for milliseconds).
  *
  * min and max ignore NaN; a NaN shows in the sum, which the caller checks
  * before trusting min and max.
  */
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -19,8 +36,10 @@
 /* Elements to prefetch ahead: 4 KiB of float32 (measured: ~20% faster on data
  * just written by the previous layer, which is partly out of cache). */
 #define PREFETCH 1024
-#define MIN_PER_THREAD 65536
-#define MAX_THREADS 256
+/* Smallest part: 64 Ki elements, 15-40 us of work on one core. */
+#define PART_MIN 65536
+#define MAX_PARTS 256
+#define MAX_HELPERS 63
 
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
@@ -71,10 +90,24 @@ static inline float one_f16(const void *p, int64_t i) { return (float)((const _F
 
 /* The 4-byte-and-narrower loop: 16 float lanes, int32 non-zero lanes. */
 #define DEFINE_RANGE(NAME, SIZE, LOAD, ONE)                                          \
-    static void NAME(const char *p, int64_t n, hs_stats *out) {                      \
+    /* Sum and sum of squares of x[a:b] - shift in double (the rare, slow path). */  \
+    static void NAME##_double(const char *p, int64_t a, int64_t b, double shift,     \
+                              double *sum, double *sumsq) {                          \
+        double s = 0, q = 0;                                                         \
+        for (int64_t i = a; i < b; i++) {                                            \
+            double d = (double)ONE(p, i) - shift;                                    \
+            s += d;                                                                  \
+            q += d * d;                                                              \
+        }                                                                            \
+        *sum = s;                                                                    \
+        *sumsq = q;                                                                  \
+    }                                                                                \
+    static void NAME(const char *p, int64_t n, double shift, hs_stats *out) {        \
+        const float c = (float)shift;                                                \
         const v8f inf = {INFINITY, INFINITY, INFINITY, INFINITY,                     \
                          INFINITY, INFINITY, INFINITY, INFINITY};                    \
         const v8f zero = {0};                                                        \
+        const v8f cv = zero + c;                                                     \
         v8f lo0 = inf, lo1 = inf, hi0 = -inf, hi1 = -inf;                            \
         double sum = 0, sumsq = 0;                                                   \
         int64_t nonzero = 0, i = 0;                                                  \
@@ -84,25 +117,32 @@ static inline float one_f16(const void *p, int64_t i) { return (float)((const _F
             for (int64_t k = i; k < i + BLOCK; k += 16) {                            \
                 __builtin_prefetch(p + (k + PREFETCH) * (SIZE));                     \
                 v8f a = LOAD(p + k * (SIZE)), b = LOAD(p + (k + 8) * (SIZE));        \
-                s0 += a;                                                             \
-                s1 += b;                                                             \
-                q0 += a * a;                                                         \
-                q1 += b * b;                                                         \
                 lo0 = SEL8(a < lo0, a, lo0);                                         \
                 lo1 = SEL8(b < lo1, b, lo1);                                         \
                 hi0 = SEL8(a > hi0, a, hi0);                                         \
                 hi1 = SEL8(b > hi1, b, hi1);                                         \
                 z0 -= (a != zero);                                                   \
                 z1 -= (b != zero);                                                   \
+                a -= cv;                                                             \
+                b -= cv;                                                             \
+                s0 += a;                                                             \
+                s1 += b;                                                             \
+                q0 += a * a;                                                         \
+                q1 += b * b;                                                         \
             }                                                                        \
             s0 += s1;                                                                \
             q0 += q1;                                                                \
             z0 += z1;                                                                \
+            double bs = 0, bq = 0;                                                   \
             for (int j = 0; j < 8; j++) {                                            \
-                sum += s0[j];                                                        \
-                sumsq += q0[j];                                                      \
+                bs += s0[j];                                                         \
+                bq += q0[j];                                                         \
                 nonzero += z0[j];                                                    \
             }                                                                        \
+            if (__builtin_expect(!isfinite(bs + bq), 0))                             \
+                NAME##_double(p, i, i + BLOCK, shift, &bs, &bq);                     \
+            sum += bs;                                                               \
+            sumsq += bq;                                                             \
         }                                                                            \
         float mn = INFINITY, mx = -INFINITY;                                         \
         for (int j = 0; j < 8; j++) {                                                \
@@ -113,8 +153,9 @@ static inline float one_f16(const void *p, int64_t i) { return (float)((const _F
         }                                                                            \
         for (; i < n; i++) {                                                         \
             float v = ONE(p, i);                                                     \
-            sum += v;                                                                \
-            sumsq += (double)v * v;                                                  \
+            double d = (double)v - shift;                                            \
+            sum += d;                                                                \
+            sumsq += d * d;                                                          \
             mn = v < mn ? v : mn;                                                    \
             mx = v > mx ? v : mx;                                                    \
             nonzero += v != 0.0f;                                                    \
@@ -124,7 +165,8 @@ static inline float one_f16(const void *p, int64_t i) { return (float)((const _F
         out->min = mn;                                                               \
         out->max = mx;                                                               \
         out->nonzero = (double)nonzero;                                              \
-    }
+    }                                                                                \
+    static double NAME##_at(const char *p, int64_t i) { return ONE(p, i); }
 
 DEFINE_RANGE(range_f32, 4, load_f32, one_f32)
 DEFINE_RANGE(range_bf16, 2, load_bf16, one_bf16)
@@ -132,10 +174,11 @@ DEFINE_RANGE(range_bf16, 2, load_bf16, one_bf16)
 DEFINE_RANGE(range_f16, 2, load_f16, one_f16)
 #endif
 
-static void range_f64(const char *bytes, int64_t n, hs_stats *out) {
+static void range_f64(const char *bytes, int64_t n, double shift, hs_stats *out) {
     const double *p = (const double *)bytes;
     const v4d zero = {0};
     const v4d inf = {INFINITY, INFINITY, INFINITY, INFINITY};
+    const v4d cv = zero + shift;
     v4d s0 = zero, s1 = zero, q0 = zero, q1 = zero;
     v4d lo0 = inf, lo1 = inf, hi0 = -inf, hi1 = -inf;
     v4l z0 = {0}, z1 = {0};
@@ -145,16 +188,18 @@ static void range_f64(const char *bytes, int64_t n, hs_stats *out) {
         __builtin_prefetch(p + i + PREFETCH / 2);
         memcpy(&a, p + i, sizeof a);
         memcpy(&b, p + i + 4, sizeof b);
-        s0 += a;
-        s1 += b;
-        q0 += a * a;
-        q1 += b * b;
         lo0 = SEL4(a < lo0, a, lo0);
         lo1 = SEL4(b < lo1, b, lo1);
         hi0 = SEL4(a > hi0, a, hi0);
         hi1 = SEL4(b > hi1, b, hi1);
         z0 -= (a != zero);
         z1 -= (b != zero);
+        a -= cv;
+        b -= cv;
+        s0 += a;
+        s1 += b;
+        q0 += a * a;
+        q1 += b * b;
     }
     s0 += s1;
     q0 += q1;
@@ -171,9 +216,9 @@ static void range_f64(const char *bytes, int64_t n, hs_stats *out) {
         mx = hi1[j] > mx ? hi1[j] : mx;
     }
     for (; i < n; i++) {
-        double v = p[i];
-        sum += v;
-        sumsq += v * v;
+        double v = p[i], d = v - shift;
+        sum += d;
+        sumsq += d * d;
         mn = v < mn ? v : mn;
         mx = v > mx ? v : mx;
         nonzero += v != 0.0;
@@ -185,61 +230,189 @@ static void range_f64(const char *bytes, int64_t n, hs_stats *out) {
     out->nonzero = (double)nonzero;
 }
 
-typedef void (*range_fn)(const char *, int64_t, hs_stats *);
+static double range_f64_at(const char *p, int64_t i) { return ((const double *)p)[i]; }
+
+typedef void (*range_fn)(const char *, int64_t, double, hs_stats *);
+typedef double (*at_fn)(const char *, int64_t);
 
 /* dtype codes (kept in step with native.py): 0 float32, 1 bfloat16, 2 float16, 3 float64. */
-static int pick(int dtype, range_fn *fn, int64_t *size) {
+static int pick(int dtype, range_fn *fn, at_fn *at, int64_t *size) {
     switch (dtype) {
-    case 0: *fn = range_f32; *size = 4; return 0;
-    case 1: *fn = range_bf16; *size = 2; return 0;
+    case 0: *fn = range_f32; *at = range_f32_at; *size = 4; return 0;
+    case 1: *fn = range_bf16; *at = range_bf16_at; *size = 2; return 0;
 #ifdef HS_HAVE_F16
-    case 2: *fn = range_f16; *size = 2; return 0;
+    case 2: *fn = range_f16; *at = range_f16_at; *size = 2; return 0;
 #endif
-    case 3: *fn = range_f64; *size = 8; return 0;
+    case 3: *fn = range_f64; *at = range_f64_at; *size = 8; return 0;
     default: return -1;
     }
 }
 
+/* ---- helper threads ---------------------------------------------------- */
+
+typedef struct {
+    range_fn fn;
+    const char *data;
+    int64_t n, part, size, parts;
+    double shift;
+    hs_stats *out;
+} job_t;
+
+static struct {
+    pthread_mutex_t mu;  /* guards everything below except the atomics */
+    pthread_cond_t wake;
+    int started;          /* helper threads running in this process */
+    int invited;          /* helpers still to join the current job */
+    uint32_t gen;         /* job number */
+    job_t job;
+    _Atomic uint64_t next; /* gen << 32 | next unclaimed part */
+    _Atomic int64_t done;  /* parts finished in the current job */
+} pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
+
+/* One caller at a time uses the helpers; a concurrent caller runs alone. */
+static pthread_mutex_t owner = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void run_part(const job_t *job, int64_t k) {
+    int64_t a = k * job->part;
+    int64_t b = a + job->part < job->n ? a + job->part : job->n;
+    job->fn(job->data + a * job->size, b - a, job->shift, &job->out[k]);
+}
+
+/* Claim and run parts of job `gen` until none is left; a stale gen claims nothing. */
+static void work(const job_t *job, uint32_t gen) {
+    uint64_t cur = atomic_load(&pool.next);
+    for (;;) {
+        if ((uint32_t)(cur >> 32) != gen || (int64_t)(uint32_t)cur >= job->parts) return;
+        if (!atomic_compare_exchange_weak(&pool.next, &cur, cur + 1)) continue;
+        run_part(job, (int64_t)(uint32_t)cur);
+        atomic_fetch_add(&pool.done, 1);
+        cur = atomic_load(&pool.next);
+    }
+}
+
+static void *helper(void *arg) {
+    (void)arg;
+    uint32_t seen = 0;
+    pthread_mutex_lock(&pool.mu);
+    for (;;) {
+        while (pool.gen == seen || pool.invited == 0) pthread_cond_wait(&pool.wake, &pool.mu);
+        seen = pool.gen;
+        pool.invited--;
+        job_t job = pool.job;
+        pthread_mutex_unlock(&pool.mu);
+        work(&job, seen);
+        pthread_mutex_lock(&pool.mu);
+    }
+    return NULL;
+}
+
+/* fork() copies only the calling thread: the child starts its own helpers. */
+static void before_fork(void) {
+    pthread_mutex_lock(&owner);
+    pthread_mutex_lock(&pool.mu);
+}
+static void after_fork_parent(void) {
+    pthread_mutex_unlock(&pool.mu);
+    pthread_mutex_unlock(&owner);
+}
+static void after_fork_child(void) {
+    pool.started = 0;
+    pool.invited = 0;
+    pthread_cond_init(&pool.wake, NULL);
+    pthread_mutex_unlock(&pool.mu);
+    pthread_mutex_unlock(&owner);
+}
+static void register_atfork(void) { pthread_atfork(before_fork, after_fork_parent, after_fork_child); }
+
+/* Start helpers up to `want`; returns how many run. Called with pool.mu held. */
+static int ensure_helpers(int want) {
+    while (pool.started < want) {
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&attr, 1 << 16);
+        int failed = pthread_create(&t, &attr, helper, NULL);
+        pthread_attr_destroy(&attr);
+        if (failed) break;
+        pool.started++;
+    }
+    return pool.started < want ? pool.started : want;
+}
+
+static void run_job(job_t *job, int helpers) {
+    pthread_once(&atfork_once, register_atfork);
+    pthread_mutex_lock(&pool.mu);
+    helpers = ensure_helpers(helpers);
+    uint32_t gen = ++pool.gen;
+    pool.job = *job;
+    pool.invited = helpers;
+    atomic_store(&pool.done, 0);
+    atomic_store(&pool.next, (uint64_t)gen << 32);
+    for (int h = 0; h < helpers; h++) pthread_cond_signal(&pool.wake);
+    pthread_mutex_unlock(&pool.mu);
+    work(job, gen);
+    /* Only parts a helper already runs are left (at most one per helper). */
+    while (atomic_load(&pool.done) < job->parts) sched_yield();
+    pthread_mutex_lock(&pool.mu);
+    pool.invited = 0; /* helpers not yet awake skip this job */
+    pthread_mutex_unlock(&pool.mu);
+}
+
+/* ---- entry points -------------------------------------------------------- */
+
 /* 1 when this build handles `dtype`, else 0. */
 int hs_supports(int dtype) {
     range_fn fn;
+    at_fn at;
     int64_t size;
-    return pick(dtype, &fn, &size) == 0;
+    return pick(dtype, &fn, &at, &size) == 0;
 }
 
-/* Reduce n elements at `data` with up to `threads` threads.
- * out: sum, sum of squares, min, max, non-zero count. Returns 0, or -1 for an
- * unsupported dtype. Chunks are combined in order, so results do not depend
- * on scheduling. */
-int hs_reduce(int dtype, const void *data, int64_t n, int threads, double *out) {
+/* Reduce n elements at `data` with up to `threads` threads (the caller's included).
+ * shift: subtracted before summing; NaN takes the first finite element.
+ * out: sum of (x - shift), sum of (x - shift)^2, min, max, non-zero count, shift.
+ * Returns 0, or -1 for an unsupported dtype. */
+int hs_reduce(int dtype, const void *data, int64_t n, int threads, double shift, double *out) {
     range_fn fn;
+    at_fn at;
     int64_t size;
-    if (pick(dtype, &fn, &size) != 0) return -1;
-    if (threads > MAX_THREADS) threads = MAX_THREADS;
-    if (threads > n / MIN_PER_THREAD) threads = (int)(n / MIN_PER_THREAD);
-    if (threads < 1) threads = 1;
-    hs_stats parts[MAX_THREADS];
-    int64_t chunk = (n / threads + BLOCK - 1) / BLOCK * BLOCK;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(threads) schedule(static, 1) if (threads > 1)
-#endif
-    for (int t = 0; t < threads; t++) {
-        int64_t a = t * chunk < n ? t * chunk : n;
-        int64_t b = t == threads - 1 || a + chunk > n ? n : a + chunk;
-        fn((const char *)data + a * size, b - a, &parts[t]);
+    if (pick(dtype, &fn, &at, &size) != 0) return -1;
+    const char *p = (const char *)data;
+    for (int64_t i = 0; isnan(shift) && i < n && i < 64; i++) {
+        double v = at(p, i);
+        if (isfinite(v)) shift = v;
     }
-    hs_stats r = parts[0];
-    for (int t = 1; t < threads; t++) {
-        r.sum += parts[t].sum;
-        r.sumsq += parts[t].sumsq;
-        r.nonzero += parts[t].nonzero;
-        r.min = parts[t].min < r.min ? parts[t].min : r.min;
-        r.max = parts[t].max > r.max ? parts[t].max : r.max;
+    if (isnan(shift)) shift = 0;
+    /* The part size depends on n only: the same result for any thread count. */
+    int64_t part = (n + MAX_PARTS - 1) / MAX_PARTS;
+    part = part < PART_MIN ? PART_MIN : (part + BLOCK - 1) / BLOCK * BLOCK;
+    int64_t parts = n <= part ? 1 : (n + part - 1) / part;
+    hs_stats local[MAX_PARTS];
+    job_t job = {fn, p, n, part, size, parts, shift, local};
+    /* Helpers only from two full parts on: below that, waking one costs more than it saves. */
+    int helpers = n < 2 * PART_MIN ? 0 : threads - 1 < parts - 1 ? threads - 1 : (int)(parts - 1);
+    if (helpers > MAX_HELPERS) helpers = MAX_HELPERS;
+    if (helpers > 0 && pthread_mutex_trylock(&owner) == 0) {
+        run_job(&job, helpers);
+        pthread_mutex_unlock(&owner);
+    } else {
+        for (int64_t k = 0; k < parts; k++) run_part(&job, k);
+    }
+    hs_stats r = local[0];
+    for (int64_t k = 1; k < parts; k++) {
+        r.sum += local[k].sum;
+        r.sumsq += local[k].sumsq;
+        r.nonzero += local[k].nonzero;
+        r.min = local[k].min < r.min ? local[k].min : r.min;
+        r.max = local[k].max > r.max ? local[k].max : r.max;
     }
     out[0] = r.sum;
     out[1] = r.sumsq;
     out[2] = r.min;
     out[3] = r.max;
     out[4] = r.nonzero;
+    out[5] = shift;
     return 0;
 }

@@ -2,16 +2,22 @@
 
 Eager PyTorch reads a tensor three times for sum, sum of squares and min/max
 (plus once more for a zero count); the kernel reads it once and returns all
-five, using the OpenMP threads PyTorch already runs where it can. On a 2-core
-CPU that takes the Monitor's overhead on a ResNet-50 forward from about 1.35x
-to about 1.14x (``benchmarks/monitor_overhead.py``).
+five. Tensors of 128 Ki elements and more are split among helper threads (up to
+``torch.get_num_threads()`` in all) that the caller never waits for unless
+they have started: on cores busy with other processes the caller simply does
+more of the work itself. On a 2-core CPU that takes the Monitor's overhead on
+a ResNet-50 forward from about 1.35x to about 1.1x
+(``benchmarks/monitor_overhead.py``).
 
 The kernel is compiled with the system C compiler (``$CC``, else ``cc``) on
 first use, in about 0.3 s, and cached under ``$HOOKSCOPE_CACHE_DIR``
 (default ``~/.cache/hookscope``), keyed by the source, the flags and the
-CPU. Without a compiler, with ``HOOKSCOPE_NATIVE=0`` or after
-``set_enabled(False)``, `available` is False, `why_unavailable` says why,
-and hookscope uses eager reductions: the same statistics, slower.
+CPU. A cache entry that does not load or lacks the kernel's functions is
+rebuilt; where the cache cannot be written the kernel is built in a
+temporary directory that is removed once it is loaded. Without a compiler,
+with ``HOOKSCOPE_NATIVE=0``, after ``set_enabled(False)`` or after any other
+failure (tried once per process), `available` is False, `why_unavailable`
+says why, and hookscope uses eager reductions: the same statistics, slower.
 
 This is the one place in `hookscope.stats` that does I/O (running the
 compiler, writing the cache), once per machine and kernel version; the
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import math
 import os
 import platform
 import shutil
@@ -38,13 +45,10 @@ import torch
 #: Type codes shared with ``_kernel.c``.
 _CODES = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2, torch.float64: 3}
 #: Flag sets tried in order until one compiles.
-_FLAG_SETS = (
-    ("-march=native", "-fopenmp"),
-    ("-fopenmp",),
-    ("-march=native",),
-    (),
-)
-_BASE_FLAGS = ("-O3", "-shared", "-fPIC", "-w")
+_FLAG_SETS = (("-march=native",), ())
+_BASE_FLAGS = ("-O3", "-shared", "-fPIC", "-pthread", "-w")
+#: Functions a usable library exports.
+_SYMBOLS = ("hs_reduce", "hs_supports")
 
 
 @dataclass
@@ -60,12 +64,30 @@ _state = _State()
 
 
 class Moments:
-    """Results of one kernel call (host floats)."""
+    """Results of one kernel call (host floats).
 
-    __slots__ = ("max", "min", "nonzero", "sum", "sumsq")
+    ``shifted_sum`` and ``shifted_sumsq`` are the sum and sum of squares of
+    ``x - shift`` (``shift`` is the tensor's first finite element), which keep
+    the variance's digits when ``|mean| >> std``; ``sum`` and ``sumsq`` are
+    those of ``x`` itself.
+    """
 
-    def __init__(self, values: ctypes.Array[ctypes.c_double]) -> None:
-        self.sum, self.sumsq, self.min, self.max, self.nonzero = values
+    __slots__ = ("max", "min", "n", "nonzero", "shift", "shifted_sum", "shifted_sumsq")
+
+    def __init__(self, values: ctypes.Array[ctypes.c_double], n: int) -> None:
+        self.shifted_sum, self.shifted_sumsq, self.min, self.max, self.nonzero, self.shift = values
+        self.n = n
+
+    @property
+    def sum(self) -> float:
+        """Sum of the elements."""
+        return self.shifted_sum + self.n * self.shift
+
+    @property
+    def sumsq(self) -> float:
+        """Sum of the squared elements."""
+        c = self.shift
+        return self.shifted_sumsq + c * (2.0 * self.shifted_sum + self.n * c)
 
 
 def set_enabled(enabled: bool) -> None:
@@ -79,18 +101,23 @@ def available() -> bool:
 
 
 def why_unavailable() -> str | None:
-    """Why the kernel cannot be used, or None when it can."""
+    """Why the kernel cannot be used, or None when it can. Never raises."""
     if _library() is not None:
         return None
     return "turned off by set_enabled(False)" if _state.off else _state.reason
 
 
-def moments(tensor: torch.Tensor) -> Moments | None:
-    """Sum, sum of squares, min, max and non-zero count of a dense CPU tensor in one pass.
+def moments(tensor: torch.Tensor, shift: float | None = None) -> Moments | None:
+    """Shifted sums, min, max and non-zero count of a dense CPU tensor in one pass.
+
+    ``shift`` is subtracted from every element before summing (None: the
+    first finite element), as a ``float`` of the tensor's precision for
+    float16/bfloat16/float32 (choose one that is exact there).
 
     Returns None when the kernel cannot take ``tensor`` (not CPU, not
     float16/bfloat16/float32/float64, not dense, or no kernel). min and max
-    skip NaN; a NaN or Inf makes ``sum`` or ``sumsq`` non-finite.
+    skip NaN; a NaN or Inf makes ``shifted_sum`` or ``shifted_sumsq``
+    non-finite, and so does a float64 sum of squares beyond the float64 range.
     """
     if tensor.device.type != "cpu" or tensor.layout != torch.strided:
         return None
@@ -98,9 +125,11 @@ def moments(tensor: torch.Tensor) -> Moments | None:
     code = None if lib is None else _state.codes.get(tensor.dtype)
     if lib is None or code is None or not _dense(tensor):
         return None
-    out = (ctypes.c_double * 5)()
-    lib.hs_reduce(code, tensor.data_ptr(), tensor.numel(), torch.get_num_threads(), out)
-    return Moments(out)
+    out = (ctypes.c_double * 6)()
+    n = tensor.numel()
+    start = math.nan if shift is None else shift
+    lib.hs_reduce(code, tensor.data_ptr(), n, torch.get_num_threads(), start, out)
+    return Moments(out, n)
 
 
 def _dense(tensor: torch.Tensor) -> bool:
@@ -125,10 +154,11 @@ def _library() -> ctypes.CDLL | None:
             if _state.lib is None and _state.reason is None:
                 try:
                     lib = _load()
-                except _Unavailable as exc:
-                    _state.reason = str(exc)
+                    codes = {d: c for d, c in _CODES.items() if lib.hs_supports(c)}
+                except Exception as exc:  # any failure: eager reductions, once, with the reason
+                    _state.reason = str(exc) or type(exc).__name__
                 else:
-                    _state.codes = {d: c for d, c in _CODES.items() if lib.hs_supports(c)}
+                    _state.codes = codes
                     _state.lib = lib  # last: readers check it without the lock
     return _state.lib
 
@@ -146,29 +176,32 @@ def _load() -> ctypes.CDLL:
         raise _Unavailable(f"no C compiler found ({compiler!r}; set CC)")
     cache = _cache_dir()
     errors = []
-    for flags in _flag_sets():
-        path = cache / f"kernel-{_key(source, compiler, flags)}.so"
-        lib = _open(path) if path.exists() else None
-        if lib is None:  # not built yet, or a damaged cache entry: (re)build it
-            error = _compile(source, compiler, flags, path)
-            lib = None if error else _open(path)
+    for flags in _FLAG_SETS:
+        path = None if cache is None else cache / f"kernel-{_key(source, compiler, flags)}.so"
+        lib = _open(path) if path is not None and path.is_file() else None
+        if lib is None:  # not built yet, a damaged cache entry, or no cache: build it
+            lib, error = _build(source, compiler, flags, path)
             if lib is None:
-                errors.append(f"{' '.join(flags) or 'plain'}: {error or 'built, but not loadable'}")
+                errors.append(f"{' '.join(flags) or 'plain'}: {error}")
                 continue
         return lib
     raise _Unavailable("could not build the kernel: " + "; ".join(errors)[:500])
 
 
 def _open(path: Path) -> ctypes.CDLL | None:
+    """The library at ``path`` with its signatures set, or None if it is not ours."""
     try:
         lib = ctypes.CDLL(str(path))
     except OSError:
+        return None
+    if not all(hasattr(lib, name) for name in _SYMBOLS):
         return None
     lib.hs_reduce.argtypes = [
         ctypes.c_int,
         ctypes.c_void_p,
         ctypes.c_int64,
         ctypes.c_int,
+        ctypes.c_double,
         ctypes.POINTER(ctypes.c_double),
     ]
     lib.hs_reduce.restype = ctypes.c_int
@@ -176,35 +209,17 @@ def _open(path: Path) -> ctypes.CDLL | None:
     return lib
 
 
-def _flag_sets() -> list[tuple[str, ...]]:
-    # OpenMP only where it shares the runtime PyTorch loaded (libgomp on
-    # Linux); a second OpenMP runtime would fight PyTorch's threads.
-    shared_omp = sys.platform.startswith("linux") and _torch_uses_libgomp()
-    return [f for f in _FLAG_SETS if shared_omp or "-fopenmp" not in f]
-
-
-def _torch_uses_libgomp() -> bool:
-    try:
-        with open("/proc/self/maps") as maps:
-            return any("libgomp" in line for line in maps)
-    except OSError:
-        return False
-
-
-def _cache_dir() -> Path:
+def _cache_dir() -> Path | None:
+    """The writable kernel cache directory, or None (the kernel is then not cached)."""
     base = os.environ.get("HOOKSCOPE_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "hookscope"
     )
     path = Path(base) / "kernels"
     try:
         path.mkdir(parents=True, exist_ok=True)
-        if os.access(path, os.W_OK):
-            return path
     except OSError:
-        pass
-    # A private directory (mode 0700) for this process: a shared, fixed one
-    # under /tmp would let another user plant the library we load.
-    return Path(tempfile.mkdtemp(prefix="hookscope-kernels-"))
+        return None
+    return path if path.is_dir() and os.access(path, os.W_OK) else None
 
 
 def _key(source: bytes, compiler: str, flags: tuple[str, ...]) -> str:
@@ -226,8 +241,16 @@ def _cpu_signature() -> str:
     return platform.processor()
 
 
-def _compile(source: bytes, compiler: str, flags: tuple[str, ...], target: Path) -> str | None:
-    """Compile to ``target`` atomically; the error text, or None on success."""
+def _build(
+    source: bytes, compiler: str, flags: tuple[str, ...], target: Path | None
+) -> tuple[ctypes.CDLL | None, str]:
+    """Compile, load from the build directory, then publish to ``target`` atomically if possible.
+
+    The library is loaded from its private build directory (removed after;
+    the mapping stays), never from ``target``: a process that had loaded a
+    bad file from ``target`` would get that same handle back. Returns the
+    library, or None and the error text.
+    """
     with tempfile.TemporaryDirectory(prefix="hookscope-build-") as tmp:
         src = Path(tmp) / "kernel.c"
         src.write_bytes(source)
@@ -240,11 +263,23 @@ def _compile(source: bytes, compiler: str, flags: tuple[str, ...], target: Path)
                 timeout=120,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
-            return str(exc)
+            return None, str(exc)
         if done.returncode != 0:
             lines = (done.stderr or done.stdout).strip().splitlines()
-            return lines[-1] if lines else f"exit status {done.returncode}"
-        staged = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+            return None, lines[-1] if lines else f"exit status {done.returncode}"
+        lib = _open(built)
+        if lib is None:
+            return None, "built, but not loadable"
+        if target is not None:
+            _publish(built, target)
+    return lib, ""
+
+
+def _publish(built: Path, target: Path) -> None:
+    """Put ``built`` at ``target`` whole or not at all (other processes load it)."""
+    staged = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    try:
         shutil.copyfile(built, staged)
-        os.replace(staged, target)  # other processes see the whole file or none
-    return None
+        os.replace(staged, target)
+    except OSError:  # e.g. a directory at ``target``: this process still has its kernel
+        staged.unlink(missing_ok=True)

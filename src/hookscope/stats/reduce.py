@@ -22,9 +22,17 @@ order of preference:
   for outputs known to be >= 0 (ReLU), counts on the same-size integer view
   (about 1.5x one ``sum``).
 
-std is derived on the host from sum and sum of squares (population std,
-``ddof=0`` as ``numpy.std``); this loses precision when ``|mean| >> std``.
-As ``numpy.min``, min and max are NaN when the tensor holds a NaN.
+Numerical guarantees (tested against NumPy in ``tests/stats``): finite
+input gives finite statistics; mean and std keep about 1e-3 relative
+accuracy (usually ~1e-6) also when ``|mean| >> std``, because the moments
+are taken of ``x - shift`` with ``shift`` near the mean (the kernel's first
+finite element; on CPU eager, a second shifted pass when the first shows
+cancellation; ``var_mean`` on other devices); sums that overflow their
+accumulator (fp32 above ~1e19, float64 above ~1e154) are taken again on
+``x / 2**k`` in float64 (CPU). std is the population std (``ddof=0`` as
+``numpy.std``). As ``numpy.min``, min and max are NaN when the tensor holds
+a NaN; +Inf and -Inf together give ``absmax = inf``. `summarize` never
+raises on fetched values.
 
 `fetch` then moves every pending value of a step to the host in one transfer
 per device, and `summarize` computes the named statistics from them.
@@ -39,7 +47,7 @@ from typing import Literal
 
 import torch
 
-from hookscope.stats import native
+from hookscope.stats import accuracy, native
 
 #: Statistics of activations (forward), in the order they are reported.
 ACTIVATION_STATS = (
@@ -69,7 +77,8 @@ _SAME_SIZE_INT = {
     torch.float32: torch.int32,
     torch.float64: torch.int64,
 }
-_FIELDS = ("sum", "norm", "sumsq", "min", "max", "nonzero", "nan", "inf")
+_FIELDS = ("sum", "norm", "sumsq", "shift", "min", "max", "nonzero", "nan", "inf")
+_MOMENTS = ("sum", "norm", "sumsq", "shift")
 _DOT = (torch.float32, torch.float64)
 
 Value = torch.Tensor | float | None
@@ -107,7 +116,12 @@ def plan_for(stats: Collection[str], zeros: Zeros = "count", *, fused: bool = Fa
 
 
 class Reduction:
-    """The reductions of one tensor: 0-d device tensors until `fetch`, then floats."""
+    """The reductions of one tensor: 0-d device tensors until `fetch`, then floats.
+
+    ``sum``, ``sumsq`` and ``norm`` are of ``x / scale - shift`` (``shift``
+    None means 0; ``scale`` is a host float, 1.0 unless the sums of ``x``
+    would overflow); ``min`` and ``max`` are of ``x`` itself.
+    """
 
     __slots__ = (
         "inf",
@@ -120,6 +134,8 @@ class Reduction:
         "numel",
         "packed",
         "packed_fields",
+        "scale",
+        "shift",
         "sum",
         "sumsq",
     )
@@ -130,6 +146,8 @@ class Reduction:
         self.sum: Value = None
         self.norm: Value = None
         self.sumsq: Value = None
+        self.shift: Value = None
+        self.scale = 1.0
         self.min: Value = None
         self.max: Value = None
         self.nonzero: Value = None
@@ -198,6 +216,8 @@ def reduce_tensor(tensor: torch.Tensor, plan: Plan) -> Reduction:
         # min and max (or sum, or norm) show any NaN or Inf in the tensor
         fields = (red.min, red.max, red.sum, red.norm, red.sumsq)
         _count_nonfinite(t, red, [v for v in fields if isinstance(v, torch.Tensor)][:2])
+    if t.device.type == "cpu" and (plan.sum or plan.squares):
+        accuracy.repair(t, red)
     return red
 
 
@@ -206,29 +226,40 @@ def _native(t: torch.Tensor, plan: Plan, red: Reduction) -> bool:
     got = native.moments(t)
     if got is None:
         return False
-    if plan.sum:
-        red.sum = got.sum
+    if plan.sum or plan.squares:  # moments of x - shift: the mean is needed to undo it
+        red.sum, red.shift = got.shifted_sum, got.shift
     if plan.squares:
-        red.sumsq = got.sumsq
+        red.sumsq = got.shifted_sumsq
     if plan.extrema:
         red.min, red.max = got.min, got.max
     if plan.zeros != "none":
         red.nonzero = got.nonzero
     # sum and sum of squares show any NaN or Inf (or a sum too large for float32)
-    _count_nonfinite(t, red, [got.sum, got.sumsq])
+    _count_nonfinite(t, red, [got.shifted_sum, got.shifted_sumsq])
+    if plan.sum or plan.squares:
+        accuracy.repair(t, red)
     return True
 
 
 def _eager(t: torch.Tensor, plan: Plan, red: Reduction) -> None:
     acc = torch.float32 if t.dtype in _LOW_PRECISION else None
-    if plan.sum:
-        red.sum = t.sum(dtype=acc)
-    if plan.squares:
-        if t.dtype in _DOT and t.is_contiguous():
-            flat = t.view(-1)  # BLAS dot: about 2x faster than vector_norm on CPU
-            red.sumsq = torch.dot(flat, flat)
-        else:
-            red.norm = torch.linalg.vector_norm(t, dtype=acc)
+    if t.device.type != "cpu" and (plan.sum or plan.squares):
+        # Off the CPU the sums cannot be checked without a synchronisation:
+        # std_mean keeps std's digits when |mean| >> std (the deviations are
+        # summed, not the values), and std stays in range where var may not.
+        std, mean = torch.std_mean(t, correction=0)
+        wide = _wide(t.device)
+        red.shift, red.sum = mean, 0.0
+        red.norm = std.to(wide) * math.sqrt(red.numel)
+    else:
+        if plan.sum:
+            red.sum = t.sum(dtype=acc)
+        if plan.squares:
+            if t.dtype in _DOT and t.is_contiguous():
+                flat = t.view(-1)  # BLAS dot: about 2x faster than vector_norm on CPU
+                red.sumsq = torch.dot(flat, flat)
+            else:
+                red.norm = torch.linalg.vector_norm(t, dtype=acc)
     if plan.extrema:
         red.min, red.max = torch.aminmax(t)
     if plan.zeros == "nonneg" and t.dtype in _SAME_SIZE_INT:
@@ -300,23 +331,50 @@ def _wide(device: torch.device) -> torch.dtype:
 
 def merge(a: Reduction, b: Reduction) -> Reduction:
     """Combine the fetched reductions of two tensors (a module called twice in a step)."""
-    _as_sumsq(a)
-    _as_sumsq(b)
+    if a.numel == 0 or b.numel == 0:
+        return b if a.numel == 0 else a
     out = Reduction(a.kind if a.kind == b.kind else "float", a.numel + b.numel)
+    shifted = any(r.shift or r.scale != 1.0 for r in (a, b))
+    if not shifted:
+        _as_sumsq(a)
+        _as_sumsq(b)
     for name in _FIELDS:
         x, y = getattr(a, name), getattr(b, name)
-        if a.numel == 0:
-            setattr(out, name, y)
-        elif b.numel == 0:
-            setattr(out, name, x)
-        elif isinstance(x, float) and isinstance(y, float):
+        if (name not in _MOMENTS or not shifted) and isinstance(x, float) and isinstance(y, float):
             setattr(out, name, _combine(name, x, y))
+    if shifted:
+        left, right = _moments_of(a), _moments_of(b)
+        if left is not None and right is not None:
+            out.sum, out.sumsq, out.shift, out.scale = accuracy.merge_moments(left, right)
     return out
+
+
+def unshift(red: Reduction) -> None:
+    """Rewrite fetched moments as sums of ``x`` itself (no shift, scale 1).
+
+    For adding reductions elementwise (across processes); gives up the digits
+    the shift kept when ``|mean| >> std``.
+    """
+    if not (red.shift or red.scale != 1.0) or red.sum is None:
+        return
+    got = accuracy.moment_stats(
+        red.numel, _float(red.sum), accuracy.rms_of(red), _float(red.shift) or 0.0, red.scale
+    )
+    red.sum, red.shift, red.scale, red.norm = got["mean"] * red.numel, None, 1.0, None
+    if "rms" in got:
+        red.sumsq = got["rms"] * got["rms"] * red.numel
 
 
 def _as_sumsq(red: Reduction) -> None:
     if isinstance(red.norm, float) and red.sumsq is None:
         red.sumsq, red.norm = red.norm * red.norm, None
+
+
+def _moments_of(red: Reduction) -> accuracy.Moments | None:
+    total, rms = _float(red.sum), accuracy.rms_of(red)
+    if total is None or rms is None:
+        return None
+    return red.numel, total / red.numel, rms, _float(red.shift) or 0.0, red.scale
 
 
 def _combine(name: str, x: float, y: float) -> float:
@@ -328,7 +386,10 @@ def _combine(name: str, x: float, y: float) -> float:
 
 
 def summarize(red: Reduction) -> dict[str, float]:
-    """Statistics (names from `ALL_STATS`) from fetched reductions; ``{}`` when empty."""
+    """Statistics (names from `ALL_STATS`) from fetched reductions; ``{}`` when empty.
+
+    Never raises on fetched values: finite input gives finite statistics.
+    """
     n = red.numel
     if n == 0 or red.kind == "skip":
         return {}
@@ -338,24 +399,17 @@ def summarize(red: Reduction) -> dict[str, float]:
         out.update(mean=trues / n, min=float(trues == n), max=float(trues > 0))
         out.update(zero_frac=1.0 - trues / n)
         return out
-    total, norm, sumsq = _float(red.sum), _float(red.norm), _float(red.sumsq)
-    if norm is None and sumsq is not None:
-        norm = math.sqrt(sumsq) if sumsq >= 0 else math.nan
-    if total is not None:
-        out["mean"] = total / n
-    if norm is not None:
-        out["norm"] = norm
-        out["rms"] = norm / math.sqrt(n)
-        if total is not None:
-            squares = sumsq if sumsq is not None else norm * norm
-            var = squares / n - (total / n) ** 2
-            out["std"] = math.sqrt(0.0 if var < 0 else var)
+    if any(isinstance(getattr(red, name), torch.Tensor) for name in _FIELDS):
+        raise ValueError("summarize() needs fetched reductions; call fetch() first")
+    shift = _float(red.shift) or 0.0
+    out.update(accuracy.moment_stats(n, _float(red.sum), accuracy.rms_of(red), shift, red.scale))
     low, high = _float(red.min), _float(red.max)
     if _float(red.nan):  # as numpy.min: a NaN anywhere makes min and max NaN
         low = high = None if low is None else math.nan
     if low is not None and high is not None:
         out.update(min=low, max=high)
-        out["absmax"] = math.nan if math.isnan(low + high) else max(abs(low), abs(high))
+        nan = math.isnan(low) or math.isnan(high)  # -inf and +inf give inf, not NaN
+        out["absmax"] = math.nan if nan else max(abs(low), abs(high))
     nonzero = _float(red.nonzero)
     if nonzero is not None:
         out["zero_frac"] = min(max((n - nonzero) / n, 0.0), 1.0)

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from hookscope.errors import ForwardError, UsageError
+from hookscope.hooks.compiled import unwrap_compiled
 from hookscope.summary.collect import Collected, iter_tensors, run_forward, shapes_of
 from hookscope.summary.inputs import (
     InputSize,
@@ -72,6 +73,9 @@ def summary(
         raise UsageError(f"summary() needs an nn.Module, got {type(model).__name__}")
     if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 0):
         raise UsageError(f"depth must be a non-negative integer or None, got {depth!r}")
+    # a torch.compile wrapper: summarise the model it holds (rows without "_orig_mod.",
+    # and no compile of a forward that only measures)
+    model = unwrap_compiled(model)
     target = _parse_device(device)
     args = _build_args(inputs, input_size, dtypes, kwargs, target)
     flags = [(module, module.training) for module in model.modules()]

@@ -9,6 +9,7 @@ the innermost module — `ForwardError` names them.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -20,6 +21,8 @@ from torch import nn
 from hookscope.errors import ForwardError
 from hookscope.hooks import session
 from hookscope.summary.counter import CallRecord, MacCounter
+from hookscope.summary.meta import meta_autocast
+from hookscope.summary.opcache import OpCache
 from hookscope.summary.swap import stand_ins
 
 #: At most this many tensor shapes are recorded per module input or output.
@@ -140,18 +143,22 @@ def run_forward(
             it raised in and the modules that had finished.
     """
     recorder = _Recorder()
-    counter = MacCounter(recorder.stack)
+    counter = MacCounter(recorder.stack, OpCache() if device.type == "meta" else None)
     with session(model, detect_bypass=True, bypass="record") as hooks:
         hooks.add_forward_pre_hook(recorder.pre, with_kwargs=True)
         hooks.add_forward_hook(recorder.post)
         hooks.add_forward_hook(recorder.post_always, always_call=True)
         try:
-            with stand_ins(model, device), torch.no_grad(), counter:
+            with stand_ins(model, device), torch.no_grad(), counter, _no_ops(device):
                 output = model(*args, **kwargs)
         except Exception as exc:
             raise ForwardError(_failure_message(model, recorder, exc)) from exc
     direct = dict.fromkeys(name for record in hooks.bypasses for name in record.names)
     return Collected(recorder.records, counter, output, tuple(direct))
+
+
+def _no_ops(device: torch.device) -> contextlib.AbstractContextManager[None]:
+    return meta_autocast() if device.type == "meta" else contextlib.nullcontext()
 
 
 def _failure_message(model: nn.Module, recorder: _Recorder, exc: Exception) -> str:

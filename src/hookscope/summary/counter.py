@@ -15,6 +15,7 @@ from typing import Any
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from hookscope.summary.formulas import FORMULAS, OpCategory, categorize, op_name
+from hookscope.summary.opcache import OpCache
 
 
 @dataclass(eq=False)
@@ -55,11 +56,14 @@ class MacCounter(TorchDispatchMode):
         stack: the open module calls, outermost first; shared with the hooks
             that push and pop it. Ops run while it is empty count only in
             the totals.
+        cache: on the meta device, an `OpCache` that runs each op once per
+            distinct argument metadata.
     """
 
-    def __init__(self, stack: list[CallRecord]) -> None:
+    def __init__(self, stack: list[CallRecord], cache: OpCache | None = None) -> None:
         super().__init__()
         self.stack = stack
+        self.cache = cache
         self.total = 0
         self.by_op: dict[str, int] = {}
         self.uncounted: dict[str, OpTally] = {}
@@ -73,7 +77,7 @@ class MacCounter(TorchDispatchMode):
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
+        out = func(*args, **kwargs) if self.cache is None else self.cache.run(func, args, kwargs)
         formula = FORMULAS.get(func)
         if formula is None:
             self._tally(func)

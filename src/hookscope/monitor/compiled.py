@@ -1,0 +1,75 @@
+"""What a `Monitor` does for compiled models: traced statistics and honest gaps.
+
+* `TracedCollector` (`hookscope.monitor.traced`) takes the forward hook over
+  while dynamo traces it.
+* On open, a compiled model whose ``forward`` already has cached graphs
+  (traced without the hooks) gets a `StaleGraphWarning` at once.
+* Each step, `missing_phases` names the phases whose hooks did not run; the
+  first such step warns (`hookscope.monitor.coverage`).
+
+Names lose ``_orig_mod.`` where the Monitor cleans every name
+(`hookscope.names`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import torch
+from torch import nn
+
+from hookscope.hooks.compiled import warn_stale
+from hookscope.hooks.selection import SelectedModule
+from hookscope.monitor.collector import Entry
+from hookscope.monitor.coverage import missing_phases, warn_missing
+from hookscope.monitor.records import Phase
+from hookscope.monitor.traced import TracedCollector
+from hookscope.stats import Plan
+
+if TYPE_CHECKING:
+    from hookscope.monitor.core import Monitor
+
+
+class CompiledSupport:
+    """Per-Monitor state for compiled graphs; created by `Monitor.open`."""
+
+    def __init__(
+        self, monitor: Monitor, selected: Sequence[SelectedModule], plans: dict[str, Plan]
+    ):
+        model = monitor.model
+        warn_stale(model, "Monitor", stacklevel=5)
+        self.model = model
+        self.traced = TracedCollector(
+            [sel.name for sel in selected],
+            plans,
+            outputs=monitor.outputs,
+            grads=monitor.grads,
+            device=_device_of(model),
+        )
+        trainable = any(p.requires_grad for p in model.parameters())
+        expected: list[Phase] = []
+        if monitor.outputs or monitor.inputs:
+            expected.append("forward")
+        if monitor.grads:
+            expected.append("backward")
+        if monitor.params and trainable:
+            expected.append("param")
+        self.expected = tuple(expected)
+        self._warned = False
+
+    def check(self, step: int, entries: list[Entry]) -> tuple[Phase, ...]:
+        """The phases ``step`` missed (`missing_phases`); the first time, a warning."""
+        missing = missing_phases(entries, self.expected)
+        if missing and not self._warned:
+            self._warned = True
+            warn_missing(self.model, step, missing)
+        return missing
+
+
+def _device_of(model: nn.Module) -> torch.device:
+    for param in model.parameters():
+        return param.device
+    for buffer in model.buffers():
+        return buffer.device
+    return torch.device("cpu")

@@ -1,0 +1,67 @@
+"""Which phases a step should have recorded and did not, and an honest warning about it.
+
+Hooks can stop running without an error: a compiled graph traced before
+the Monitor was opened (or from an identical hookless model) keeps running
+without them, while parameter-gradient hooks, which run outside compiled
+graphs, still fire. A step that then reports 40 records instead of 162
+looks complete. `missing_phases` compares what ran with what the Monitor
+hooked, and `warn_missing` says so once per Monitor, naming the model and
+the fix.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Collection, Sequence
+
+from torch import nn
+
+from hookscope.errors import HookWarning
+from hookscope.hooks.compiled import StaleGraphWarning, compiled_root, stale_graphs
+from hookscope.monitor.collector import Entry
+from hookscope.monitor.records import Phase
+
+
+def missing_phases(entries: Sequence[Entry], expected: Collection[Phase]) -> tuple[Phase, ...]:
+    """Hooked phases with no entry although a later phase of the same step has some.
+
+    The forward is missing when gradients were seen without it; module
+    gradients when parameter gradients were seen without them; parameter
+    gradients when module gradients were seen without them. An eval step
+    (forward only) misses nothing.
+    """
+    seen = {entry.phase for entry in entries}
+    missing: list[Phase] = []
+    if "forward" in expected and "forward" not in seen and seen & {"backward", "param"}:
+        missing.append("forward")
+    if "backward" in expected and "backward" not in seen and "param" in seen:
+        missing.append("backward")
+    if "param" in expected and "param" not in seen and "backward" in seen:
+        missing.append("param")
+    return tuple(missing)
+
+
+def warn_missing(model: nn.Module, step: int, missing: Sequence[Phase]) -> None:
+    """Warn that ``step`` recorded no ``missing`` statistics, with the likely cause and fix."""
+    root = compiled_root(model) or model
+    what = ", ".join(missing)
+    compiled = compiled_root(model) is not None or stale_graphs(model) > 0
+    if compiled:
+        cause = (
+            f"{type(root).__name__} runs compiled graphs traced without the Monitor's hooks "
+            "(compiled before the Monitor was opened, or an identical model was compiled "
+            "earlier in this process)"
+        )
+        fix = (
+            "open the Monitor before the first compiled call, or call torch._dynamo.reset() "
+            "(or recompile the model) after opening it"
+        )
+    else:
+        cause = f"the hooks on {type(root).__name__} did not run in that phase"
+        fix = "call modules as module(x), not module.forward(x); run hookscope.doctor(model, x)"
+    warnings.warn(
+        f"Monitor step {step} recorded no {what} statistics: {cause}. Fix: {fix}. "
+        "StepResult.missing names the missing phases.",
+        StaleGraphWarning if compiled else HookWarning,
+        stacklevel=5,  # warn_missing, check, _finish_step, step, the caller
+    )

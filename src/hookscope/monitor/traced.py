@@ -1,0 +1,177 @@
+"""The Monitor inside ``torch.compile``d graphs: statistics as graph ops, one buffer per step.
+
+When dynamo traces a monitored module, `Collector` hands the forward hook to
+`TracedCollector.on_forward` (see `hookscope.hooks.compiled.tracing`):
+
+* each output tensor's statistics (`hookscope.stats.traced.reduce_row`) are
+  merged into a fixed row of a device buffer (``module index * SLOTS + tensor
+  index``), so inductor fuses them with the kernels that make the output and
+  the graph gains one small mutated input instead of host reads;
+* gradients w.r.t. those outputs go through `_Probe`, an identity whose
+  backward writes the gradient's row into the gradient of ``sink``, a leaf
+  tensor: autograd accumulates it in ``sink.grad`` like any parameter's.
+  Tensor hooks on intermediate tensors would break the graph (dynamo needs
+  compiled autograd for them). The probe clones the output, since a module
+  downstream may modify it in place (``x += residual``, ``ReLU(inplace=True)``);
+* what the rows hold (tensor paths, shapes, dtypes) is written to a plain
+  object per module, an attribute store dynamo replays after each run without
+  guarding on it.
+
+`TracedCollector.take` reads the buffer and ``sink.grad`` once per step and
+turns the rows into the same `Entry` objects as the eager path. Parameter
+gradients need nothing here: ``AccumulateGrad`` and its hooks run outside
+the compiled graph, in eager mode.
+
+Not traced: ``inputs=True`` statistics and the input finiteness checks that
+tell a NaN coming into the model from one made by a module; more than
+`SLOTS` tensors in one module's output (the rest are skipped); gradient
+probes on outputs that are not a tensor or a tuple/list of tensors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from hookscope.monitor.collector import Entry
+from hookscope.stats import Plan, kind_of, tensors_in
+from hookscope.stats.reduce import Kind
+from hookscope.stats.traced import (
+    GRAD_FIELDS,
+    accumulator_dtype,
+    empty_rows,
+    grad_reduction,
+    grad_row,
+    merge_row,
+    reduce_row,
+    reset_rows,
+    to_reduction,
+)
+
+#: Tensors of one module output that get a row.
+SLOTS = 8
+
+
+class _Layout:
+    """What one module's rows hold, as last traced (written inside the graph, read by `take`)."""
+
+    paths: tuple[str, ...] = ()
+    shapes: tuple[tuple[int, ...], ...] = ()
+    dtypes: tuple[torch.dtype, ...] = ()
+    kinds: tuple[Kind, ...] = ()
+
+
+class _Probe(torch.autograd.Function):
+    """Identity on ``x`` whose backward puts the gradient's row into ``sink``'s gradient."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, sink: torch.Tensor, row: int) -> torch.Tensor:
+        ctx.row = row
+        ctx.rows = sink.shape[0]
+        ctx.dtype = sink.dtype
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:
+        rows = torch.zeros(ctx.rows, len(GRAD_FIELDS), dtype=ctx.dtype, device=grad.device)
+        rows[ctx.row] = grad_row(grad, ctx.dtype)
+        return grad, rows, None
+
+
+class TracedCollector:
+    """Statistics of monitored modules while they run inside a compiled graph.
+
+    Args:
+        names: primary names of the monitored modules, in registration order.
+        plans: activation `Plan` per module name.
+        outputs: record output statistics (phase ``forward``).
+        grads: record gradients w.r.t. outputs (phase ``backward``).
+        device: where the model's tensors live (the buffers go there).
+    """
+
+    def __init__(
+        self,
+        names: list[str],
+        plans: dict[str, Plan],
+        *,
+        outputs: bool,
+        grads: bool,
+        device: torch.device,
+    ) -> None:
+        self.names = names
+        self.plans = plans
+        self.outputs = outputs
+        self.grads = grads
+        self.index = {name: i for i, name in enumerate(names)}
+        self.layouts = [_Layout() for _ in names]
+        rows = len(names) * SLOTS
+        self.buffer = empty_rows(rows, device)
+        self.sink = torch.zeros(
+            rows, len(GRAD_FIELDS), dtype=accumulator_dtype(device), device=device
+        ).requires_grad_(grads)
+        #: Set inside the graph (a replayed attribute store) when it ran this step.
+        self.used = False
+
+    def on_forward(self, name: str, output: Any) -> Any:
+        """Traced forward hook body: merge output rows, probe gradients; the new output or None."""
+        i = self.index[name]
+        found = tensors_in(output, "output")[:SLOTS]
+        if self.outputs:
+            plan = self.plans[name]
+            dtype = self.buffer.dtype
+            for j, (_path, t) in enumerate(found):
+                row = i * SLOTS + j
+                self.buffer[row] = merge_row(self.buffer[row], reduce_row(t, plan, dtype))
+        layout = self.layouts[i]
+        layout.paths = tuple(path for path, _ in found)
+        layout.shapes = tuple(tuple(t.shape) for _, t in found)
+        layout.dtypes = tuple(t.dtype for _, t in found)
+        layout.kinds = tuple(kind_of(t) for _, t in found)
+        self.used = True
+        if not (self.grads and torch.is_grad_enabled()):
+            return None
+        rows = {path: i * SLOTS + j for j, (path, _) in enumerate(found)}
+        if isinstance(output, torch.Tensor):
+            return self._probe(rows.get("output"), output)
+        if type(output) in (tuple, list):
+            return type(output)(
+                self._probe(rows.get(f"output[{j}]"), t) for j, t in enumerate(output)
+            )
+        return None
+
+    def _probe(self, row: int | None, t: Any) -> Any:
+        if row is None or not isinstance(t, torch.Tensor):
+            return t
+        if not (t.requires_grad and t.is_floating_point()):
+            return t
+        return _Probe.apply(t, self.sink, row)
+
+    def take(self) -> tuple[list[Entry], list[Entry]]:
+        """This step's forward and backward entries (one host read each); empties the buffers."""
+        if not self.used:
+            return [], []
+        self.used = False
+        forward = self.buffer.cpu().tolist() if self.outputs else []
+        reset_rows(self.buffer)
+        backward: list[list[float]] = []
+        if self.sink.grad is not None:
+            backward = self.sink.grad.cpu().tolist()
+            self.sink.grad = None
+        fwd: list[Entry] = []
+        bwd: list[Entry] = []
+        for i, name in enumerate(self.names):
+            layout = self.layouts[i]
+            for j, path in enumerate(layout.paths):
+                row = i * SLOTS + j
+                roles = [(name, path, True)]
+                shape, dtype = layout.shapes[j], layout.dtypes[j]
+                if forward and forward[row][0]:
+                    red = to_reduction(forward[row], self.plans[name], layout.kinds[j])
+                    fwd.append(Entry("forward", roles, red, shape, dtype))
+                if backward and backward[row][0]:
+                    bwd.append(
+                        Entry("backward", roles, grad_reduction(backward[row]), shape, dtype)
+                    )
+        bwd.reverse()  # backward runs in reverse order
+        return fwd, bwd

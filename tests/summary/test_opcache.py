@@ -1,0 +1,63 @@
+"""The meta-op cache: repeated ops on the same shapes run once, and nothing else changes."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+import torch
+from torch import nn
+
+from hookscope.summary.collect import run_forward
+from hookscope.summary.opcache import OpCache
+from hookscope.zoo import resnet50_like
+
+META = torch.device("meta")
+
+
+def _no_cache() -> None:
+    return None
+
+
+class Layer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm, self.fc = nn.LayerNorm(16), nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.fc(self.norm(x)).relu_()  # in place: never cached
+        return x + torch.nn.functional.gelu(y).transpose(1, 2).transpose(1, 2)
+
+
+def rows(model: nn.Module, x: torch.Tensor, cache: bool) -> list[tuple[object, ...]]:
+    with pytest.MonkeyPatch.context() as patch:
+        if not cache:
+            patch.setattr(
+                importlib.import_module("hookscope.summary.collect"), "OpCache", _no_cache
+            )
+        got = run_forward(model, (x,), {}, META)
+    out = got.output
+    return [
+        (r.name, r.input_shapes, r.output_shapes, r.output_bytes, r.macs) for r in got.records
+    ] + [(tuple(out.shape), out.stride(), out.dtype, got.counter.total)]
+
+
+def test_cached_meta_run_equals_the_uncached_one() -> None:
+    transformer = nn.Sequential(*[Layer() for _ in range(4)])
+    tokens = torch.empty(2, 8, 16, device=META)
+    assert rows(transformer, tokens, True) == rows(transformer, tokens, False)
+    images = torch.empty(1, 3, 64, 64, device=META).to(memory_format=torch.channels_last)
+    assert rows(resnet50_like(), images, True) == rows(resnet50_like(), images, False)
+
+
+def test_repeats_are_served_from_the_cache_and_views_never_are() -> None:
+    cache = OpCache()
+    aten = torch.ops.aten
+    x = torch.empty(4, 8, device=META)
+    first = cache.run(aten.gelu.default, (x,), {})
+    again = cache.run(aten.gelu.default, (x,), {})
+    assert again is not first and (again.shape, again.stride()) == (first.shape, first.stride())
+    assert len(cache._specs) == 1
+    assert cache.run(aten.relu_.default, (x,), {}) is x  # in place: the op itself ran
+    view = cache.run(aten.t.default, (x,), {})
+    assert view._base is x and len(cache._specs) == 1
