@@ -77,7 +77,7 @@ def test_run_keeps_argv0_as_given(
     monkeypatch.chdir(tmp_path)
     assert main(["run", "--doctor", "sub/show.py", "x"]) == 0
     plain = subprocess.run(
-        [sys.executable, "sub/show.py"], cwd=tmp_path, capture_output=True, text=True
+        [sys.executable, "sub/show.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120
     )
     assert "argv0=sub/show.py" in capsys.readouterr().out
     assert plain.stdout.strip() == "argv0=sub/show.py"

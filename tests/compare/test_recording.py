@@ -33,7 +33,12 @@ def test_recording_read_back_in_a_fresh_process_gives_zero_error(tmp_path: Path)
         "  'isolated': all(r.isolated for r in cmp.rows)}))\n"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+        timeout=600,
     )
     result = json.loads(out.stdout)
     assert result == {

@@ -183,6 +183,7 @@ def test_flake8_plugin_runs_for_real() -> None:
         capture_output=True,
         text=True,
         check=False,
+        timeout=300,
     )
     assert proc.returncode == 1, proc.stderr
     found: dict[str, set[tuple[int, str]]] = {p.name: set() for p in paths}

@@ -91,6 +91,7 @@ def test_single_file_runs_and_flake8_equal_the_whole_tree(tmp_path: Path) -> Non
         capture_output=True,
         text=True,
         check=False,
+        timeout=300,
     )
     flake8 = set()
     for line in proc.stdout.splitlines():

@@ -55,7 +55,8 @@ def test_two_threads_on_one_model_get_one_monitor(tmp_path: Path) -> None:
                         model(torch.randn(4, 8))
             threads = [threading.Thread(target=work) for _ in range(2)]
             for t in threads: t.start()
-            for t in threads: t.join()
+            for t in threads: t.join(timeout=120)
+            assert not any(t.is_alive() for t in threads), "a monitored thread hung"
             """
         )
     )
