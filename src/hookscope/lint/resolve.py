@@ -23,6 +23,7 @@ from hookscope.lint.bindings import Binding, class_attributes, dotted, returned,
 from hookscope.lint.crossfile import factory_returns, fixture
 from hookscope.lint.index import ClassIndex
 from hookscope.lint.kinds import NAMESPACE, UNKNOWN, Kind, Resolved
+from hookscope.lint.narrowing import Guard, guards, narrowed
 from hookscope.lint.pyfile import PyFile, Scope
 from hookscope.lint.typehints import annotation_kind, local_class
 
@@ -55,6 +56,7 @@ class Resolver:
         self._scope_bindings: dict[int, dict[str, list[Binding]]] = {}
         self._attrs: dict[str, dict[str, list[Binding]]] = {}
         self._class_kinds: dict[str, tuple[Kind, bool]] = {}
+        self._guards: dict[int, list[Guard]] = {}
 
     # -- classes -----------------------------------------------------------
     def class_kind(self, name: str, module: str = "") -> tuple[Kind, bool]:
@@ -66,6 +68,8 @@ class Resolver:
         """
         prefix, _, last = name.rpartition(".")
         module = module or prefix
+        if module.partition(".")[0] in known.HOOKLESS_LIBRARIES:
+            return Kind.HOOKLESS, False
         key = f"{module}:{last}"
         if key in self._class_kinds:
             return self._class_kinds[key]
@@ -109,7 +113,9 @@ class Resolver:
         if not bases:
             return Kind.OTHER, False
         results = [self.class_kind(base) for base in bases]
-        for kind in (Kind.MODULE, Kind.HOOKLESS, Kind.UNKNOWN):
+        # A hookless base wins over a plain module base: it subclasses nn.Module itself,
+        # so its ``__call__`` comes first in the MRO.
+        for kind in (Kind.HOOKLESS, Kind.MODULE, Kind.UNKNOWN):
             hits = [container for k, container in results if k is kind]
             if hits:
                 return kind, any(hits)
@@ -138,9 +144,9 @@ class Resolver:
         if depth > _MAX_DEPTH:
             return UNKNOWN
         if isinstance(expr, ast.Name):
-            return self._name(expr.id, scope, depth)
+            return self._narrow(self._name(expr.id, scope, depth), expr, scope)
         if isinstance(expr, ast.Attribute):
-            return self._attribute(expr, scope, depth)
+            return self._narrow(self._attribute(expr, scope, depth), expr, scope)
         if isinstance(expr, ast.Subscript):
             base = self.resolve(expr.value, scope, depth + 1)
             if base.container or base.elem is Kind.MODULE:
@@ -154,6 +160,16 @@ class Resolver:
         ):
             return Resolved(Kind.OTHER)
         return UNKNOWN
+
+    def _narrow(self, result: Resolved, expr: ast.expr, scope: Scope) -> Resolved:
+        """An unresolved ``expr`` narrowed by an ``isinstance`` guard around it."""
+        if result.kind is not Kind.UNKNOWN or result.is_class:
+            return result
+        key = id(scope.node)
+        if key not in self._guards:
+            self._guards[key] = guards(scope.node)
+        found = narrowed(self, self._guards[key], expr, scope)
+        return replace(result, kind=found.kind, via=found.via) if found else result
 
     def _name(self, name: str, scope: Scope, depth: int) -> Resolved:
         if name == scope.self_name and scope.cls is not None:
@@ -241,7 +257,14 @@ class Resolver:
         return Resolved(Kind.UNKNOWN, name=last)
 
     def returns_of(self, func: ast.FunctionDef | ast.AsyncFunctionDef, depth: int) -> Resolved:
-        """What calling a same-file function gives: its returns, or a generator of its yields."""
+        """What calling a same-file function gives: its return annotation if it says, else
+        its returns, or a generator of its yields."""
+        if func.returns is not None:
+            declared = self.annotation(func.returns)
+            if declared.kind is not Kind.UNKNOWN and not declared.is_class:
+                where = f"{self.file.path}:{func.lineno}"
+                shown = " ".join(ast.unparse(func.returns).split())
+                return replace(declared, via=f"{func.name}() -> {shown} at {where}")
         returns, yields = returned(func)
         scope = self.file.scopes.get(id(func))
         if scope is None:
