@@ -287,8 +287,8 @@ MODULE_NAME = re.compile(
 
 # Methods only ``torch.nn.Module`` has among the objects that have a ``forward``:
 # ``x.parameters()`` next to ``x.forward(...)`` says ``x`` is a module (`evidence`).
-# Left out: ``train``/``zero_grad``/``state_dict``/``to``/``cuda``, which trainers,
-# optimizers and tensors have too.
+# Left out: ``train``/``state_dict``/``to``/``cuda``, which trainers and tensors have
+# too (optimizers have ``zero_grad`` and ``load_state_dict`` but no ``forward``).
 MODULE_ONLY_METHODS = frozenset(
     {
         "parameters",
@@ -313,6 +313,7 @@ MODULE_ONLY_METHODS = frozenset(
         "requires_grad_",
         "load_state_dict",
         "eval",
+        "zero_grad",
     }
 )
 
@@ -329,6 +330,9 @@ MODULE_WRAPPERS = frozenset(
         "symbolic_trace",
     }
 )
+
+# ``torch.distributed.rpc.RRef`` methods that give back the value the RRef holds.
+RREF_VALUE = frozenset({"to_here", "local_value"})
 
 # Libraries whose module base overrides ``__call__`` without running torch hooks
 # (``gpytorch.Module.__call__`` calls ``self.forward`` itself): a ``.forward`` call on
