@@ -21,12 +21,12 @@ from dataclasses import replace
 from hookscope.lint import known
 from hookscope.lint.bindings import Binding, class_attributes, dotted, returned, scope_bindings
 from hookscope.lint.classes import ClassKinds, base_names
-from hookscope.lint.crossfile import factory_returns, fixture
+from hookscope.lint.crossfile import factory_returns, fixture, foreign
 from hookscope.lint.index import ClassIndex
 from hookscope.lint.kinds import NAMESPACE, UNKNOWN, Kind, Resolved
 from hookscope.lint.narrowing import Guard, guards, narrowed
 from hookscope.lint.pyfile import PyFile, Scope
-from hookscope.lint.typehints import annotation_kind, local_class
+from hookscope.lint.typehints import annotation_kind, instance_class
 
 _MAX_DEPTH = 8
 _SELF_RETURNING = frozenset(
@@ -132,10 +132,10 @@ class Resolver(ClassKinds):
             return Resolved(Kind.OTHER, name=expr.attr)
         base = self.resolve(expr.value, scope, depth + 1)
         if base.cls and not base.is_class:
-            bindings = self._class_attr(base.cls, expr.attr)
+            owner, bindings = self._class_attr(base.cls, expr.attr)
             if bindings:
                 label = f"{base.name}.{expr.attr}" if base.name else expr.attr
-                return replace(self._combine(bindings, depth, label), name=expr.attr)
+                return replace(owner._combine(bindings, depth + 1, label), name=expr.attr)
             method = self._method(base.cls, expr.attr)
             if method is not None:
                 return Resolved(Kind.OTHER, name=expr.attr, function=method)
@@ -174,7 +174,10 @@ class Resolver(ClassKinds):
             owner = self.resolve(func.value, scope, depth + 1)
             if owner.is_class and owner.kind is not Kind.UNKNOWN:
                 return replace(
-                    owner, is_class=False, name=last, cls=local_class(self.file, owner.name)
+                    owner,
+                    is_class=False,
+                    name=last,
+                    cls=instance_class(self.file, self.index, owner.name),
                 )
         callee = self.resolve(func, scope, depth + 1)
         if callee.function is not None:
@@ -188,7 +191,7 @@ class Resolver(ClassKinds):
                 callee.kind,
                 container=callee.container,
                 name=callee.name,
-                cls=local_class(self.file, callee.name),
+                cls=instance_class(self.file, self.index, callee.name),
             )
         return Resolved(Kind.UNKNOWN, name=last)
 
@@ -253,9 +256,11 @@ class Resolver(ClassKinds):
 
     def _class_attr(
         self, cls_name: str, attr: str, seen: frozenset[str] = frozenset()
-    ) -> list[Binding]:
+    ) -> tuple[Resolver, list[Binding]]:
+        """The bindings of ``attr`` on instances of ``cls_name`` (bases included), with
+        the resolver of the file they were made in."""
         if cls_name in seen:
-            return []
+            return self, []
         cls = self.file.classes.get(cls_name)
         if cls is None:
             return self._indexed_attr(cls_name, attr, seen | {cls_name})
@@ -263,29 +268,34 @@ class Resolver(ClassKinds):
             self._attrs[cls_name] = class_attributes(cls)
         found = self._attrs[cls_name].get(attr)
         if found:
-            return found
+            return self, found
         for base in base_names(cls):
-            name = base.rsplit(".", 1)[-1]
-            found = self._class_attr(name, attr, seen | {cls_name})
+            owner, found = self._class_attr(base.rsplit(".", 1)[-1], attr, seen | {cls_name})
             if found:
-                return found
-        return []
+                return owner, found
+        return self, []
 
-    def _indexed_attr(self, cls_name: str, attr: str, seen: frozenset[str]) -> list[Binding]:
-        """``self.attr: T`` of a class in another file, from the project-wide index."""
+    def _indexed_attr(
+        self, cls_name: str, attr: str, seen: frozenset[str]
+    ) -> tuple[Resolver, list[Binding]]:
+        """``attr`` of a class in another file: its ``self.attr: T`` annotation in the
+        project-wide index, else what the file that defines the class assigns."""
         source = self.index.attrs.get(cls_name, {}).get(attr)
         if source is not None:
             try:
                 annotation = ast.parse(source.strip(), mode="eval").body
             except SyntaxError:
-                return []
-            return [Binding("annotation", annotation, self.file.tree)]
+                return self, []
+            return self, [Binding("annotation", annotation, self.file.tree)]
+        other = foreign(self, cls_name)
+        if other is not None:
+            return other._class_attr(cls_name, attr, seen - {cls_name})
         for bases in self.index.get(cls_name) or ():
             for base in bases:
-                found = self._class_attr(base.rsplit(".", 1)[-1], attr, seen)
+                owner, found = self._class_attr(base.rsplit(".", 1)[-1], attr, seen)
                 if found:
-                    return found
-        return []
+                    return owner, found
+        return self, []
 
     def _combine(self, bindings: list[Binding], depth: int, label: str = "") -> Resolved:
         pairs = [(b, r) for b, r in ((b, self._binding(b, depth)) for b in bindings) if r]

@@ -11,6 +11,7 @@ Two passes, each spread over ``jobs`` processes:
 from __future__ import annotations
 
 import ast
+import dataclasses
 import fnmatch
 import functools
 import gc
@@ -348,7 +349,7 @@ def _index(
 
     by_abs, index = scan_with_cache(root, wanted, given.values(), scan)
     scans = {f: by_abs.get(absolute) or _scan(f, max_bytes) for f, absolute in given.items()}
-    return scans, index
+    return scans, dataclasses.replace(index, root=str(root))
 
 
 def _merge(scans: Iterable[Scan]) -> ClassIndex:
