@@ -30,6 +30,19 @@ class ClassKinds:
         self.file = pyfile
         self.index = index
         self._class_kinds: dict[str, tuple[Kind, bool]] = {}
+        self._from_imports: dict[str, str] | None = None
+
+    def _imported(self, bases: tuple[str, ...]) -> tuple[str, ...]:
+        """Bare base names with the module they are imported from, as the index keeps them
+        (``from gpytorch.models import ExactGP`` → ``gpytorch.models.ExactGP``)."""
+        if self._from_imports is None:
+            self._from_imports = {
+                alias.asname or alias.name: f"{'.' * node.level}{node.module or ''}.{alias.name}"
+                for node in self.file.tree.body
+                if isinstance(node, ast.ImportFrom)
+                for alias in node.names
+            }
+        return tuple(self._from_imports.get(base, base) for base in bases)
 
     def class_kind(self, name: str, module: str = "") -> tuple[Kind, bool]:
         """``(kind, is_container)`` of instances of the class named ``name`` (dotted ok).
@@ -66,7 +79,7 @@ class ClassKinds:
             (dotted(d) or "").endswith("jit.interface") for d in local.decorator_list
         ):
             return Kind.HOOKLESS, False
-        local_bases = base_names(local) if local else None
+        local_bases = self._imported(base_names(local)) if local else None
         torch_name = last in known.TORCH_NN_MODULES or last in known.EXTERNAL_MODULES
         # A same-file class of that name wins only if it is plainly not a module.
         if torch_name and (not local_bases or self._bases_kind(local_bases)[0] is not Kind.OTHER):
