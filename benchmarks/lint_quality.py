@@ -9,6 +9,8 @@ into one folder and run::
 
     python benchmarks/lint_quality.py DIR
     python benchmarks/lint_quality.py DIR --sites REPO   # print every site with context
+    python benchmarks/lint_quality.py DIR --fresh        # the fresh held-out set
+    python benchmarks/lint_quality.py DIR --same [--fresh]   # DIR = FILE = flake8 findings
 
 Each repository is linted as a whole tree (its project index), as
 ``hookscope lint <repo>`` does. The default (confident) set is HS101-HS103;
@@ -135,6 +137,50 @@ def score(
     return flagged, tp, positives
 
 
+def same_findings(folder: Path, repos: dict[str, tuple[str, str]]) -> bool:
+    """Compare, per repository, the default findings in the files holding ``.forward(``
+    sites: whole tree (``hookscope lint DIR``) vs each file alone (``hookscope lint
+    FILE``, the pre-commit hook) vs the flake8 plugin. Print and return whether equal."""
+    import subprocess
+
+    from hookscope.lint import lint
+
+    equal = True
+    for name in repos:
+        root = folder / name
+        files = sorted({str(root / p) for p, _, _ in forward_sites(root)})
+
+        def key(path: str, line: int, code: str, root: Path = root) -> tuple[str, int, str]:
+            return (os.path.relpath(os.path.abspath(path), root), line, code)
+
+        wanted = {os.path.relpath(f, root) for f in files}
+        whole = {key(f.path, f.line, f.code) for f in lint([root], config=False)}
+        whole = {k for k in whole if k[0] in wanted}
+        alone = {key(f.path, f.line, f.code) for p in files for f in lint([p], config=False)}
+        proc = subprocess.run(
+            [sys.executable, "-m", "flake8", "--isolated", "--select=HS", *files],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        flake8 = set()
+        for line in proc.stdout.splitlines():
+            path, lineno, _col, rest = line.split(":", 3)
+            flake8.add(key(path, int(lineno), rest.split()[0]))
+        same = whole == alone == flake8
+        equal &= same
+        print(
+            f"{name:18s} files {len(files):4d}  whole tree {len(whole):4d}  file by file"
+            f" {len(alone):4d}  flake8 {len(flake8):4d}  {'same' if same else 'DIFFERENT'}"
+        )
+        for what, found in (("file by file", alone), ("flake8", flake8)):
+            for k in sorted(found ^ whole)[:10]:
+                print(
+                    f"    {what} vs whole tree differ at {k} ({'extra' if k in found else 'missing'})"
+                )
+    return equal
+
+
 def show_sites(root: Path, name: str) -> None:
     """Every site with its enclosing class and the receiver's bindings, for labelling."""
     for path, line, call in forward_sites(root):
@@ -161,12 +207,19 @@ def main() -> None:
     parser.add_argument(
         "--fresh", action="store_true", help="score the fresh held-out set (FRESH) instead"
     )
+    parser.add_argument(
+        "--same",
+        action="store_true",
+        help="check that DIR, FILE and flake8 runs give the same findings instead of scoring",
+    )
     args = parser.parse_args()
     if args.sites:
         show_sites(args.folder / args.sites, args.sites)
         return
     codes = CODES + (["HS104"] if args.guesses else [])
     repos, labels = (FRESH, FRESH_LABELS) if args.fresh else (REPOS, LABELS)
+    if args.same:
+        sys.exit(0 if same_findings(args.folder, repos) else 1)
     flagged, tp, positives = score(args.folder, codes, repos, labels)
     sys.exit(0 if flagged else 1)
 
