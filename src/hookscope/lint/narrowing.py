@@ -28,24 +28,28 @@ class Guard:
 
     target: str  # ast.dump of the checked expression
     classes: ast.expr
-    first: int
-    last: int
+    first: tuple[int, int]  # (line, column) where the guard starts to hold
+    last: tuple[int, int]  # and where it stops
     check: ast.Call
 
 
 def guards(owner: ast.AST) -> list[Guard]:
     """Every ``isinstance`` guard in ``owner``'s body (nested functions included)."""
     out: list[Guard] = []
-    end = getattr(owner, "end_lineno", None) or 10**9
+    end = (getattr(owner, "end_lineno", None) or 10**9, 10**9)
     for node in ast.walk(owner):
-        if isinstance(node, (ast.If, ast.IfExp)):
-            body = node.body if isinstance(node.body, list) else [node.body]
-            first, last = body[0].lineno, body[-1].end_lineno or body[-1].lineno
+        if isinstance(node, ast.If):
+            first, last = (node.body[0].lineno, 0), (node.body[-1].end_lineno or 10**9, 10**9)
+            tests = [node.test]
+        elif isinstance(node, ast.IfExp):  # only its body: the else part may share the line
+            body = node.body
+            first = (body.lineno, body.col_offset)
+            last = (body.end_lineno or body.lineno, body.end_col_offset or 10**9)
             tests = [node.test]
         elif isinstance(node, ast.Assert):
-            first, last, tests = node.lineno + 1, end, [node.test]
+            first, last, tests = (node.lineno + 1, 0), end, [node.test]
         elif isinstance(node, ast.Call) and _assert_call(node):
-            first, last, tests = node.lineno + 1, end, list(node.args[:1])
+            first, last, tests = (node.lineno + 1, 0), end, list(node.args[:1])
             if isinstance(node.func, ast.Attribute) and node.func.attr == "assertIsInstance":
                 tests = [ast.Call(ast.Name("isinstance"), list(node.args[:2]), [])]
                 ast.copy_location(tests[0], node)
@@ -81,9 +85,9 @@ def narrowed(
 ) -> Resolved | None:
     """The kind ``expr`` is narrowed to at its line by one of ``found``; ``None`` if none."""
     target = ast.dump(expr)
-    line = getattr(expr, "lineno", 0)
+    where = (getattr(expr, "lineno", 0), getattr(expr, "col_offset", 0))
     for guard in found:
-        if guard.target != target or not guard.first <= line <= guard.last:
+        if guard.target != target or not guard.first <= where <= guard.last:
             continue
         kind = _class_kind(resolver, guard.classes, scope)
         if kind is not None:
