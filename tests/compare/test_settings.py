@@ -74,7 +74,7 @@ def test_recompile_limit_hit_during_a_comparison_is_a_warning() -> None:
     def shifted_sine(x: torch.Tensor) -> torch.Tensor:
         return x.sin() + 1
 
-    model = torch.compile(nn.Linear(4, 4))
+    model = _compiled(nn.Linear(4, 4))
     f = torch.compile(shifted_sine, dynamic=False)
     match = r"recompile limit \(raised to 8.*'shifted_sine'.*ran the calls past it eagerly"
     with pytest.warns(CompileFallbackWarning, match=match), compiled_run(model):

@@ -41,8 +41,9 @@ class _LimitHits(logging.Handler):
         self.functions: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        if "recompile_limit" in str(record.msg):
-            lines = record.getMessage().splitlines()
+        text = record.getMessage()
+        if "hit config." in text and "recompile_limit" in text:
+            lines = text.splitlines()
             what = next((ln.strip() for ln in lines if ln.strip().startswith("function:")), "")
             self.functions.append(what.removeprefix("function:").strip() or lines[0])
 
