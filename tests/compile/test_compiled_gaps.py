@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterator
 
 import pytest
 import torch
@@ -18,13 +17,6 @@ from torch import nn
 import hookscope
 from hookscope.errors import HookWarning
 from hookscope.hooks.compiled import StaleGraphWarning
-
-
-@pytest.fixture(autouse=True)
-def _fresh_dynamo() -> Iterator[None]:
-    dynamo.reset()
-    yield
-    dynamo.reset()
 
 
 class _Eager(nn.Module):
