@@ -20,10 +20,7 @@
  * Larger ones invite helper threads (started once, sleeping on a condition
  * variable, never spinning); the caller claims parts too and waits only for
  * parts a helper has already started, never for a helper that has not been
- * scheduled (on busy cores it may not be for milliseconds). When helpers
- * come late (other processes hold the cores), later tensors run on the
- * caller alone for a while (see run_parallel): on busy cores a helper only
- * adds wake-ups and waits.
+ * scheduled (on busy cores it may not be for milliseconds).
  *
  * min and max ignore NaN; a NaN shows in the sum, which the caller checks
  * before trusting min and max.
@@ -34,7 +31,6 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
-#include <time.h>
 
 #define BLOCK 2048
 /* Elements to prefetch ahead: 4 KiB of float32 (measured: ~20% faster on data
@@ -44,10 +40,6 @@
 #define PART_MIN 65536
 #define MAX_PARTS 256
 #define MAX_HELPERS 63
-/* A wait this long for a helper's part means the helper lost its core. */
-#define SLOW_WAIT_US 200.0
-/* Most jobs run alone after late helpers before they are tried again. */
-#define MAX_SKIP 1024
 
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
@@ -346,17 +338,14 @@ static void run_part(const job_t *job, int64_t k) {
     job->fn(job->data + a * job->size, b - a, job->shift, &job->out[k]);
 }
 
-/* Claim and run parts of job `gen` until none is left; a stale gen claims nothing.
- * Returns how many parts this thread ran. */
-static int64_t work(const job_t *job, uint32_t gen) {
-    int64_t ran = 0;
+/* Claim and run parts of job `gen` until none is left; a stale gen claims nothing. */
+static void work(const job_t *job, uint32_t gen) {
     uint64_t cur = atomic_load(&pool.next);
     for (;;) {
-        if ((uint32_t)(cur >> 32) != gen || (int64_t)(uint32_t)cur >= job->parts) return ran;
+        if ((uint32_t)(cur >> 32) != gen || (int64_t)(uint32_t)cur >= job->parts) return;
         if (!atomic_compare_exchange_weak(&pool.next, &cur, cur + 1)) continue;
         run_part(job, (int64_t)(uint32_t)cur);
         atomic_fetch_add(&pool.done, 1);
-        ran++;
         cur = atomic_load(&pool.next);
     }
 }
@@ -411,18 +400,7 @@ static int ensure_helpers(int want) {
     return pool.started < want ? pool.started : want;
 }
 
-static double now_us(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
-}
-
-/* Runs `job` with up to `helpers` helper threads. Returns 1 when they were
- * late: the caller waited more than SLOW_WAIT_US for a part a helper had
- * started (the helper was descheduled mid-part), or, on a job of at least
- * 4 parts per thread, the helpers ran under a quarter of their share (they
- * were not scheduled in time). Both mean the cores are busy. */
-static int run_job(job_t *job, int helpers) {
+static void run_job(job_t *job, int helpers) {
     pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&pool.mu);
     helpers = ensure_helpers(helpers);
@@ -433,44 +411,12 @@ static int run_job(job_t *job, int helpers) {
     atomic_store(&pool.next, (uint64_t)gen << 32);
     for (int h = 0; h < helpers; h++) pthread_cond_signal(&pool.wake);
     pthread_mutex_unlock(&pool.mu);
-    int64_t mine = work(job, gen);
+    work(job, gen);
     /* Only parts a helper already runs are left (at most one per helper). */
-    double start = 0;
-    int late = 0;
-    while (atomic_load(&pool.done) < job->parts) {
-        if (start == 0) start = now_us();
-        else if (!late && now_us() - start > SLOW_WAIT_US) late = 1;
-        sched_yield();
-    }
+    while (atomic_load(&pool.done) < job->parts) sched_yield();
     pthread_mutex_lock(&pool.mu);
     pool.invited = 0; /* helpers not yet awake skip this job */
     pthread_mutex_unlock(&pool.mu);
-    int64_t share = job->parts * helpers / (helpers + 1);
-    if (job->parts >= 4 * (helpers + 1) && 4 * (job->parts - mine) < share) late = 1;
-    return late;
-}
-
-/* Busy cores: after a job whose helpers were late, the next `skip` jobs run
- * on the caller alone; `skip` doubles while helpers stay late (up to
- * MAX_SKIP jobs, then one job tries them again) and resets when they keep up.
- * Guarded by `owner`. */
-static struct {
-    int skip, backoff;
-} busy;
-
-static void run_parallel(job_t *job, int helpers) {
-    if (busy.skip > 0) {
-        busy.skip--;
-        for (int64_t k = 0; k < job->parts; k++) run_part(job, k);
-        return;
-    }
-    if (run_job(job, helpers)) {
-        busy.backoff = busy.backoff == 0 ? 8 : busy.backoff * 2;
-        if (busy.backoff > MAX_SKIP) busy.backoff = MAX_SKIP;
-        busy.skip = busy.backoff;
-    } else {
-        busy.backoff = 0;
-    }
 }
 
 /* ---- entry points -------------------------------------------------------- */
@@ -502,7 +448,7 @@ static void reduce_parts(range_fn fn, at_fn at, int64_t size, const char *p, int
     int helpers = n < 2 * PART_MIN ? 0 : threads - 1 < parts - 1 ? threads - 1 : (int)(parts - 1);
     if (helpers > MAX_HELPERS) helpers = MAX_HELPERS;
     if (helpers > 0 && pthread_mutex_trylock(&owner) == 0) {
-        run_parallel(&job, helpers);
+        run_job(&job, helpers);
         pthread_mutex_unlock(&owner);
     } else {
         for (int64_t k = 0; k < parts; k++) run_part(&job, k);
