@@ -15,26 +15,20 @@ Monitor, the sinks, the summary and the report call it.
   ``$HOOKSCOPE_COLLECTIVE_TIMEOUT``, default 300): a rank that waits longer
   raises `DistributedError` naming the call, instead of hanging until the
   process group's own timeout (30 minutes by default) or forever.
-* Tensor subclasses: a ``DTensor`` (FSDP2 parameters and gradients, tensor
-  parallel outputs) is reduced through its local shard; other wrapper
-  subclasses that hold no readable memory are skipped (`local_tensor`).
-  FSDP1 flat parameters are mapped back to the original parameters
-  (`grad_parts`, `full_numels`).
+* Sharded tensors (``DTensor``, FSDP1 flat parameters) need no
+  ``torch.distributed`` import and live in `hookscope.shards`.
 """
 
 from __future__ import annotations
 
 import datetime
 import os
-import sys
 import zlib
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import torch
-from torch import nn
 
 from hookscope.errors import DistributedError
 
@@ -179,120 +173,3 @@ def reduce_vectors(sums: torch.Tensor, mins: torch.Tensor, what: str) -> None:
     for vector, moved, work in pending:
         _wait(work, what)
         vector.copy_(moved.cpu())
-
-
-def local_tensor(tensor: torch.Tensor) -> torch.Tensor | None:
-    """The part of ``tensor`` this process holds, as a plain tensor; None if unreadable.
-
-    A ``DTensor`` gives its local shard. Plain tensors and ``nn.Parameter``
-    come back as they are; another wrapper subclass without readable memory
-    (``data_ptr() == 0`` with elements) gives None, so no kernel reads it.
-    """
-    if type(tensor) is torch.Tensor or type(tensor) is nn.Parameter:
-        return tensor
-    dtensor = _dtensor_type()
-    if dtensor is not None and isinstance(tensor, dtensor):
-        local: torch.Tensor = getattr(tensor, "_local_tensor")  # noqa: B009 (a DTensor field)
-        return local
-    try:
-        readable = tensor.numel() == 0 or tensor.device.type == "meta" or tensor.data_ptr() != 0
-    except (RuntimeError, NotImplementedError, TypeError):
-        readable = False
-    return tensor if readable else None
-
-
-def _dtensor_type() -> type | None:
-    module = sys.modules.get("torch.distributed.tensor")
-    return getattr(module, "DTensor", None) if module is not None else None
-
-
-def is_sharded(tensor: torch.Tensor) -> bool:
-    """True for a ``DTensor`` with a ``Shard`` placement (its local part is not the whole)."""
-    dtensor = _dtensor_type()
-    if dtensor is None or not isinstance(tensor, dtensor):
-        return False
-    return any(placement.is_shard() for placement in getattr(tensor, "placements", ()))
-
-
-@dataclass(frozen=True)
-class GradPart:
-    """This rank's part of one parameter's gradient.
-
-    Attributes:
-        name: the parameter's qualified name as ``named_parameters`` gives it
-            (FSDP1: the FSDP unit's name joined with the original name).
-        grad: the local part (a plain tensor), or None when this rank holds none.
-        sharded: True when the ranks hold different parts (FSDP): the full
-            norm is the square root of the summed squares of the parts; False
-            when every rank holds the whole gradient (DDP after all-reduce).
-    """
-
-    name: str
-    grad: torch.Tensor | None
-    sharded: bool
-
-
-def grad_parts(model: nn.Module) -> list[GradPart]:
-    """The gradient of every trainable parameter as this rank holds it, in a rank-independent order.
-
-    Read after the backward (and after DDP's all-reduce or FSDP's
-    reduce-scatter): DDP gives whole gradients, FSDP2 ``DTensor`` shards,
-    FSDP1 the flat gradient cut back into the original parameters.
-    """
-    parts: list[GradPart] = []
-    covered: set[int] = set()
-    for unit_name, module in model.named_modules():
-        flat = _flat_param(module)
-        if flat is None or id(flat) in covered:
-            continue
-        covered.add(id(flat))
-        covered.update(id(p) for p in (getattr(flat, "_params", None) or ()))
-        parts.extend(_flat_parts(unit_name, flat))
-    for name, param in model.named_parameters():
-        if id(param) in covered or not param.requires_grad:
-            continue
-        grad = param.grad
-        local = None if grad is None else local_tensor(grad)
-        parts.append(GradPart(name, local, grad is not None and is_sharded(grad)))
-    return parts
-
-
-def _flat_param(module: nn.Module) -> Any:
-    handle = getattr(module, "_handle", None)
-    return getattr(handle, "flat_param", None)
-
-
-def _flat_parts(unit_name: str, flat: Any) -> Iterable[GradPart]:
-    grad = flat.grad
-    sharded = _flat_is_sharded(flat)
-    prefix = f"{unit_name}." if unit_name else ""
-    for fqn, info in zip(flat._fqns, flat._shard_param_infos, strict=True):
-        part = None
-        if grad is not None and info.in_shard:
-            part = grad.detach()[info.offset_in_shard : info.offset_in_shard + info.numel_in_shard]
-        yield GradPart(prefix + fqn, part, sharded)
-
-
-def _flat_is_sharded(flat: Any) -> bool:
-    return any(not info.in_shard for info in flat._shard_param_infos) or bool(
-        sum(info.numel_in_shard or 0 for info in flat._shard_param_infos) < sum(flat._numels)
-    )
-
-
-def full_numels(model: nn.Module) -> dict[int, int]:
-    """``id(param) -> element count of the whole parameter`` where a rank holds only a shard.
-
-    FSDP1 flat parameters map to the sum of their original parameters (no
-    padding, shared parameters once); with ``use_orig_params=True`` each
-    original parameter maps to its unsharded size. ``DTensor`` parameters
-    (FSDP2) already report their global size and are not listed.
-    """
-    out: dict[int, int] = {}
-    for module in model.modules():
-        flat = _flat_param(module)
-        if flat is None:
-            continue
-        out[id(flat)] = int(sum(flat._numels))
-        for param, numel in zip(getattr(flat, "_params", None) or (), flat._numels, strict=False):
-            out[id(param)] = int(numel)
-    return out

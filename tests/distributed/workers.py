@@ -147,3 +147,43 @@ def skipped_step(rank: int, port: int, out: str) -> None:
     except DistributedError as exc:
         Path(out, "rank0.txt").write_text(str(exc))
     os._exit(0)  # the group is unusable after a timed-out collective
+
+
+def hooks(rank: int, port: int, out: str) -> None:
+    """Sessions, doctor and capture on every wrapper: what each hook sees, what the doctor says."""
+    init(rank, port)
+    saved: dict[str, Any] = {}
+    for variant in VARIANTS:
+        torch.manual_seed(0)
+        model = Tiny()
+        ref = reference(copy.deepcopy(model), rank)
+        wrapped = wrap(model, variant)
+        seen: dict[str, Any] = {"grad": [], "forward": 0, "backward": 0}
+
+        def on_grad(name: str, param: torch.Tensor, seen: dict[str, Any] = seen) -> None:
+            grad = param.grad
+            assert grad is not None
+            local = grad.to_local() if hasattr(grad, "to_local") else grad  # FSDP2: a DTensor
+            seen["grad"].append((name, tuple(param.shape), local.detach().clone()))
+
+        def count(kind: str, seen: dict[str, Any] = seen) -> Any:
+            return lambda *_args: seen.__setitem__(kind, seen[kind] + 1)
+
+        with hookscope.session(wrapped) as session:
+            session.add_grad_hook(on_grad, "layer.linear1.weight")
+            session.add_forward_hook(count("forward"), "*linear1")
+            session.add_backward_hook(count("backward"), "*linear1")
+            wrapped(batch(0, rank)).square().mean().backward()
+            report = hookscope.doctor(wrapped, batch(0, rank), backward=True)
+        with hookscope.capture(wrapped, "*head", keep=True) as cache:
+            logits = wrapped(batch(0, rank))
+        silent = [(h.module, h.kind, h.fired, str(h.reason)) for h in report.hooks if not h.fired]
+        saved[variant] = {
+            "ref": ref["grads"]["layer.linear1.weight"],
+            "seen": seen,
+            "silent": silent,
+            "bypasses": len(report.bypasses),
+            "captured": [(k, torch.equal(v, logits.detach())) for k, v in cache.items()],
+        }
+    torch.save(saved, Path(out) / f"hooks{rank}.pt")
+    tdist.destroy_process_group()

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 import torch
 from torch import nn
 
-from hookscope import dist
+from hookscope import dist, shards
 from hookscope.errors import UsageError
 from hookscope.hooks.globals import TensorGradHooks
 from hookscope.hooks.handles import HookFailure
@@ -329,7 +329,7 @@ class Monitor:
     def _update_ratios(self, snapshot: bool) -> list[tuple[str, Reduction]]:
         ratios = []
         params = [
-            (n, dist.local_tensor(p.detach()))
+            (n, shards.local_tensor(p.detach()))
             for n, p in self.model.named_parameters()
             if p.requires_grad
         ]

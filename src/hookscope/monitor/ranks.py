@@ -34,7 +34,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-from hookscope import dist
+from hookscope import dist, shards
 from hookscope.errors import HookscopeWarning
 from hookscope.monitor.collector import GRAD_PLAN, Collector, Entry
 from hookscope.monitor.records import NonFinite
@@ -93,7 +93,7 @@ class GradReader:
             )
 
     def _read_parts(self) -> None:
-        for part in dist.grad_parts(self.model):
+        for part in shards.grad_parts(self.model):
             grad = part.grad
             red = Reduction("float", 0) if grad is None else reduce_tensor(grad, GRAD_PLAN)
             shape: tuple[int, ...] = (0,)
