@@ -18,6 +18,7 @@ the attributes FSDP1 puts on it.
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from hookscope.dist import world_size
 from hookscope.names import wrapped_child
 
 
@@ -108,6 +110,8 @@ class FlatGroup:
         unit: qualified name of the FSDP1 module that owns it.
         flat: the ``FlatParameter``.
         slots: its original parameters, in order.
+        replicas: ranks that hold the same shard (HYBRID_SHARD: the number of
+            shard groups; else 1).
         covered: ``id`` of the flat parameter and of the original ``nn.Parameter``
             objects it manages (``use_orig_params=True``), which receive no
             gradient hooks of their own.
@@ -116,6 +120,7 @@ class FlatGroup:
     unit: str
     flat: torch.Tensor
     slots: tuple[FlatSlot, ...]
+    replicas: int
     covered: frozenset[int]
 
 
@@ -131,7 +136,9 @@ def flat_groups(model: nn.Module) -> list[FlatGroup]:
         prefix = ".".join(part for part in (unit, wrapped_child(module)) if part)
         originals = getattr(flat, "_params", None) or ()
         covered = frozenset({id(flat), *(id(p) for p in originals)})
-        groups.append(FlatGroup(unit, flat, tuple(_slots(prefix, flat)), covered))
+        group = getattr(module._handle, "process_group", None)  # the shard group
+        replicas = max(1, world_size() // group.size()) if group is not None else 1
+        groups.append(FlatGroup(unit, flat, tuple(_slots(prefix, flat)), replicas, covered))
     return groups
 
 
@@ -173,11 +180,15 @@ class GradPart:
         sharded: True when the ranks hold different parts (FSDP): the full
             norm is the square root of the summed squares of the parts; False
             when every rank holds the whole gradient (DDP after all-reduce).
+        replicas: how many ranks hold this same part: 1, or under HSDP (FSDP2
+            on a 2-D mesh, FSDP1 ``HYBRID_SHARD``) the size of the replicate
+            dimension, so a sum over all ranks counts each part once.
     """
 
     name: str
     grad: torch.Tensor | None
     sharded: bool
+    replicas: int = 1
 
 
 def grad_parts(model: nn.Module) -> list[GradPart]:
@@ -197,8 +208,19 @@ def grad_parts(model: nn.Module) -> list[GradPart]:
             continue
         grad = param.grad
         local = None if grad is None else local_tensor(grad)
-        parts.append(GradPart(name, local, grad is not None and is_sharded(grad)))
+        sharded = grad is not None and is_sharded(grad)
+        parts.append(GradPart(name, local, sharded, _replicas(grad) if sharded else 1))
     return parts
+
+
+def _replicas(dtensor: Any) -> int:
+    """The product of the mesh dimensions a ``DTensor`` is replicated over."""
+    mesh = dtensor.device_mesh
+    return math.prod(
+        mesh.size(dim)
+        for dim, placement in enumerate(dtensor.placements)
+        if placement.is_replicate()
+    )
 
 
 def _flat_parts(group: FlatGroup) -> Iterable[GradPart]:
@@ -212,7 +234,7 @@ def _flat_parts(group: FlatGroup) -> Iterable[GradPart]:
         part = None
         if grad is not None and info.in_shard:
             part = grad.detach()[info.offset_in_shard : info.offset_in_shard + info.numel_in_shard]
-        yield GradPart(slot.names[0], part, sharded)
+        yield GradPart(slot.names[0], part, sharded, group.replicas if sharded else 1)
 
 
 def full_numels(model: nn.Module) -> dict[int, int]:

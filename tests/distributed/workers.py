@@ -102,6 +102,7 @@ def train(rank: int, port: int, out: str) -> None:
             "records": records,
             "errors": len(mon.errors),
             "params": model_totals(wrapped).params,
+            "frame_ranks": sorted(set(mon.to_pandas()["rank"])),
         }
     torch.save(saved, Path(out) / f"rank{rank}.pt")
     nonfinite(rank, out)
@@ -186,4 +187,84 @@ def hooks(rank: int, port: int, out: str) -> None:
             "captured": [(k, torch.equal(v, logits.detach())) for k, v in cache.items()],
         }
     torch.save(saved, Path(out) / f"hooks{rank}.pt")
+    tdist.destroy_process_group()
+
+
+def lonely_doctor(rank: int, port: int, out: str) -> None:
+    """Only rank 0 calls doctor(ddp_model, backward=True): it must fail fast, the group survive."""
+    os.environ["HOOKSCOPE_COLLECTIVE_TIMEOUT"] = "3"
+    init(rank, port)
+    model = nn.parallel.DistributedDataParallel(Tiny())
+    if rank == 0:
+        start = time.monotonic()
+        try:
+            hookscope.doctor(model, batch(0, rank), backward=True)
+        except DistributedError as exc:
+            Path(out, "rank0.json").write_text(json.dumps([str(exc), time.monotonic() - start]))
+    tdist.barrier()  # no collective was entered: the group still works on both ranks
+    report = hookscope.doctor(model, batch(0, rank), backward=True)  # both ranks: runs
+    Path(out, f"after{rank}.txt").write_text(str(report.modules_executed))
+    tdist.destroy_process_group()
+
+
+class Branchy(nn.Module):
+    """Two layers, and a third that runs only when asked (eval-only or rank-dependent code)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(8, 8)
+        self.fc2 = nn.Linear(8, 8)
+        self.extra = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor, extra: bool = False) -> torch.Tensor:
+        out: torch.Tensor = self.fc2(self.fc1(x))
+        return self.extra(out) if extra else out
+
+
+#: Which ranks run ``Branchy.extra`` at each step of `layouts`.
+EXTRA = ((), (), (0, 1), (1,), (), ())
+
+
+def layouts(rank: int, port: int, out: str) -> None:
+    """Monitor(ranks="reduce") while the set of monitored tensors changes; count the collectives."""
+    import warnings
+
+    init(rank, port)
+    torch.manual_seed(rank)
+    model = Branchy()
+    maxima, collectives = [], []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with hookscope.Monitor(model, ranks="reduce", stats=["max"]) as mon, torch.no_grad():
+            for step, ranks in enumerate(EXTRA):
+                outputs = {}
+                with hookscope.capture(model, keep=True) as cache:
+                    model(torch.randn(4, 8), extra=rank in ranks)
+                outputs = {name: cache[name].max().item() for name in cache if name}
+                with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as p:
+                    mon.step()
+                collectives.append(sum(e.name.startswith("gloo:") for e in p.events()))
+                maxima.append((outputs, {r.module: r.value for r in mon.results[-1].records}))
+    messages = [str(w.message) for w in caught if "hookscope" in str(w.message)]
+    Path(out, f"layouts{rank}.json").write_text(json.dumps([maxima, collectives, messages]))
+    tdist.destroy_process_group()
+
+
+def hsdp(rank: int, port: int, out: str) -> None:
+    """FSDP2 on a 2-D mesh (replicate 2 x shard 1): each rank holds every shard, alike."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    init(rank, port)
+    mesh = init_device_mesh("cpu", (2, 1), mesh_dim_names=("replicate", "shard"))
+    torch.manual_seed(0)
+    model = Tiny()
+    ref = reference(copy.deepcopy(model), rank)
+    fully_shard(model.layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    with hookscope.Monitor(model, ranks="reduce", grads="reduced") as mon:
+        model(batch(0, rank)).square().mean().backward()
+        mon.step()
+    norms = {r.module: r.value for r in mon.results[0].records if r.stat == "norm"}
+    torch.save({"ref": ref["grads"], "norms": norms}, Path(out, f"hsdp{rank}.pt"))
     tdist.destroy_process_group()

@@ -103,7 +103,7 @@ class Monitor:
         params: report parameter gradient norms (phase ``param``).
         ranks: under torch.distributed, ``"local"`` (each rank reports its own
             tensors) or ``"reduce"`` (``step`` combines all ranks' statistics
-            exactly with three all-reduces, whatever the world size; every rank
+            exactly with two all-reduces, whatever the world size; every rank
             must call ``step``). See `hookscope.monitor.ranks`.
         keep_wrappers: keep wrapper components (``module.``, ``_orig_mod.``,
             ``_fsdp_wrapped_module.``) in names; by default names match the
@@ -390,7 +390,7 @@ class Monitor:
         return [] if self._session is None else list(self._session.errors)
 
     def to_pandas(self) -> Any:
-        """Tidy ``DataFrame``: columns ``step, phase, module, tensor, stat, value``."""
+        """Tidy ``DataFrame``: columns ``step, phase, module, tensor, stat, value, rank``."""
         from hookscope.sinks.pandas import to_frame
 
         return to_frame(self._results)
