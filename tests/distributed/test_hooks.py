@@ -8,7 +8,6 @@ the same session, then a capture of ``head``.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest

@@ -115,7 +115,9 @@ def test_a_step_only_one_rank_takes_fails_instead_of_hanging(tmp_path: Path) -> 
     assert (tmp_path / "rank1.txt").read_text() == "done"
 
 
-def test_a_doctor_only_one_rank_runs_fails_fast_and_the_group_survives(tmp_path: Path) -> None:
+def test_a_doctor_or_summary_only_one_rank_runs_fails_fast_and_the_group_survives(
+    tmp_path: Path,
+) -> None:
     spawn(workers.lonely_doctor, str(tmp_path))
     message, seconds = json.loads((tmp_path / "rank0.json").read_text())
     assert message.startswith("rank 0: hookscope.doctor(backward=True) is a collective here")
@@ -124,3 +126,6 @@ def test_a_doctor_only_one_rank_runs_fails_fast_and_the_group_survives(tmp_path:
     assert seconds < 30
     executed = [int((tmp_path / f"after{r}.txt").read_text()) for r in (0, 1)]
     assert executed[0] == executed[1] > 10  # then called on both ranks: it runs
+    message = (tmp_path / "summary0.txt").read_text()
+    assert message.startswith("rank 0: hookscope.summary() is a collective here (FSDPTiny ")
+    assert "rank(s) 1 did not call it within 3 s" in message

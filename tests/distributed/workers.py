@@ -204,6 +204,13 @@ def lonely_doctor(rank: int, port: int, out: str) -> None:
     tdist.barrier()  # no collective was entered: the group still works on both ranks
     report = hookscope.doctor(model, batch(0, rank), backward=True)  # both ranks: runs
     Path(out, f"after{rank}.txt").write_text(str(report.modules_executed))
+    sharded = wrap(Tiny(), "fsdp2")  # its forward all-gathers: summary is a collective too
+    if rank == 0:
+        try:
+            hookscope.summary(sharded, batch(0, rank))
+        except DistributedError as exc:
+            Path(out, "summary0.txt").write_text(str(exc))
+    tdist.barrier()
     tdist.destroy_process_group()
 
 
@@ -236,8 +243,7 @@ def layouts(rank: int, port: int, out: str) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with hookscope.Monitor(model, ranks="reduce", stats=["max"]) as mon, torch.no_grad():
-            for step, ranks in enumerate(EXTRA):
-                outputs = {}
+            for ranks in EXTRA:
                 with hookscope.capture(model, keep=True) as cache:
                     model(torch.randn(4, 8), extra=rank in ranks)
                 outputs = {name: cache[name].max().item() for name in cache if name}
