@@ -6,6 +6,7 @@ import copy
 import json
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,15 +80,20 @@ def reference(model: nn.Module, rank: int) -> dict[str, Any]:
     return {"outputs": outputs, "grads": grads}
 
 
-def train(rank: int, port: int, out: str) -> None:
-    """Every variant trains 5 steps under Monitor(ranks="reduce", grads="reduced")."""
-    init(rank, port)
-    saved: dict[str, Any] = {}
+def models(rank: int) -> Iterator[tuple[str, dict[str, Any], nn.Module]]:
+    """Each variant's wrapped `Tiny` (seed 0), with step 0 on an unwrapped copy (`reference`)."""
     for variant in VARIANTS:
         torch.manual_seed(0)
         model = Tiny()
         ref = reference(copy.deepcopy(model), rank)
-        wrapped = wrap(model, variant)
+        yield variant, ref, wrap(model, variant)
+
+
+def train(rank: int, port: int, out: str) -> None:
+    """Every variant trains 5 steps under Monitor(ranks="reduce", grads="reduced")."""
+    init(rank, port)
+    saved: dict[str, Any] = {}
+    for variant, ref, wrapped in models(rank):
         opt = torch.optim.SGD(wrapped.parameters(), lr=0.1)
         sink = JsonlSink(Path(out) / variant / "monitor.jsonl")
         with hookscope.Monitor(wrapped, ranks="reduce", grads="reduced", sinks=[sink]) as mon:
@@ -154,11 +160,7 @@ def hooks(rank: int, port: int, out: str) -> None:
     """Sessions, doctor and capture on every wrapper: what each hook sees, what the doctor says."""
     init(rank, port)
     saved: dict[str, Any] = {}
-    for variant in VARIANTS:
-        torch.manual_seed(0)
-        model = Tiny()
-        ref = reference(copy.deepcopy(model), rank)
-        wrapped = wrap(model, variant)
+    for variant, ref, wrapped in models(rank):
         seen: dict[str, Any] = {"grad": [], "forward": 0, "backward": 0}
 
         def on_grad(name: str, param: torch.Tensor, seen: dict[str, Any] = seen) -> None:
