@@ -24,6 +24,10 @@ Hooks used (all through a `HookSession`):
   output (see `hookscope.hooks.globals`).
 * post-accumulate-grad hook ``(name, param)``: parameter gradient norm.
 
+An ``nn.ReLU``'s output statistics come from the kernel pass over its input
+when the module that made that input was seen feeding this ReLU in an
+earlier step (see `Collector._output_reduction`).
+
 Forwards that run inside a backward (activation checkpointing recomputes
 them) get gradient hooks only: their statistics were taken the first time.
 """
@@ -44,7 +48,7 @@ from hookscope.hooks.globals import TensorGradHooks
 from hookscope.hooks.handles import Registration
 from hookscope.monitor.records import Phase
 from hookscope.shards import local_tensor
-from hookscope.stats import Plan, Reduction, reduce_tensor, tensors_in
+from hookscope.stats import Plan, Reduction, accuracy, reduce_tensor, reduce_with_relu, tensors_in
 
 if TYPE_CHECKING:
     from hookscope.monitor.traced import TracedCollector
@@ -97,7 +101,13 @@ class Collector:
         self.grad_regs: dict[str, Registration] = {}
         self.entries: list[Entry] = []
         self.recording = True
-        self._produced: dict[int, tuple[weakref.ref[torch.Tensor], int]] = {}
+        #: Tensors monitored modules output this step: (tensor, version, module name).
+        self._produced: dict[int, tuple[weakref.ref[torch.Tensor], int, str]] = {}
+        #: Module name -> the name of the ``nn.ReLU`` its output went to (learned
+        #: in a step, used in the next: see `_output_reduction`).
+        self._feeds_relu: dict[str, str] = {}
+        #: Reductions of ``relu(t)`` taken with ``t``'s, for that ReLU's output.
+        self._relu_ready: dict[int, tuple[weakref.ref[torch.Tensor], int, Reduction]] = {}
         self._grad_roles: dict[int, tuple[weakref.ref[torch.Tensor], int, list[Role]]] = {}
         #: Per module name, a stack (one per call in progress) of input checks
         #: put off to the forward hook, with the entry index they belong at.
@@ -116,6 +126,7 @@ class Collector:
             forward, backward = self.traced.take()
             entries = forward + entries + backward
         self._produced = {}
+        self._relu_ready = {}
         self._grad_roles = {}
         self._deferred = {}
         return entries
@@ -136,6 +147,8 @@ class Collector:
             defer = self._can_defer[name] = self.options.outputs and (
                 not getattr(module, "inplace", False) or isinstance(module, KEEPS_NONFINITE)
             )
+        if type(module) is nn.ReLU and args:
+            self._learn_relu(name, args[0])
         for path, t in tensors_in(args, "input"):
             if self.options.inputs:
                 self._reduce("forward", name, path, t, self.options.plans[name], True)
@@ -166,8 +179,11 @@ class Collector:
         start = len(self.entries)
         for path, t in tensors_in(output, "output"):
             if self.options.outputs:
-                self._reduce("forward", name, path, t, plan, True)
-            self._produced[id(t)] = (weakref.ref(t), t._version)
+                red = self._output_reduction(name, module, args, t, plan)
+                self.entries.append(
+                    Entry("forward", [(name, path, True)], red, tuple(t.shape), t.dtype)
+                )
+            self._produced[id(t)] = (weakref.ref(t), t._version, name)
             if grads and t.requires_grad:
                 self._grad_role(name, path, t, True)
         stack = self._deferred.get(name)
@@ -213,6 +229,36 @@ class Collector:
         for path, t in tensors_in(value, prefix):
             if t.requires_grad:
                 self._grad_role(name, path, t, shown)
+
+    def _output_reduction(
+        self, name: str, module: nn.Module, args: tuple[Any, ...], t: torch.Tensor, plan: Plan
+    ) -> Reduction:
+        """Reductions of output ``t``: one kernel pass, or none for a ReLU's output.
+
+        A module whose output went to an ``nn.ReLU`` last step gets the ReLU
+        output's reductions from the same pass over its own output (float32
+        CPU, finite values); the ReLU then reads nothing. In a CNN every
+        conv-norm-ReLU saves one read of a full activation.
+        """
+        if type(module) is nn.ReLU and args and isinstance(args[0], torch.Tensor):
+            x = args[0]
+            ready = self._relu_ready.pop(id(x), None)
+            # relu_ bumps the input's version once; the out-of-place ReLU leaves it
+            if ready is not None and ready[0]() is x and x._version == ready[1] + (t is x):
+                accuracy.repair(t, ready[2])  # reads t only if the sums cancelled
+                return ready[2]
+        relu = self._feeds_relu.get(name)
+        if relu is None or type(t) is not torch.Tensor:
+            return _reduce_local(t, plan)
+        red, after = reduce_with_relu(t, plan, self.options.plans[relu])
+        if after is not None:
+            self._relu_ready[id(t)] = (weakref.ref(t), t._version, after)
+        return red
+
+    def _learn_relu(self, relu: str, x: Any) -> None:
+        """ReLU pre-hook part: note which monitored module made the ReLU's input."""
+        if isinstance(x, torch.Tensor) and self._was_produced(x):
+            self._feeds_relu.setdefault(self._produced[id(x)][2], relu)
 
     def _was_produced(self, t: torch.Tensor) -> bool:
         seen = self._produced.get(id(t))

@@ -19,6 +19,7 @@ from hookscope.stats.reduce import (
     merge,
     plan_for,
     reduce_tensor,
+    reduce_with_relu,
     summarize,
     unshift,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "merge",
     "plan_for",
     "reduce_tensor",
+    "reduce_with_relu",
     "summarize",
     "tensors_in",
     "unshift",

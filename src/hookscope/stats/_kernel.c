@@ -20,7 +20,10 @@
  * Larger ones invite helper threads (started once, sleeping on a condition
  * variable, never spinning); the caller claims parts too and waits only for
  * parts a helper has already started, never for a helper that has not been
- * scheduled (on busy cores it may not be for milliseconds).
+ * scheduled (on busy cores it may not be for milliseconds). When helpers
+ * come late (other processes hold the cores), later tensors run on the
+ * caller alone for a while (see run_parallel): on busy cores a helper only
+ * adds wake-ups and waits.
  *
  * min and max ignore NaN; a NaN shows in the sum, which the caller checks
  * before trusting min and max.
@@ -31,6 +34,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #define BLOCK 2048
 /* Elements to prefetch ahead: 4 KiB of float32 (measured: ~20% faster on data
@@ -40,6 +44,10 @@
 #define PART_MIN 65536
 #define MAX_PARTS 256
 #define MAX_HELPERS 63
+/* A wait this long for a helper's part means the helper lost its core. */
+#define SLOW_WAIT_US 200.0
+/* Most jobs run alone after late helpers before they are tried again. */
+#define MAX_SKIP 1024
 
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
@@ -49,6 +57,8 @@ typedef int64_t v4l __attribute__((vector_size(32)));
 
 typedef struct {
     double sum, sumsq, min, max, nonzero;
+    /* hs_reduce_relu only: sums of max(x, 0) - max(shift, 0) and count of x > 0. */
+    double rsum, rsumsq, positive;
 } hs_stats;
 
 /* Lane-wise select (mask lanes are all ones or all zeros). */
@@ -232,6 +242,63 @@ static void range_f64(const char *bytes, int64_t n, double shift, hs_stats *out)
 
 static double range_f64_at(const char *p, int64_t i) { return ((const double *)p)[i]; }
 
+/* float32 only: the statistics of x and, in the same pass, the sums of
+ * y = max(x, 0) (what an nn.ReLU after this tensor outputs) and the count of
+ * x > 0, so a ReLU's output need not be read again (hs_reduce_relu). */
+static void range_f32_relu(const char *p, int64_t n, double shift, hs_stats *out) {
+    range_f32(p, n, shift, out); /* x itself: the data is then in cache for y */
+    const float c = (float)(shift > 0 ? shift : 0);
+    const v8f zero = {0};
+    const v8f cv = zero + c;
+    double sum = 0, sumsq = 0;
+    int64_t positive = 0, i = 0;
+    for (; i + BLOCK <= n; i += BLOCK) {
+        v8f s0 = zero, s1 = zero, q0 = zero, q1 = zero;
+        v8i z0 = {0}, z1 = {0};
+        for (int64_t k = i; k < i + BLOCK; k += 16) {
+            v8f a = load_f32(p + k * 4), b = load_f32(p + (k + 8) * 4);
+            z0 -= (a > zero);
+            z1 -= (b > zero);
+            a = SEL8(a > zero, a, zero) - cv;
+            b = SEL8(b > zero, b, zero) - cv;
+            s0 += a;
+            s1 += b;
+            q0 += a * a;
+            q1 += b * b;
+        }
+        s0 += s1;
+        q0 += q1;
+        z0 += z1;
+        double bs = 0, bq = 0;
+        for (int j = 0; j < 8; j++) {
+            bs += s0[j];
+            bq += q0[j];
+            positive += z0[j];
+        }
+        if (__builtin_expect(!isfinite(bs + bq), 0)) {
+            bs = bq = 0;
+            for (int64_t k = i; k < i + BLOCK; k++) {
+                float v = one_f32(p, k);
+                double d = (double)(v > 0 ? v : 0) - c;
+                bs += d;
+                bq += d * d;
+            }
+        }
+        sum += bs;
+        sumsq += bq;
+    }
+    for (; i < n; i++) {
+        float v = one_f32(p, i);
+        double d = (double)(v > 0 ? v : 0) - c;
+        sum += d;
+        sumsq += d * d;
+        positive += v > 0;
+    }
+    out->rsum = sum;
+    out->rsumsq = sumsq;
+    out->positive = (double)positive;
+}
+
 typedef void (*range_fn)(const char *, int64_t, double, hs_stats *);
 typedef double (*at_fn)(const char *, int64_t);
 
@@ -279,14 +346,17 @@ static void run_part(const job_t *job, int64_t k) {
     job->fn(job->data + a * job->size, b - a, job->shift, &job->out[k]);
 }
 
-/* Claim and run parts of job `gen` until none is left; a stale gen claims nothing. */
-static void work(const job_t *job, uint32_t gen) {
+/* Claim and run parts of job `gen` until none is left; a stale gen claims nothing.
+ * Returns how many parts this thread ran. */
+static int64_t work(const job_t *job, uint32_t gen) {
+    int64_t ran = 0;
     uint64_t cur = atomic_load(&pool.next);
     for (;;) {
-        if ((uint32_t)(cur >> 32) != gen || (int64_t)(uint32_t)cur >= job->parts) return;
+        if ((uint32_t)(cur >> 32) != gen || (int64_t)(uint32_t)cur >= job->parts) return ran;
         if (!atomic_compare_exchange_weak(&pool.next, &cur, cur + 1)) continue;
         run_part(job, (int64_t)(uint32_t)cur);
         atomic_fetch_add(&pool.done, 1);
+        ran++;
         cur = atomic_load(&pool.next);
     }
 }
@@ -341,7 +411,18 @@ static int ensure_helpers(int want) {
     return pool.started < want ? pool.started : want;
 }
 
-static void run_job(job_t *job, int helpers) {
+static double now_us(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
+}
+
+/* Runs `job` with up to `helpers` helper threads. Returns 1 when they were
+ * late: the caller waited more than SLOW_WAIT_US for a part a helper had
+ * started (the helper was descheduled mid-part), or, on a job of at least
+ * 4 parts per thread, the helpers ran under a quarter of their share (they
+ * were not scheduled in time). Both mean the cores are busy. */
+static int run_job(job_t *job, int helpers) {
     pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&pool.mu);
     helpers = ensure_helpers(helpers);
@@ -352,12 +433,44 @@ static void run_job(job_t *job, int helpers) {
     atomic_store(&pool.next, (uint64_t)gen << 32);
     for (int h = 0; h < helpers; h++) pthread_cond_signal(&pool.wake);
     pthread_mutex_unlock(&pool.mu);
-    work(job, gen);
+    int64_t mine = work(job, gen);
     /* Only parts a helper already runs are left (at most one per helper). */
-    while (atomic_load(&pool.done) < job->parts) sched_yield();
+    double start = 0;
+    int late = 0;
+    while (atomic_load(&pool.done) < job->parts) {
+        if (start == 0) start = now_us();
+        else if (!late && now_us() - start > SLOW_WAIT_US) late = 1;
+        sched_yield();
+    }
     pthread_mutex_lock(&pool.mu);
     pool.invited = 0; /* helpers not yet awake skip this job */
     pthread_mutex_unlock(&pool.mu);
+    int64_t share = job->parts * helpers / (helpers + 1);
+    if (job->parts >= 4 * (helpers + 1) && 4 * (job->parts - mine) < share) late = 1;
+    return late;
+}
+
+/* Busy cores: after a job whose helpers were late, the next `skip` jobs run
+ * on the caller alone; `skip` doubles while helpers stay late (up to
+ * MAX_SKIP jobs, then one job tries them again) and resets when they keep up.
+ * Guarded by `owner`. */
+static struct {
+    int skip, backoff;
+} busy;
+
+static void run_parallel(job_t *job, int helpers) {
+    if (busy.skip > 0) {
+        busy.skip--;
+        for (int64_t k = 0; k < job->parts; k++) run_part(job, k);
+        return;
+    }
+    if (run_job(job, helpers)) {
+        busy.backoff = busy.backoff == 0 ? 8 : busy.backoff * 2;
+        if (busy.backoff > MAX_SKIP) busy.backoff = MAX_SKIP;
+        busy.skip = busy.backoff;
+    } else {
+        busy.backoff = 0;
+    }
 }
 
 /* ---- entry points -------------------------------------------------------- */
@@ -370,16 +483,10 @@ int hs_supports(int dtype) {
     return pick(dtype, &fn, &at, &size) == 0;
 }
 
-/* Reduce n elements at `data` with up to `threads` threads (the caller's included).
- * shift: subtracted before summing; NaN takes the first finite element.
- * out: sum of (x - shift), sum of (x - shift)^2, min, max, non-zero count, shift.
- * Returns 0, or -1 for an unsupported dtype. */
-int hs_reduce(int dtype, const void *data, int64_t n, int threads, double shift, double *out) {
-    range_fn fn;
-    at_fn at;
-    int64_t size;
-    if (pick(dtype, &fn, &at, &size) != 0) return -1;
-    const char *p = (const char *)data;
+/* Runs `fn` over the parts of x and combines them in order into `out`
+ * (hs_reduce's layout, then rsum, rsumsq, positive). */
+static void reduce_parts(range_fn fn, at_fn at, int64_t size, const char *p, int64_t n,
+                         int threads, double shift, double *out) {
     for (int64_t i = 0; isnan(shift) && i < n && i < 64; i++) {
         double v = at(p, i);
         if (isfinite(v)) shift = v;
@@ -395,7 +502,7 @@ int hs_reduce(int dtype, const void *data, int64_t n, int threads, double shift,
     int helpers = n < 2 * PART_MIN ? 0 : threads - 1 < parts - 1 ? threads - 1 : (int)(parts - 1);
     if (helpers > MAX_HELPERS) helpers = MAX_HELPERS;
     if (helpers > 0 && pthread_mutex_trylock(&owner) == 0) {
-        run_job(&job, helpers);
+        run_parallel(&job, helpers);
         pthread_mutex_unlock(&owner);
     } else {
         for (int64_t k = 0; k < parts; k++) run_part(&job, k);
@@ -407,12 +514,37 @@ int hs_reduce(int dtype, const void *data, int64_t n, int threads, double shift,
         r.nonzero += local[k].nonzero;
         r.min = local[k].min < r.min ? local[k].min : r.min;
         r.max = local[k].max > r.max ? local[k].max : r.max;
+        r.rsum += local[k].rsum;
+        r.rsumsq += local[k].rsumsq;
+        r.positive += local[k].positive;
     }
-    out[0] = r.sum;
-    out[1] = r.sumsq;
-    out[2] = r.min;
-    out[3] = r.max;
-    out[4] = r.nonzero;
-    out[5] = shift;
+    double values[9] = {r.sum, r.sumsq, r.min, r.max, r.nonzero, shift,
+                        r.rsum, r.rsumsq, r.positive};
+    memcpy(out, values, sizeof values);
+}
+
+/* Reduce n elements at `data` with up to `threads` threads (the caller's included).
+ * shift: subtracted before summing; NaN takes the first finite element.
+ * out[6]: sum of (x - shift), sum of (x - shift)^2, min, max, non-zero count, shift.
+ * Returns 0, or -1 for an unsupported dtype. */
+int hs_reduce(int dtype, const void *data, int64_t n, int threads, double shift, double *out) {
+    range_fn fn;
+    at_fn at;
+    int64_t size;
+    if (pick(dtype, &fn, &at, &size) != 0) return -1;
+    double all[9];
+    reduce_parts(fn, at, size, (const char *)data, n, threads, shift, all);
+    memcpy(out, all, 6 * sizeof(double));
+    return 0;
+}
+
+/* hs_reduce of float32 x, and of y = max(x, 0) in the same pass.
+ * out[9]: hs_reduce's six values, then the sum of (y - max(shift, 0)), the
+ * sum of its squares, and the count of x > 0 (y's non-zero count).
+ * Returns 0, or -1 for a dtype other than float32 (code 0). */
+int hs_reduce_relu(int dtype, const void *data, int64_t n, int threads, double shift,
+                   double *out) {
+    if (dtype != 0) return -1;
+    reduce_parts(range_f32_relu, range_f32_at, 4, (const char *)data, n, threads, shift, out);
     return 0;
 }

@@ -5,7 +5,10 @@ Eager PyTorch reads a tensor three times for sum, sum of squares and min/max
 five. Tensors of 128 Ki elements and more are split among helper threads (up to
 ``torch.get_num_threads()`` in all) that the caller never waits for unless
 they have started: on cores busy with other processes the caller simply does
-more of the work itself. On a 2-core CPU that takes the Monitor's overhead on
+more of the work itself, and when helpers keep coming late it stops inviting
+them for a while. `moments_relu` also returns the statistics of
+``relu(x)`` from the same pass (the Monitor uses it so that a ReLU's output
+is not read again). On a 2-core CPU that takes the Monitor's overhead on
 a ResNet-50 forward from about 1.35x to about 1.1x
 (``benchmarks/monitor_overhead.py``).
 
@@ -36,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -48,7 +52,7 @@ _CODES = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2, torch.float64: 
 _FLAG_SETS = (("-march=native",), ())
 _BASE_FLAGS = ("-O3", "-shared", "-fPIC", "-pthread", "-w")
 #: Functions a usable library exports.
-_SYMBOLS = ("hs_reduce", "hs_supports")
+_SYMBOLS = ("hs_reduce", "hs_reduce_relu", "hs_supports")
 
 
 @dataclass
@@ -74,7 +78,7 @@ class Moments:
 
     __slots__ = ("max", "min", "n", "nonzero", "shift", "shifted_sum", "shifted_sumsq")
 
-    def __init__(self, values: ctypes.Array[ctypes.c_double], n: int) -> None:
+    def __init__(self, values: Sequence[float], n: int) -> None:
         self.shifted_sum, self.shifted_sumsq, self.min, self.max, self.nonzero, self.shift = values
         self.n = n
 
@@ -129,7 +133,34 @@ def moments(tensor: torch.Tensor, shift: float | None = None) -> Moments | None:
     n = tensor.numel()
     start = math.nan if shift is None else shift
     lib.hs_reduce(code, tensor.data_ptr(), n, torch.get_num_threads(), start, out)
-    return Moments(out, n)
+    return Moments(out[:], n)
+
+
+def moments_relu(tensor: torch.Tensor) -> tuple[Moments, Moments] | None:
+    """`moments` of ``tensor`` and of ``relu(tensor)``, in one pass (float32 only).
+
+    The second `Moments` describes ``y = max(x, 0)`` as an ``nn.ReLU`` would
+    make it from finite ``x``: its shift is ``max(shift, 0)``, its min and max
+    follow from ``x``'s. A NaN in ``x`` becomes 0 there, not NaN as in
+    ``torch.relu``: use the second only when the first's sums are finite.
+
+    Returns None when the kernel cannot take ``tensor`` (see `moments`) or
+    it is not float32.
+    """
+    if tensor.dtype != torch.float32 or tensor.device.type != "cpu":
+        return None
+    lib = _library()
+    if lib is None or tensor.layout != torch.strided or not _dense(tensor):
+        return None
+    out = (ctypes.c_double * 9)()
+    n = tensor.numel()
+    lib.hs_reduce_relu(0, tensor.data_ptr(), n, torch.get_num_threads(), math.nan, out)
+    x = Moments(out[:6], n)
+    shift = max(x.shift, 0.0)
+    positive = out[8]
+    low = 0.0 if positive < n else x.min  # some x <= 0 gives a 0 in y
+    y = Moments((out[6], out[7], low, max(x.max, 0.0), positive, shift), n)
+    return x, y
 
 
 def _dense(tensor: torch.Tensor) -> bool:
@@ -196,15 +227,16 @@ def _open(path: Path) -> ctypes.CDLL | None:
         return None
     if not all(hasattr(lib, name) for name in _SYMBOLS):
         return None
-    lib.hs_reduce.argtypes = [
-        ctypes.c_int,
-        ctypes.c_void_p,
-        ctypes.c_int64,
-        ctypes.c_int,
-        ctypes.c_double,
-        ctypes.POINTER(ctypes.c_double),
-    ]
-    lib.hs_reduce.restype = ctypes.c_int
+    for fn in (lib.hs_reduce, lib.hs_reduce_relu):
+        fn.argtypes = [
+            ctypes.c_int,
+            ctypes.c_void_p,
+            ctypes.c_int64,
+            ctypes.c_int,
+            ctypes.c_double,
+            ctypes.POINTER(ctypes.c_double),
+        ]
+        fn.restype = ctypes.c_int
     lib.hs_supports.argtypes = [ctypes.c_int]
     return lib
 

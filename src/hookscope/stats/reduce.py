@@ -221,11 +221,49 @@ def reduce_tensor(tensor: torch.Tensor, plan: Plan) -> Reduction:
     return red
 
 
+def reduce_with_relu(
+    tensor: torch.Tensor, plan: Plan, relu_plan: Plan
+) -> tuple[Reduction, Reduction | None]:
+    """`reduce_tensor` of ``tensor``, and the reductions of ``relu(tensor)`` from the same pass.
+
+    The second is what `reduce_tensor` of an ``nn.ReLU``'s output would give,
+    before `accuracy.repair` (call it with that output). It is None where it
+    cannot be had this way: not a float32 CPU tensor the kernel takes, or a
+    NaN or Inf in ``tensor`` (the output is then reduced on its own).
+    """
+    got = native.moments_relu(tensor) if kind_of(tensor) == "float" else None
+    if got is None or tensor.numel() == 0:
+        return reduce_tensor(tensor, plan), None
+    t = tensor.detach()
+    red = Reduction("float", t.numel())
+    _from_moments(t, got[0], plan, red)
+    if not red.known_finite():
+        return red, None
+    relu = Reduction("float", t.numel())
+    _fill(got[1], relu_plan, relu)
+    relu.nan = relu.inf = 0.0
+    return red, relu
+
+
 def _native(t: torch.Tensor, plan: Plan, red: Reduction) -> bool:
     """One pass through the C kernel (CPU); False when it cannot take ``t``."""
     got = native.moments(t)
     if got is None:
         return False
+    _from_moments(t, got, plan, red)
+    return True
+
+
+def _from_moments(t: torch.Tensor, got: native.Moments, plan: Plan, red: Reduction) -> None:
+    """Fill ``red`` from the kernel's results for ``t``; exact NaN/Inf counts where needed."""
+    _fill(got, plan, red)
+    # sum and sum of squares show any NaN or Inf (or a sum too large for float32)
+    _count_nonfinite(t, red, [got.shifted_sum, got.shifted_sumsq])
+    if plan.sum or plan.squares:
+        accuracy.repair(t, red)
+
+
+def _fill(got: native.Moments, plan: Plan, red: Reduction) -> None:
     if plan.sum or plan.squares:  # moments of x - shift: the mean is needed to undo it
         red.sum, red.shift = got.shifted_sum, got.shift
     if plan.squares:
@@ -234,11 +272,6 @@ def _native(t: torch.Tensor, plan: Plan, red: Reduction) -> bool:
         red.min, red.max = got.min, got.max
     if plan.zeros != "none":
         red.nonzero = got.nonzero
-    # sum and sum of squares show any NaN or Inf (or a sum too large for float32)
-    _count_nonfinite(t, red, [got.shifted_sum, got.shifted_sumsq])
-    if plan.sum or plan.squares:
-        accuracy.repair(t, red)
-    return True
 
 
 def _eager(t: torch.Tensor, plan: Plan, red: Reduction) -> None:
