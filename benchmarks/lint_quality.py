@@ -9,6 +9,8 @@ into one folder and run::
 
     python benchmarks/lint_quality.py DIR
     python benchmarks/lint_quality.py DIR --sites REPO   # print every site with context
+    python benchmarks/lint_quality.py DIR --fresh        # the fresh held-out set
+    python benchmarks/lint_quality.py DIR --same [--fresh]   # DIR = FILE = flake8 findings
 
 Each repository is linted as a whole tree (its project index), as
 ``hookscope lint <repo>`` does. The default (confident) set is HS101-HS103;
@@ -33,7 +35,27 @@ REPOS: dict[str, tuple[str, str]] = {
     "speechbrain": ("speechbrain/speechbrain", "9c826ef3937bac885c8a6ca86c6889a30f256fb5"),
     "kornia": ("kornia/kornia", "b4f5a78a13891c7ac4c1cd9695941380273e981d"),
 }
+# The fresh held-out set: labelled (lint_labels_fresh.tsv) after the resolver was tuned
+# on the repositories above and before the lint was ever run on these.
+FRESH: dict[str, tuple[str, str]] = {
+    "DeepSpeed": ("deepspeedai/DeepSpeed", "38327e07f6cd39b63418f60cedd1651b0be3e7c3"),
+    "detectron2": ("facebookresearch/detectron2", "02b5c4e295e990042a714712c21dc79b731e8833"),
+    "mmcv": ("open-mmlab/mmcv", "a8073c74bf83d62ec36a103f835faa4837fb6585"),
+    "pyro": ("pyro-ppl/pyro", "ff6ae1c9572591791aae8842bcd702fcf0b46fd6"),
+    "pytorch-lightning": (
+        "Lightning-AI/pytorch-lightning",
+        "7f0c3436cd3f6ad3753125672024fc415cbcb414",
+    ),
+    "pytorch_geometric": ("pyg-team/pytorch_geometric", "5c6461b2305ad068a6d61165b3c55852a11aaa41"),
+    "trl": ("huggingface/trl", "f2cd57710ae345ea6428ae95363267fcf38a3dc8"),
+    "flair": ("flairNLP/flair", "d4ea3777998ba67bfbe6b6b8359e024dcf673c3e"),
+    "asteroid": ("asteroid-team/asteroid", "92c8d83a9dbe7c3afd1cd097e31254e0b4f82881"),
+    "x-transformers": ("lucidrains/x-transformers", "9252ed7838021ee61e6c5be0930b3a9a88efdf06"),
+    "torchtune": ("pytorch/torchtune", "bd2a0fc7c31430972728494fa01aaeeb0ebf1ba1"),
+    "composer": ("mosaicml/composer", "6405188805a0054b4551ec49e4919c54c971d0e8"),
+}
 LABELS = Path(__file__).with_name("lint_labels.tsv")
+FRESH_LABELS = Path(__file__).with_name("lint_labels_fresh.tsv")
 CODES = ["HS101", "HS102", "HS103"]
 
 
@@ -66,24 +88,26 @@ def forward_sites(root: Path) -> list[tuple[str, int, ast.Call]]:
     return sorted(sites, key=lambda s: (s[0], s[1]))
 
 
-def read_labels() -> dict[tuple[str, str], tuple[bool, str]]:
+def read_labels(path: Path = LABELS) -> dict[tuple[str, str], tuple[bool, str]]:
     """``(repo, path:line) -> (is a hook bypass, reason)``."""
-    with LABELS.open(encoding="utf-8", newline="") as handle:
+    with path.open(encoding="utf-8", newline="") as handle:
         rows = csv.reader(handle, delimiter="\t")
         return {(r[0], r[1]): (r[2] == "1", r[3]) for r in rows if r and not r[0].startswith("#")}
 
 
-def score(folder: Path, codes: list[str]) -> tuple[int, int, int]:
+def score(
+    folder: Path, codes: list[str], repos: dict[str, tuple[str, str]], labels_path: Path
+) -> tuple[int, int, int]:
     """Print the scores of each repository; return the totals (flagged, true, positives)."""
     from hookscope.lint import lint
 
-    labels = read_labels()
+    labels = read_labels(labels_path)
     totals = [0, 0, 0]
     print(
         f"{'repository':12s} {'sites':>5s} {'bypass':>6s} {'flagged':>7s} {'true':>5s}"
         f" {'precision':>9s} {'recall':>6s}"
     )
-    for name in REPOS:
+    for name in repos:
         root = folder / name
         sites = {f"{p}:{line}" for p, line, _ in forward_sites(root)}
         found = {
@@ -100,7 +124,7 @@ def score(folder: Path, codes: list[str]) -> tuple[int, int, int]:
         for wrong in sorted(found - positives):
             print(f"  false positive {name}/{wrong}: {labels.get((name, wrong), (0, '?'))[1]}")
         print(
-            f"{name:12s} {len(sites):5d} {len(positives):6d} {len(found):7d} {tp:5d}"
+            f"{name[:12]:12s} {len(sites):5d} {len(positives):6d} {len(found):7d} {tp:5d}"
             f" {tp / max(len(found), 1):9.3f} {tp / max(len(positives), 1):6.3f}"
         )
         for i, n in enumerate((len(found), tp, len(positives))):
@@ -111,6 +135,50 @@ def score(folder: Path, codes: list[str]) -> tuple[int, int, int]:
         f" {tp / max(flagged, 1):9.3f} {tp / max(positives, 1):6.3f}"
     )
     return flagged, tp, positives
+
+
+def same_findings(folder: Path, repos: dict[str, tuple[str, str]]) -> bool:
+    """Compare, per repository, the default findings in the files holding ``.forward(``
+    sites: whole tree (``hookscope lint DIR``) vs each file alone (``hookscope lint
+    FILE``, the pre-commit hook) vs the flake8 plugin. Print and return whether equal."""
+    import subprocess
+
+    from hookscope.lint import lint
+
+    equal = True
+    for name in repos:
+        root = folder / name
+        files = sorted({str(root / p) for p, _, _ in forward_sites(root)})
+
+        def key(path: str, line: int, code: str, root: Path = root) -> tuple[str, int, str]:
+            return (os.path.relpath(os.path.abspath(path), root), line, code)
+
+        wanted = {os.path.relpath(f, root) for f in files}
+        whole = {key(f.path, f.line, f.code) for f in lint([root], config=False)}
+        whole = {k for k in whole if k[0] in wanted}
+        alone = {key(f.path, f.line, f.code) for p in files for f in lint([p], config=False)}
+        proc = subprocess.run(
+            [sys.executable, "-m", "flake8", "--isolated", "--select=HS", *files],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        flake8 = set()
+        for line in proc.stdout.splitlines():
+            path, lineno, _col, rest = line.split(":", 3)
+            flake8.add(key(path, int(lineno), rest.split()[0]))
+        same = whole == alone == flake8
+        equal &= same
+        print(
+            f"{name:18s} files {len(files):4d}  whole tree {len(whole):4d}  file by file"
+            f" {len(alone):4d}  flake8 {len(flake8):4d}  {'same' if same else 'DIFFERENT'}"
+        )
+        for what, found in (("file by file", alone), ("flake8", flake8)):
+            for k in sorted(found ^ whole)[:10]:
+                print(
+                    f"    {what} vs whole tree differ at {k} ({'extra' if k in found else 'missing'})"
+                )
+    return equal
 
 
 def show_sites(root: Path, name: str) -> None:
@@ -136,11 +204,23 @@ def main() -> None:
     parser.add_argument("folder", type=Path, help="folder holding one clone per repository")
     parser.add_argument("--sites", metavar="REPO", help="print the sites of REPO with context")
     parser.add_argument("--guesses", action="store_true", help="count HS104 guesses as findings")
+    parser.add_argument(
+        "--fresh", action="store_true", help="score the fresh held-out set (FRESH) instead"
+    )
+    parser.add_argument(
+        "--same",
+        action="store_true",
+        help="check that DIR, FILE and flake8 runs give the same findings instead of scoring",
+    )
     args = parser.parse_args()
     if args.sites:
         show_sites(args.folder / args.sites, args.sites)
         return
-    flagged, tp, positives = score(args.folder, CODES + (["HS104"] if args.guesses else []))
+    codes = CODES + (["HS104"] if args.guesses else [])
+    repos, labels = (FRESH, FRESH_LABELS) if args.fresh else (REPOS, LABELS)
+    if args.same:
+        sys.exit(0 if same_findings(args.folder, repos) else 1)
+    flagged, tp, positives = score(args.folder, codes, repos, labels)
     sys.exit(0 if flagged else 1)
 
 

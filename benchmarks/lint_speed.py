@@ -312,6 +312,9 @@ def main() -> None:
     parser.add_argument("--flake8-repeat", type=int, default=1, help="flake8 repetitions (slow)")
     parser.add_argument("--quality", action="store_true", help="also score precision/recall")
     parser.add_argument(
+        "--quality-only", action="store_true", help="score precision/recall, time nothing"
+    )
+    parser.add_argument(
         "--heldout", metavar="DIR", help="only score the held-out wheels unpacked in DIR"
     )
     args = parser.parse_args()
@@ -322,6 +325,10 @@ def main() -> None:
             if p.is_dir() and "dist-info" not in p.name
         ]
         quality(folders, args.heldout, HELDOUT_LABELS)
+        return
+    if args.quality_only:
+        trees = [package_dir("transformers"), package_dir("torch")]
+        quality(trees, str(Path(trees[0]).parent))
         return
     if importlib.util.find_spec("flake8_no_module_forward_call") is None:
         raise SystemExit("needs the flake8 plugin: pip install flake8-no-module-forward-call")

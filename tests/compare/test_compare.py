@@ -128,7 +128,7 @@ def test_bad_options_are_usage_errors() -> None:
         hookscope.compare(model, model, x, match="random")  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="model_b must be"):
         hookscope.compare(model, 3, x)
-    with pytest.raises(UsageError, match="propagate"):
+    with pytest.raises(UsageError, match="cuts B's autograd graph at every module"):
         hookscope.compare(model, model, x, mode="isolate", backward=True)
     with pytest.raises(UsageError, match="needs the model inputs"):
         hookscope.compare(model, model)

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from hookscope.compare import tensor_metrics
+from hookscope.compare.metrics import MetricsBatch
 
 
 def test_identical_tensors_have_no_error() -> None:
@@ -62,3 +63,31 @@ def test_zero_reference_and_empty() -> None:
 def test_shapes_must_match() -> None:
     with pytest.raises(ValueError, match=r"\(2,\) vs \(3,\)"):
         tensor_metrics(torch.zeros(2), torch.zeros(3), rtol=0, atol=0)
+
+
+def test_batch_matches_float64_by_hand_with_one_transfer() -> None:
+    torch.manual_seed(0)
+    pairs = []
+    for n in (10, 1000, 300_000):
+        a = torch.randn(n) * 3
+        pairs.append((a, a + torch.randn(n) * 1e-4))
+    pairs.append((torch.randn(7, 5), torch.randn(7, 5)))  # unrelated: cosine near 0
+    pairs.append((torch.randn(4).t(), torch.randn(4).t()))
+    pairs.append((torch.randn(6, 4).t(), torch.randn(4, 6)))  # non-contiguous reference
+    batch = MetricsBatch(rtol=1e-3, atol=1e-5)
+    slots = [batch.add(a, b) for a, b in pairs]
+    results = batch.results()
+    for slot, (a, b) in zip(slots, pairs, strict=True):
+        a64, b64 = a.double(), b.double()
+        d = b64 - a64
+        got = results[slot]
+        assert got.max_abs == pytest.approx(d.abs().max().item(), rel=1e-6)
+        assert got.sqnr_db == pytest.approx(
+            10 * math.log10(a64.square().sum().item() / d.square().sum().item()), rel=1e-5
+        )
+        cos = (a64 * b64).sum() / (a64.norm() * b64.norm())
+        # float32 norms: the cosine is exact to ~1e-6 of |d| / |a| (1e-11 for near twins)
+        assert got.cosine == pytest.approx(cos.item(), abs=1e-6 * (d.norm() / a64.norm()).item())
+        outside = (d.abs() > 1e-5 + 1e-3 * a64.abs()).double().mean().item()
+        assert got.frac_outside == pytest.approx(outside, abs=1e-6)
+        assert got == tensor_metrics(a, b, rtol=1e-3, atol=1e-5)

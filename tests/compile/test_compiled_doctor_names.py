@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
-import torch._dynamo as dynamo
 from torch import nn
 
 import hookscope
@@ -19,13 +16,6 @@ from hookscope.zoo import SmallCNN
 pytestmark = pytest.mark.filterwarnings(
     "ignore:The .grad attribute of a Tensor that is not a leaf:UserWarning"
 )
-
-
-@pytest.fixture(autouse=True)
-def _fresh_dynamo() -> Iterator[None]:
-    dynamo.reset()
-    yield
-    dynamo.reset()
 
 
 class _Breaks(nn.Module):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import math
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -24,13 +24,6 @@ from hookscope.zoo import SmallCNN
 transformers = pytest.importorskip("transformers")
 
 Key = tuple[str, str, str, str]
-
-
-@pytest.fixture(autouse=True)
-def _fresh_dynamo() -> Iterator[None]:
-    dynamo.reset()
-    yield
-    dynamo.reset()
 
 
 def _gpt2() -> nn.Module:

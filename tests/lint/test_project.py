@@ -173,3 +173,23 @@ def test_class_hierarchies_through_aliased_imports_and_many_files(tmp_path: Path
         encoding="utf-8",
     )
     assert [(f.line, f.code) for f in lint(use, select=["HS1", "HS104"])] == [(13, "HS101")]
+
+
+def test_a_nested_project_is_linted_against_its_own_index(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "layers.py").write_text(
+        "from torch import nn\n\n\nclass Block(nn.Module):\n    pass\n", encoding="utf-8"
+    )
+    use = "import torch\nfrom layers import Block\n\nBlock().forward(1)\n"
+    (tmp_path / "top.py").write_text(use, encoding="utf-8")
+    inner = tmp_path / "plugin"
+    inner.mkdir()
+    (inner / "pyproject.toml").write_text("[project]\nname = 'plugin'\n", encoding="utf-8")
+    (inner / "use.py").write_text(use, encoding="utf-8")
+    codes = ["HS1", "HS104"]
+    whole = {(Path(f.path).name, f.line, f.code) for f in lint(tmp_path, select=codes)}
+    # top.py sees layers.py; plugin/ is its own project, as when its file is linted alone.
+    assert ("top.py", 4, "HS101") in whole
+    alone = {(Path(f.path).name, f.line, f.code) for f in lint(inner / "use.py", select=codes)}
+    assert alone == {("use.py", 4, "HS104")}
+    assert {item for item in whole if item[0] == "use.py"} == alone

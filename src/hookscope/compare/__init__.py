@@ -13,6 +13,7 @@ Flow: ``recorder`` (session hooks) → ``recording`` → ``match`` + ``metrics``
 
 from __future__ import annotations
 
+from hookscope.compare.compiled import CompileFallbackWarning
 from hookscope.compare.core import compare, record
 from hookscope.compare.metrics import Metrics, tensor_metrics
 from hookscope.compare.recording import CallRecord, Recording, load_recording
@@ -20,6 +21,7 @@ from hookscope.compare.result import Comparison, Row, TensorDiff
 
 __all__ = [
     "CallRecord",
+    "CompileFallbackWarning",
     "Comparison",
     "Metrics",
     "Recording",

@@ -16,6 +16,14 @@ from hookscope.compare.sides import LossFn, as_inputs, recorded_inputs, run, sid
 from hookscope.errors import UsageError
 
 _MODES = get_args(Mode)
+_ISOLATE_BACKWARD = (
+    "backward=True is not supported with mode='isolate': isolate mode feeds B's modules "
+    "detached copies of A's inputs, which cuts B's autograd graph at every module, so a "
+    "backward would reach only the last modules and the gradient rows would be wrong. "
+    "Run mode='isolate' without backward to find the module whose forward introduces the "
+    "error (a wrong weight shows there too), and backward=True with mode='propagate' to "
+    "see how the gradients differ"
+)
 
 
 def _tolerance(name: str, value: object) -> float:
@@ -73,7 +81,8 @@ def compare(
         *inputs: positional model inputs (default: those of a recording on side A or B).
         backward: also compare the gradient w.r.t. every module output, after
             a backward of ``loss_fn(output)`` (default: the sum of all outputs).
-            Propagate mode only.
+            Propagate mode only (isolate mode cuts B's autograd graph at every
+            module; the error says what to do instead).
         mode: ``"propagate"`` (B runs on its own; errors accumulate downstream)
             or ``"isolate"`` (teacher forcing: each module of B gets A's inputs
             to that module, so a row's error is the module's own).
@@ -105,7 +114,7 @@ def compare(
     if mode == "isolate" and b.model is None:
         raise UsageError("mode='isolate' runs B on A's inputs; B must be a model, not a recording")
     if mode == "isolate" and backward:
-        raise UsageError("backward=True compares gradients in mode='propagate' only")
+        raise UsageError(_ISOLATE_BACKWARD)
     given = as_inputs(inputs, kwargs)
     if not inputs and not kwargs:
         source = a.recording or b.recording

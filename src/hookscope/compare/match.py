@@ -13,9 +13,10 @@ Three ways to pair (``match=``):
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Literal
 
-from hookscope.compare.metrics import Metrics, tensor_metrics
+from hookscope.compare.metrics import MetricsBatch
 from hookscope.compare.recording import CallRecord, Recording, Tensors
 from hookscope.compare.result import Row, TensorDiff, TensorKind
 from hookscope.errors import UsageError
@@ -74,27 +75,34 @@ def rows(
             unmatched_b.append(mine.label)
         else:
             pairs[id(theirs)] = mine
-    out: list[Row] = []
+    batch = MetricsBatch(rtol=rtol, atol=atol)
+    queued: dict[tuple[int, int], int] = {}  # one copy shared by a container and its last child
+    pending: list[tuple[CallRecord, CallRecord, list[_Pending]]] = []
     unmatched_a: list[str] = []
-    cache: dict[tuple[int, int], Metrics] = {}
     for call_a in a.calls:
         call_b = pairs.get(id(call_a))
         if call_b is None:
             unmatched_a.append(call_a.label)
             continue
-        tensors = _diffs("output", call_a.outputs, call_b.outputs, rtol, atol, cache)
-        tensors += _diffs("grad", call_a.grads, call_b.grads, rtol, atol, cache)
-        out.append(
-            Row(
-                index=len(out),
-                name=call_a.name,
-                call=call_a.call,
-                type=call_a.type or call_b.type,
-                name_b=call_b.name if call_b.name != call_a.name else "",
-                tensors=tuple(tensors),
-                isolated=isolated is not None and id(call_b) in isolated,
-            )
+        tensors = _pending("output", call_a.outputs, call_b.outputs, batch, queued)
+        tensors += _pending("grad", call_a.grads, call_b.grads, batch, queued)
+        pending.append((call_a, call_b, tensors))
+    results = batch.results()
+    out = [
+        Row(
+            index=index,
+            name=call_a.name,
+            call=call_a.call,
+            type=call_a.type or call_b.type,
+            name_b=call_b.name if call_b.name != call_a.name else "",
+            tensors=tuple(
+                replace(diff, metrics=results[slot]) if slot is not None else diff
+                for diff, slot in tensors
+            ),
+            isolated=isolated is not None and id(call_b) in isolated,
         )
+        for index, (call_a, call_b, tensors) in enumerate(pending)
+    ]
     return tuple(out), tuple(unmatched_a), tuple(unmatched_b)
 
 
@@ -102,31 +110,34 @@ def _dtype(tensor: object) -> str:
     return str(getattr(tensor, "dtype", "")).removeprefix("torch.")
 
 
-def _diffs(
+#: A `TensorDiff` without its metrics yet, and its slot in the `MetricsBatch` (None: no metrics).
+_Pending = tuple[TensorDiff, int | None]
+
+
+def _pending(
     kind: TensorKind,
     a: Tensors,
     b: Tensors,
-    rtol: float,
-    atol: float,
-    cache: dict[tuple[int, int], Metrics],
-) -> list[TensorDiff]:
-    out = []
+    batch: MetricsBatch,
+    queued: dict[tuple[int, int], int],
+) -> list[_Pending]:
+    out: list[_Pending] = []
     for path in dict.fromkeys([*a, *b]):
         ta, tb = a.get(path), b.get(path)
         if ta is None or tb is None:
             present = ta if ta is not None else tb
             side = "B" if ta is not None else "A"
             shape = tuple(present.shape) if present is not None else ()
-            out.append(
-                TensorDiff(kind, path, shape, _dtype(ta), _dtype(tb), None, f"missing in {side}")
-            )
+            diff = TensorDiff(kind, path, shape, _dtype(ta), _dtype(tb), None, f"missing in {side}")
+            out.append((diff, None))
         elif ta.shape != tb.shape:
             note = f"shape differs: {tuple(ta.shape)} vs {tuple(tb.shape)}"
-            out.append(TensorDiff(kind, path, tuple(ta.shape), _dtype(ta), _dtype(tb), None, note))
+            diff = TensorDiff(kind, path, tuple(ta.shape), _dtype(ta), _dtype(tb), None, note)
+            out.append((diff, None))
         else:
-            # The recorder shares one copy between a container and its last child.
             key = (id(ta), id(tb))
-            metrics = cache.get(key) or tensor_metrics(ta, tb, rtol=rtol, atol=atol)
-            cache[key] = metrics
-            out.append(TensorDiff(kind, path, tuple(ta.shape), _dtype(ta), _dtype(tb), metrics))
+            if key not in queued:
+                queued[key] = batch.add(ta, tb)
+            diff = TensorDiff(kind, path, tuple(ta.shape), _dtype(ta), _dtype(tb), None)
+            out.append((diff, queued[key]))
     return out

@@ -1,8 +1,8 @@
 """Error metrics between a reference tensor and a tensor under test: pure functions.
 
-No hooks and no I/O. Everything is computed on the reference's device and
-brought to the host in one transfer per tensor pair (two when the first
-shows a NaN or Inf).
+No hooks and no I/O. The sums are computed on the reference's device and a
+`MetricsBatch` brings every pair's to the host in one transfer at the end
+(`tensor_metrics` is a batch of one).
 
 Definitions (``a`` is the reference, ``b`` the tensor under test, ``d = b - a``):
 
@@ -47,48 +47,110 @@ def tensor_metrics(
     """Compare ``other`` with ``reference`` (same shape; any float or integer dtypes).
 
     ``other`` is moved to the reference's device. Both are compared in
-    float32 (float64 when either is float64), with float64 on the host for
-    the final ratios; tensors holding a NaN or Inf take a slower exact path.
+    float32 (float64 when either is float64); tensors holding a NaN or Inf
+    take a slower exact path in float64.
 
     Raises:
         ValueError: the shapes differ.
     """
-    if reference.shape != other.shape:
-        raise ValueError(f"shapes differ: {tuple(reference.shape)} vs {tuple(other.shape)}")
-    wide = torch.float64 in (reference.dtype, other.dtype)
-    dtype = torch.float64 if wide else torch.float32
-    a = reference.detach().to(dtype)
-    b = other.detach().to(device=a.device, dtype=dtype)
-    numel = a.numel()
-    if numel == 0:
-        return Metrics(0.0, 0.0, math.inf, 1.0, 0.0, 0)
-    diff = b - a
-    diff.abs_()
-    max_abs = diff.amax()
-    if not bool(max_abs.isfinite()):  # one host read; NaN/Inf are rare, take the careful path
-        return _nonfinite_metrics(a, b, rtol=rtol, atol=atol)
-    # Passes over the data are the cost (see PERF_NOTES): norms instead of
-    # sums of squares, the dot product from the three norms, |a| reused.
-    abs_a = a.abs().clamp_min_(_TINY)
-    values = torch.stack(
-        (
-            max_abs.to(torch.float64),
-            (diff / abs_a).amax().to(torch.float64),
-            torch.linalg.vector_norm(a, dtype=torch.float64),
-            torch.linalg.vector_norm(diff, dtype=torch.float64),
-            torch.linalg.vector_norm(b, dtype=torch.float64),
-            (diff > abs_a.mul_(rtol).add_(atol)).sum(dtype=torch.float64),
-        )
-    ).tolist()
-    max_abs_v, max_rel, norm_a, norm_d, norm_b, n_out = values
-    signal, noise, power_b = norm_a**2, norm_d**2, norm_b**2
-    # |a - b|^2 = |a|^2 + |b|^2 - 2 a.b
-    dot = (signal + power_b - noise) / 2
+    batch = MetricsBatch(rtol=rtol, atol=atol)
+    batch.add(reference, other)
+    return batch.results()[0]
+
+
+class MetricsBatch:
+    """Metrics of many tensor pairs with one host transfer for all of them.
+
+    Passes over the data are the cost (see PERF_NOTES): each pair takes about
+    a dozen elementwise passes written into three scratch buffers reused from
+    pair to pair (a fresh large tensor costs page faults on the CPU), float32
+    norms (float64 ones are ~9x slower on the CPU), and the cosine from the
+    three norms. `add` only queues; `results` computes every pair and brings
+    the six sums of each to the host at once.
+
+    Args:
+        rtol: relative tolerance of ``frac_outside``.
+        atol: absolute tolerance.
+    """
+
+    def __init__(self, *, rtol: float, atol: float) -> None:
+        self.rtol = rtol
+        self.atol = atol
+        self._pairs: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self._scratch: dict[tuple[torch.device, torch.dtype], torch.Tensor] = {}
+
+    def add(self, reference: torch.Tensor, other: torch.Tensor) -> int:
+        """Queue one pair (nothing is computed yet); returns its index in `results`.
+
+        Raises:
+            ValueError: the shapes differ.
+        """
+        if reference.shape != other.shape:
+            raise ValueError(f"shapes differ: {tuple(reference.shape)} vs {tuple(other.shape)}")
+        a = reference.detach()
+        self._pairs.append((a, other.detach().to(a.device)))
+        return len(self._pairs) - 1
+
+    def results(self) -> list[Metrics]:
+        """The metrics of every pair queued, in order (one device-to-host transfer)."""
+        largest = max((a.numel() for a, _ in self._pairs), default=0)
+        sums = [self._sums_of(a, b, largest) for a, b in self._pairs if a.numel()]
+        host = iter(torch.stack([s.to(sums[0].device) for s in sums]).tolist() if sums else [])
+        out = []
+        for a, b in self._pairs:
+            if not a.numel():
+                out.append(Metrics(0.0, 0.0, math.inf, 1.0, 0.0, 0))
+                continue
+            values = next(host)
+            if all(map(math.isfinite, values)):
+                out.append(_from_sums(values, a.numel()))
+            else:  # a NaN or Inf, or a float32 norm overflowed: the careful float64 path
+                out.append(_nonfinite_metrics(a, b, rtol=self.rtol, atol=self.atol))
+        self._scratch.clear()
+        return out
+
+    def _buffers(
+        self, like: torch.Tensor, dtype: torch.dtype, largest: int
+    ) -> tuple[torch.Tensor, ...]:
+        n = like.numel()
+        key = (like.device, dtype)
+        buf = self._scratch.get(key)
+        if buf is None:  # sized once for the largest pair: growing it would fault pages anew
+            buf = torch.empty(3 * largest, dtype=dtype, device=like.device)
+            self._scratch[key] = buf
+        return tuple(buf[i * n : (i + 1) * n].view(like.shape) for i in range(3))
+
+    def _sums_of(self, a: torch.Tensor, b: torch.Tensor, largest: int) -> torch.Tensor:
+        dtype = torch.float64 if torch.float64 in (a.dtype, b.dtype) else torch.float32
+        a, b = a.to(dtype), b.to(dtype)  # no copy when they already are
+        diff, abs_a, work = self._buffers(a, dtype, largest)
+        torch.sub(b, a, out=diff)
+        norm_d = torch.linalg.vector_norm(diff)
+        diff.abs_()
+        max_abs = diff.amax()
+        torch.abs(a, out=abs_a)
+        # |d| > atol + rtol |a|  <=>  |d| - rtol |a| > atol
+        torch.add(diff, abs_a, alpha=-self.rtol, out=work)
+        outside = torch.count_nonzero(work > self.atol)
+        max_rel = torch.div(diff, abs_a.clamp_min_(_TINY), out=work).amax()
+        norm_a, norm_b = torch.linalg.vector_norm(a), torch.linalg.vector_norm(b)
+        parts = (max_abs, max_rel, norm_a, norm_d, norm_b, outside.to(dtype))
+        return torch.stack(parts).to(torch.float64)
+
+
+def _from_sums(values: list[float], numel: int) -> Metrics:
+    max_abs, max_rel, norm_a, norm_d, norm_b, n_out = values
+    # a.b = (|a|^2 + |b|^2 - |d|^2) / 2, so 1 - cos = (|d|^2 - (|a| - |b|)^2) / (2 |a| |b|):
+    # written this way the rounding of the float32 norms barely moves a cosine near 1.
+    if norm_a == 0.0 or norm_b == 0.0:
+        cosine = 1.0 if norm_a == norm_b else 0.0
+    else:
+        cosine = 1.0 - (norm_d**2 - (norm_a - norm_b) ** 2) / (2.0 * norm_a * norm_b)
     return Metrics(
-        max_abs=max_abs_v,
+        max_abs=max_abs,
         max_rel=max_rel,
-        sqnr_db=_sqnr(signal, noise),
-        cosine=max(-1.0, min(1.0, _cosine(dot, signal, power_b))),
+        sqnr_db=_sqnr(norm_a**2, norm_d**2),
+        cosine=max(-1.0, min(1.0, cosine)),
         frac_outside=n_out / numel,
         numel=numel,
     )

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from hookscope.compare.compiled import compiled_label, compiled_run
 from hookscope.compare.recorder import Recorder, Teacher, flatten
 from hookscope.compare.recording import Recording, load_recording
 from hookscope.compare.safety import set_rng_state, untouched
@@ -100,6 +101,7 @@ def side_b(value: object, a: Side) -> Side:
 
 def module_side(label: str, model: nn.Module) -> Side:
     """A live model: floating inputs follow its first floating parameter's dtype and device."""
+    label = compiled_label(label, model)
     param = next((p for p in model.parameters() if p.is_floating_point()), None)
     if param is None:
         return Side(label, model=model)
@@ -191,7 +193,7 @@ def run(
     autocast: AbstractContextManager[Any] = (
         side.autocast if side.autocast is not None else nullcontext()
     )
-    with untouched(model), session(model) as s:
+    with untouched(model), compiled_run(model), session(model) as s:
         set_rng_state(rng)
         recorder = Recorder(
             s,

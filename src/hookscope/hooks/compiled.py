@@ -89,24 +89,29 @@ def stale_graphs(model: nn.Module) -> int:
     return 0 if forward is None else _cached_graphs(forward)
 
 
-def warn_stale(model: nn.Module, what: str, *, stacklevel: int = 3) -> bool:
-    """Warn when ``what`` (e.g. ``"Monitor"``) hooks a compiled model with cached hookless graphs.
+def warn_stale(model: nn.Module, what: str, *, eager: bool = False, stacklevel: int = 3) -> bool:
+    """Warn when ``what`` (e.g. ``"Monitor"``) hooks a model with cached hookless compiled graphs.
 
-    Only compiled models (a ``torch.compile`` wrapper, or after
-    ``model.compile()``) are checked here: an eager model whose class was
-    compiled elsewhere is caught later, when a step misses its forward records.
+    By default only compiled models (a ``torch.compile`` wrapper, or after
+    ``model.compile()``) are checked: an eager model whose class was compiled
+    elsewhere is caught later, when a Monitor step misses its forward
+    records. ``eager=True`` (sessions, which have no steps) also warns for an
+    eager model whose ``forward`` has compiled graphs: calling it through
+    ``torch.compile`` runs those graphs without the new hooks.
 
     Returns:
         True when it warned.
     """
     root = compiled_root(model)
-    count = 0 if root is None else stale_graphs(model)
-    if root is None or not count:
+    count = stale_graphs(model) if root is not None or eager else 0
+    if not count:
         return False
+    name = type(root or model).__name__
+    when = "" if root is not None else " (when called through torch.compile)"
     warnings.warn(
-        f"{what} added hooks to {type(root).__name__}, whose forward already has {count} "
-        "compiled graph(s) traced without them: torch.compile keeps running those graphs, so "
-        "the hooks will not run inside them (forward and module-gradient statistics missing). "
+        f"{what} added hooks to {name}, whose forward already has {count} "
+        f"compiled graph(s) traced without them: torch.compile keeps running those graphs{when}, "
+        "so the hooks will not run inside them (forward and module-gradient hooks skipped). "
         f"Open the {what} before the first compiled call, or call torch._dynamo.reset() "
         "before it to recompile with the hooks.",
         StaleGraphWarning,

@@ -24,7 +24,7 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from hookscope.errors import HookError, HookWarning, UsageError
-from hookscope.hooks.compiled import tracing
+from hookscope.hooks.compiled import tracing, warn_stale
 from hookscope.hooks.describe import WRAPPED_ATTR, callable_name
 from hookscope.hooks.handles import HandleGroup, HookFailure, HookKind, Registration
 from hookscope.hooks.selection import (
@@ -98,6 +98,9 @@ class HookSession:
         self._lock = threading.Lock()
         self._snapshot = _Snapshot()
         self._bypass: Any = None
+        #: Whether hooks on compiled graphs traced without them were looked for
+        #: (`hookscope.hooks.compiled.warn_stale`, once per session; a Monitor does its own).
+        self.stale_checked = False
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -337,6 +340,9 @@ class HookSession:
         if not callable(hook):
             raise UsageError(f"hook must be callable, got {hook!r}")
         selection = select_modules(self.model, modules, leaves_only=leaves_only)
+        if not self.stale_checked:
+            self.stale_checked = True
+            warn_stale(self.model, "hookscope.session", eager=True, stacklevel=4)
         # one device counter per group, for the calls inside compiled graphs
         traced_calls = torch.zeros(len(selection), dtype=torch.int64)
         regs = []

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from hookscope.errors import UsageError
 from hookscope.lint.config import LintConfig, find_pyproject, load_config
+from hookscope.lint.discovery import discover
 from hookscope.lint.findings import Edit, Finding
 from hookscope.lint.fixes import FileFix, apply_edits, reparses
 from hookscope.lint.registry import Rule, all_rules, select_codes
@@ -24,7 +25,6 @@ from hookscope.lint.runner import (
     analyze_csharp,
     analyze_file,
     analyze_text,
-    discover,
     run_lint,
 )
 from hookscope.lint.source import (
@@ -160,8 +160,8 @@ def _fix_file(path: str, findings: list[Finding], run: LintRun) -> FileFix:
 
 def _reanalyze(path: str, text: str, run: LintRun) -> list[Finding]:
     if path.endswith(".cs"):
-        return analyze_csharp(path, text.encode("utf-8"), run.codes, run.index)
-    return analyze_text(path, text, run.index, run.codes)
+        return analyze_csharp(path, text.encode("utf-8"), run.codes, run.index_of(path))
+    return analyze_text(path, text, run.index_of(path), run.codes)
 
 
 __all__ = [

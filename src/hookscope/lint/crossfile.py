@@ -1,20 +1,24 @@
-"""Resolution through other files of the project: factories and pytest fixtures.
+"""Resolution through other files of the project: factories, fixtures, attributes.
 
 What a function of another file returns is read from the project index (its
 return annotation, or the calls every ``return`` makes); a parameter named like
 a pytest fixture of the same file or of a ``conftest.py`` is what that fixture
-returns.
+returns. An attribute of an instance of a class defined in another file is
+resolved in that file (`foreign`), parsed on demand once per process.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from hookscope.lint import known
 from hookscope.lint.bindings import dotted
 from hookscope.lint.kinds import UNKNOWN, Kind, Resolved
+from hookscope.lint.pyfile import PyFile
+from hookscope.lint.source import DEFAULT_MAX_FILE_SIZE, Unreadable, decode_python, read_bytes
 
 if TYPE_CHECKING:
     from hookscope.lint.resolve import Resolver
@@ -71,3 +75,32 @@ def _indexed_return(resolver: Resolver, annotation: str, calls: tuple[str, ...])
         is_class = last[:1].isupper() or last in resolver.index
         kinds.add(resolver.class_kind(last)[0] if is_class else Kind.UNKNOWN)
     return kinds.pop() if len(kinds) == 1 else Kind.UNKNOWN
+
+
+# Resolvers of the files that define classes other files use, for one index at a time.
+_FOREIGN: dict[str, Resolver | None] = {}
+_FOREIGN_INDEX: list[int] = [0]
+
+
+def foreign(resolver: Resolver, cls_name: str) -> Resolver | None:
+    """A resolver for the one project file that defines ``cls_name``; ``None`` if there is
+    no such single file (unknown, defined in several files, unreadable, this file)."""
+    files = {where.rpartition(":")[0] for _, where in resolver.index.defs.get(cls_name, ())}
+    if len(files) != 1:
+        return None
+    where = files.pop()
+    path = os.path.join(resolver.index.root, where) if resolver.index.root else where
+    if os.path.abspath(path) == os.path.abspath(resolver.file.path):
+        return None
+    if _FOREIGN_INDEX[0] != id(resolver.index):
+        _FOREIGN.clear()
+        _FOREIGN_INDEX[0] = id(resolver.index)
+    if path not in _FOREIGN:
+        _FOREIGN[path] = None  # also guards against cycles while parsing
+        try:
+            text = decode_python(read_bytes(path, DEFAULT_MAX_FILE_SIZE)).text
+            pyfile = PyFile.parse(where, text)
+        except (Unreadable, SyntaxError, ValueError, LookupError):
+            return None
+        _FOREIGN[path] = type(resolver)(pyfile, resolver.index)
+    return _FOREIGN[path]

@@ -52,6 +52,8 @@ class ClassIndex:
         defs: name → ``(bases, path:line)`` of every definition, to pick the one an
             import names (``from pkg.mod import Net`` → ``pkg/mod.py``).
         functions: name → `FunctionEntry` of every top-level function so named.
+        root: the project root the ``path:line`` locations are relative to (``""``:
+            they are paths as given).
     """
 
     bases: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
@@ -59,6 +61,7 @@ class ClassIndex:
     where: dict[str, str] = field(default_factory=dict)
     defs: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = field(default_factory=dict)
     functions: dict[str, tuple[FunctionEntry, ...]] = field(default_factory=dict)
+    root: str = ""
 
     def in_module(self, name: str, module: str) -> tuple[tuple[str, ...], ...]:
         """The base lists of the classes ``name`` defined in the module ``module`` (dotted)."""

@@ -284,3 +284,57 @@ MODULE_NAME = re.compile(
     r"conv|linear|norm|proj|stage|transformer|tower|classifier|expert|adapter|lm",
     re.IGNORECASE,
 )
+
+# Methods only ``torch.nn.Module`` has among the objects that have a ``forward``:
+# ``x.parameters()`` next to ``x.forward(...)`` says ``x`` is a module (`evidence`).
+# Left out: ``train``/``state_dict``/``to``/``cuda``, which trainers and tensors have
+# too (optimizers have ``zero_grad`` and ``load_state_dict`` but no ``forward``).
+MODULE_ONLY_METHODS = frozenset(
+    {
+        "parameters",
+        "named_parameters",
+        "buffers",
+        "named_buffers",
+        "modules",
+        "named_modules",
+        "children",
+        "named_children",
+        "register_forward_hook",
+        "register_forward_pre_hook",
+        "register_full_backward_hook",
+        "register_full_backward_pre_hook",
+        "register_backward_hook",
+        "register_buffer",
+        "register_parameter",
+        "register_module",
+        "add_module",
+        "get_submodule",
+        "get_parameter",
+        "requires_grad_",
+        "load_state_dict",
+        "eval",
+        "zero_grad",
+    }
+)
+
+# Callables whose first argument is a module: ``DDP(model)`` says ``model`` is one.
+MODULE_WRAPPERS = frozenset(
+    {
+        "DistributedDataParallel",
+        "DDP",
+        "DataParallel",
+        "FullyShardedDataParallel",
+        "FSDP",
+        "fully_shard",
+        "compile",
+        "symbolic_trace",
+    }
+)
+
+# ``torch.distributed.rpc.RRef`` methods that give back the value the RRef holds.
+RREF_VALUE = frozenset({"to_here", "local_value"})
+
+# Libraries whose module base overrides ``__call__`` without running torch hooks
+# (``gpytorch.Module.__call__`` calls ``self.forward`` itself): a ``.forward`` call on
+# their classes skips nothing that calling would run.
+HOOKLESS_LIBRARIES = frozenset({"gpytorch"})

@@ -70,6 +70,18 @@ def find_root(path: str | os.PathLike[str]) -> Path | None:
     return None
 
 
+def group_by_root(files: Iterable[str]) -> dict[Path | None, list[str]]:
+    """``files`` grouped by their project root (`find_root`), in order; one look-up per folder."""
+    roots: dict[str, Path | None] = {}
+    groups: dict[Path | None, list[str]] = {}
+    for path in files:
+        folder = os.path.dirname(os.path.abspath(path))
+        if folder not in roots:
+            roots[folder] = find_root(folder)
+        groups.setdefault(roots[folder], []).append(path)
+    return groups
+
+
 def scan_with_cache(
     root: Path, files: Iterable[str], given: Iterable[str], scan: Scanner
 ) -> tuple[dict[str, Scan], ClassIndex]:

@@ -20,11 +20,13 @@ from dataclasses import replace
 
 from hookscope.lint import known
 from hookscope.lint.bindings import Binding, class_attributes, dotted, returned, scope_bindings
-from hookscope.lint.crossfile import factory_returns, fixture
+from hookscope.lint.classes import ClassKinds, base_names
+from hookscope.lint.crossfile import factory_returns, fixture, foreign
 from hookscope.lint.index import ClassIndex
 from hookscope.lint.kinds import NAMESPACE, UNKNOWN, Kind, Resolved
+from hookscope.lint.narrowing import Guard, guards, narrowed
 from hookscope.lint.pyfile import PyFile, Scope
-from hookscope.lint.typehints import annotation_kind, local_class
+from hookscope.lint.typehints import annotation_kind, instance_class
 
 _MAX_DEPTH = 8
 _SELF_RETURNING = frozenset(
@@ -46,91 +48,14 @@ _SELF_RETURNING = frozenset(
 _PASS_THROUGH = frozenset({"deepcopy", "copy", "compile", "cast"})
 
 
-class Resolver:
+class Resolver(ClassKinds):
     """Resolves expressions of one file against the project-wide class index."""
 
     def __init__(self, pyfile: PyFile, index: ClassIndex) -> None:
-        self.file = pyfile
-        self.index = index
+        super().__init__(pyfile, index)
         self._scope_bindings: dict[int, dict[str, list[Binding]]] = {}
         self._attrs: dict[str, dict[str, list[Binding]]] = {}
-        self._class_kinds: dict[str, tuple[Kind, bool]] = {}
-
-    # -- classes -----------------------------------------------------------
-    def class_kind(self, name: str, module: str = "") -> tuple[Kind, bool]:
-        """``(kind, is_container)`` of instances of the class named ``name`` (dotted ok).
-
-        ``module`` (``pkg.mod`` of ``from pkg.mod import Net``, or the prefix of a
-        dotted name) picks the definition in that module when the project defines
-        several classes of that name.
-        """
-        prefix, _, last = name.rpartition(".")
-        module = module or prefix
-        key = f"{module}:{last}"
-        if key in self._class_kinds:
-            return self._class_kinds[key]
-        self._class_kinds[key] = (Kind.UNKNOWN, False)  # cycle guard
-        result = None
-        variants = self.index.in_module(last, module) if module and last not in known.FIXED else ()
-        if variants and last not in self.file.classes:
-            kinds = {self._bases_kind(bases) for bases in variants}
-            result = kinds.pop() if len(kinds) == 1 else None
-        if result is None:
-            result = self.class_kind(last) if module else self._class_kind(last)
-        self._class_kinds[key] = result
-        return result
-
-    def _class_kind(self, last: str) -> tuple[Kind, bool]:
-        if last in known.HOOKLESS_MODULES:
-            return Kind.HOOKLESS, False
-        if last in known.CONTAINERS:
-            return Kind.MODULE, True
-        local = self.file.classes.get(last)
-        if local is not None and any(
-            (dotted(d) or "").endswith("jit.interface") for d in local.decorator_list
-        ):
-            return Kind.HOOKLESS, False
-        local_bases = tuple(b for b in (dotted(x) for x in local.bases) if b) if local else None
-        torch_name = last in known.TORCH_NN_MODULES or last in known.EXTERNAL_MODULES
-        # A same-file class of that name wins only if it is plainly not a module.
-        if torch_name and (not local_bases or self._bases_kind(local_bases)[0] is not Kind.OTHER):
-            return Kind.MODULE, False
-        if last in known.NON_MODULE_BASES:
-            return Kind.OTHER, False
-        if local_bases is not None:
-            return self._bases_kind(local_bases)
-        variants = self.index.get(last)
-        if not variants:
-            return Kind.UNKNOWN, False
-        kinds = {self._bases_kind(bases) for bases in variants}
-        return kinds.pop() if len(kinds) == 1 else (Kind.UNKNOWN, False)
-
-    def _bases_kind(self, bases: tuple[str, ...]) -> tuple[Kind, bool]:
-        if not bases:
-            return Kind.OTHER, False
-        results = [self.class_kind(base) for base in bases]
-        for kind in (Kind.MODULE, Kind.HOOKLESS, Kind.UNKNOWN):
-            hits = [container for k, container in results if k is kind]
-            if hits:
-                return kind, any(hits)
-        return Kind.OTHER, False
-
-    def class_origin(self, name: str) -> str:
-        """Where the class ``name`` comes from: ``class Net(nn.Module) at f.py:3``."""
-        local = self.file.classes.get(name)
-        if local is not None:
-            bases = ", ".join(dotted(b) or "..." for b in local.bases)
-            return f"class {name}({bases}) at {self.file.path}:{local.lineno}"
-        variants = self.index.get(name)
-        if variants:
-            where = self.index.where.get(name, "")
-            return f"class {name}({', '.join(variants[0])})" + (f" at {where}" if where else "")
-        return f"torch.nn.{name}" if name in known.TORCH_NN_MODULES else ""
-
-    def class_looks_like_module(self, cls: ast.ClassDef) -> bool:
-        """For a class with unresolved bases: does a base's name read like a module?"""
-        names = [dotted(b) or "" for b in cls.bases]
-        return self.file.imports_torch and any(known.MODULE_NAME.search(n) for n in names)
+        self._guards: dict[int, list[Guard]] = {}
 
     # -- expressions -------------------------------------------------------
     def resolve(self, expr: ast.expr, scope: Scope, depth: int = 0) -> Resolved:
@@ -138,11 +63,15 @@ class Resolver:
         if depth > _MAX_DEPTH:
             return UNKNOWN
         if isinstance(expr, ast.Name):
-            return self._name(expr.id, scope, depth)
+            return self._narrow(self._name(expr.id, scope, depth), expr, scope)
         if isinstance(expr, ast.Attribute):
-            return self._attribute(expr, scope, depth)
+            return self._narrow(self._attribute(expr, scope, depth), expr, scope)
         if isinstance(expr, ast.Subscript):
+            if isinstance(expr.value, (ast.Dict, ast.List, ast.Tuple)):
+                return self._literal_element(expr.value, scope, depth)
             base = self.resolve(expr.value, scope, depth + 1)
+            if isinstance(expr.slice, ast.Slice) and base.container:
+                return base  # a slice of a ModuleList or Sequential is one too
             if base.container or base.elem is Kind.MODULE:
                 return Resolved(Kind.MODULE, name=base.name)
             return Resolved(base.elem or Kind.UNKNOWN, name=base.name)
@@ -154,6 +83,27 @@ class Resolver:
         ):
             return Resolved(Kind.OTHER)
         return UNKNOWN
+
+    def _literal_element(
+        self, literal: ast.Dict | ast.List | ast.Tuple, scope: Scope, depth: int
+    ) -> Resolved:
+        """An element of ``{k: A, ...}`` or ``[A, B]``: their kind when they all agree."""
+        elements = literal.values if isinstance(literal, ast.Dict) else literal.elts
+        results = [self.resolve(e, scope, depth + 1) for e in elements if e is not None]
+        if not results or len({(r.kind, r.is_class) for r in results}) != 1:
+            return UNKNOWN
+        first = results[0]
+        return first if len({r.name for r in results}) == 1 else replace(first, cls="")
+
+    def _narrow(self, result: Resolved, expr: ast.expr, scope: Scope) -> Resolved:
+        """An unresolved ``expr`` narrowed by an ``isinstance`` guard around it."""
+        if result.kind is not Kind.UNKNOWN or result.is_class:
+            return result
+        key = id(scope.node)
+        if key not in self._guards:
+            self._guards[key] = guards(scope.node)
+        found = narrowed(self, self._guards[key], expr, scope)
+        return replace(result, kind=found.kind, via=found.via) if found else result
 
     def _name(self, name: str, scope: Scope, depth: int) -> Resolved:
         if name == scope.self_name and scope.cls is not None:
@@ -182,10 +132,10 @@ class Resolver:
             return Resolved(Kind.OTHER, name=expr.attr)
         base = self.resolve(expr.value, scope, depth + 1)
         if base.cls and not base.is_class:
-            bindings = self._class_attr(base.cls, expr.attr)
+            owner, bindings = self._class_attr(base.cls, expr.attr)
             if bindings:
                 label = f"{base.name}.{expr.attr}" if base.name else expr.attr
-                return replace(self._combine(bindings, depth, label), name=expr.attr)
+                return replace(owner._combine(bindings, depth + 1, label), name=expr.attr)
             method = self._method(base.cls, expr.attr)
             if method is not None:
                 return Resolved(Kind.OTHER, name=expr.attr, function=method)
@@ -207,6 +157,8 @@ class Resolver:
             inner = self.resolve(func.value, scope, depth + 1)
             if inner.kind is Kind.MODULE and not inner.is_class:
                 return inner
+        if last in known.RREF_VALUE and isinstance(func, ast.Attribute):
+            return self._rref_value(func.value, scope, depth + 1)
         if last == "get_submodule":
             return Resolved(Kind.MODULE, name=last)
         if last == "module" and isinstance(func, ast.Attribute):
@@ -222,7 +174,10 @@ class Resolver:
             owner = self.resolve(func.value, scope, depth + 1)
             if owner.is_class and owner.kind is not Kind.UNKNOWN:
                 return replace(
-                    owner, is_class=False, name=last, cls=local_class(self.file, owner.name)
+                    owner,
+                    is_class=False,
+                    name=last,
+                    cls=instance_class(self.file, self.index, owner.name),
                 )
         callee = self.resolve(func, scope, depth + 1)
         if callee.function is not None:
@@ -236,12 +191,37 @@ class Resolver:
                 callee.kind,
                 container=callee.container,
                 name=callee.name,
-                cls=local_class(self.file, callee.name),
+                cls=instance_class(self.file, self.index, callee.name),
             )
         return Resolved(Kind.UNKNOWN, name=last)
 
+    def _rref_value(self, node: ast.expr, scope: Scope, depth: int) -> Resolved:
+        """The value an ``RRef(value, ...)`` holds (``rref.to_here()``), through one name."""
+        if isinstance(node, ast.Call) and (dotted(node.func) or "").endswith("RRef"):
+            return self.resolve(node.args[0], scope, depth + 1) if node.args else UNKNOWN
+        current: Scope | None = scope
+        while isinstance(node, ast.Name) and current is not None and depth <= _MAX_DEPTH:
+            bindings = self._bindings(current.node).get(node.id)
+            if bindings:
+                results = {
+                    self._rref_value(b.expr, self._scope_of(b.owner), depth + 1)
+                    if b.kind == "value" and b.expr is not None
+                    else UNKNOWN
+                    for b in bindings
+                }
+                return results.pop() if len(results) == 1 else UNKNOWN
+            current = current.parent
+        return UNKNOWN
+
     def returns_of(self, func: ast.FunctionDef | ast.AsyncFunctionDef, depth: int) -> Resolved:
-        """What calling a same-file function gives: its returns, or a generator of its yields."""
+        """What calling a same-file function gives: its return annotation if it says, else
+        its returns, or a generator of its yields."""
+        if func.returns is not None:
+            declared = self.annotation(func.returns)
+            if declared.kind is not Kind.UNKNOWN and not declared.is_class:
+                where = f"{self.file.path}:{func.lineno}"
+                shown = " ".join(ast.unparse(func.returns).split())
+                return replace(declared, via=f"{func.name}() -> {shown} at {where}")
         returns, yields = returned(func)
         scope = self.file.scopes.get(id(func))
         if scope is None:
@@ -261,8 +241,8 @@ class Resolver:
         for stmt in cls.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
                 return stmt
-        for base in cls.bases:
-            found = self._method((dotted(base) or "").rsplit(".", 1)[-1], name, seen | {cls_name})
+        for base in base_names(cls):
+            found = self._method(base.rsplit(".", 1)[-1], name, seen | {cls_name})
             if found is not None:
                 return found
         return None
@@ -276,9 +256,11 @@ class Resolver:
 
     def _class_attr(
         self, cls_name: str, attr: str, seen: frozenset[str] = frozenset()
-    ) -> list[Binding]:
+    ) -> tuple[Resolver, list[Binding]]:
+        """The bindings of ``attr`` on instances of ``cls_name`` (bases included), with
+        the resolver of the file they were made in."""
         if cls_name in seen:
-            return []
+            return self, []
         cls = self.file.classes.get(cls_name)
         if cls is None:
             return self._indexed_attr(cls_name, attr, seen | {cls_name})
@@ -286,29 +268,34 @@ class Resolver:
             self._attrs[cls_name] = class_attributes(cls)
         found = self._attrs[cls_name].get(attr)
         if found:
-            return found
-        for base in cls.bases:
-            name = (dotted(base) or "").rsplit(".", 1)[-1]
-            found = self._class_attr(name, attr, seen | {cls_name})
+            return self, found
+        for base in base_names(cls):
+            owner, found = self._class_attr(base.rsplit(".", 1)[-1], attr, seen | {cls_name})
             if found:
-                return found
-        return []
+                return owner, found
+        return self, []
 
-    def _indexed_attr(self, cls_name: str, attr: str, seen: frozenset[str]) -> list[Binding]:
-        """``self.attr: T`` of a class in another file, from the project-wide index."""
+    def _indexed_attr(
+        self, cls_name: str, attr: str, seen: frozenset[str]
+    ) -> tuple[Resolver, list[Binding]]:
+        """``attr`` of a class in another file: its ``self.attr: T`` annotation in the
+        project-wide index, else what the file that defines the class assigns."""
         source = self.index.attrs.get(cls_name, {}).get(attr)
         if source is not None:
             try:
                 annotation = ast.parse(source.strip(), mode="eval").body
             except SyntaxError:
-                return []
-            return [Binding("annotation", annotation, self.file.tree)]
+                return self, []
+            return self, [Binding("annotation", annotation, self.file.tree)]
+        other = foreign(self, cls_name)
+        if other is not None:
+            return other._class_attr(cls_name, attr, seen - {cls_name})
         for bases in self.index.get(cls_name) or ():
             for base in bases:
-                found = self._class_attr(base.rsplit(".", 1)[-1], attr, seen)
+                owner, found = self._class_attr(base.rsplit(".", 1)[-1], attr, seen)
                 if found:
-                    return found
-        return []
+                    return owner, found
+        return self, []
 
     def _combine(self, bindings: list[Binding], depth: int, label: str = "") -> Resolved:
         pairs = [(b, r) for b, r in ((b, self._binding(b, depth)) for b in bindings) if r]
@@ -388,6 +375,8 @@ class Resolver:
                 return self._element(func.value, position, scope, depth)
             if attr == "items" and isinstance(func, ast.Attribute) and position == 1:
                 return self._element(func.value, None, scope, depth)
+        if isinstance(iterable, (ast.List, ast.Tuple)):
+            return self._literal_element(iterable, scope, depth) if position is None else UNKNOWN
         inner = self.resolve(iterable, scope, depth + 1)
         if position is not None:
             return UNKNOWN

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from hookscope.lint import known
 from hookscope.lint.analysis import Analysis, PythonRule, self_names
 from hookscope.lint.bindings import dotted
+from hookscope.lint.evidence import from_context
 from hookscope.lint.findings import Edit, Finding
 from hookscope.lint.kinds import Kind, Resolved, looks_like_module
 from hookscope.lint.pyfile import CallSite, PyFile, Scope
@@ -132,6 +133,8 @@ def receivers(analysis: Analysis) -> Iterator[tuple[CallSite, ast.Attribute, Res
         resolved = analysis.resolver.resolve(receiver, site.scope)
         if resolved.is_class:
             continue
+        if resolved.kind is Kind.UNKNOWN:
+            resolved = from_context(analysis.resolver, receiver, site) or resolved
         if resolved.kind is Kind.UNKNOWN:
             analysis.unsure()
         found.append((site, func, resolved))

@@ -11,7 +11,7 @@ Two passes, each spread over ``jobs`` processes:
 from __future__ import annotations
 
 import ast
-import fnmatch
+import dataclasses
 import functools
 import gc
 import os
@@ -19,35 +19,21 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from hookscope.errors import LintError, UsageError
 from hookscope.lint.analysis import Analysis, PythonRule
 from hookscope.lint.csharp_index import scan_csharp
+from hookscope.lint.discovery import discover
 from hookscope.lint.findings import Finding
 from hookscope.lint.index import ClassIndex, merge, scan_classes, scan_functions
-from hookscope.lint.project import CACHE_DIR, Scan, find_root, scan_with_cache
+from hookscope.lint.project import Scan, find_root, group_by_root, scan_with_cache
 from hookscope.lint.pyfile import PyFile
 from hookscope.lint.regions import mask
 from hookscope.lint.registry import UnreadableFileRule, all_rules
 from hookscope.lint.source import DEFAULT_MAX_FILE_SIZE, Unreadable, decode_python, read_bytes
 from hookscope.lint.suppress import is_suppressed
 
-DEFAULT_EXCLUDE = (
-    ".git",
-    ".hg",
-    ".venv",
-    "venv",
-    "__pycache__",
-    ".tox",
-    ".nox",
-    ".mypy_cache",
-    "node_modules",
-    "*.egg-info",
-    CACHE_DIR,
-)
-SUFFIXES = (".py", ".pyi", ".cs")
 _FORWARD = re.compile(rb"forward\s*\(")
 _DOT_FORWARD = re.compile(rb"\.[ \t\r\n\\]*forward\s*\(")
 _HOOK = re.compile(rb"register_\w+_hook\s*\(")
@@ -55,57 +41,6 @@ _BLANK = b" \t\r\n\\"
 _PARALLEL_MIN_FILES = 64
 
 Progress = Callable[[str, int, int], None]
-
-
-def discover(paths: Sequence[str | os.PathLike[str]], exclude: Sequence[str] = ()) -> list[str]:
-    """The ``.py``/``.pyi``/``.cs`` files under ``paths``, minus ``exclude`` globs.
-
-    Globs match a file's or folder's name or its path relative to the given root.
-    Files named explicitly are always included (one that is not a regular file is
-    reported as HS000 when scanned, never read).
-
-    Raises:
-        UsageError: an empty path (``""`` would otherwise mean the current folder).
-        LintError: a path does not exist.
-    """
-    excluded = _exclusion((*DEFAULT_EXCLUDE, *exclude))
-    found: list[str] = []
-    for raw in paths:
-        if not os.fspath(raw):
-            raise UsageError("empty path '': name a file or folder (use '.' for this folder)")
-        root = Path(raw)
-        if root.exists() and not root.is_dir():
-            found.append(str(root))
-            continue
-        if not root.is_dir():
-            raise LintError(f"no such file or directory: {str(raw)!r}")
-        for folder, dirs, files in os.walk(root):
-            rel = os.path.relpath(folder, root)
-            prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
-            dirs[:] = sorted(d for d in dirs if not excluded(d, prefix + d))
-            found.extend(
-                os.path.join(folder, name)
-                for name in sorted(files)
-                if name.endswith(SUFFIXES) and not excluded(name, prefix + name)
-            )
-    return list(dict.fromkeys(found))
-
-
-def _exclusion(patterns: Iterable[str]) -> Callable[[str, str], bool]:
-    """``excluded(name, rel)``: whether a glob matches the name or the relative path.
-
-    The same test as ``fnmatch.fnmatch`` per pattern, with all patterns compiled into
-    one expression: calling fnmatch for every pattern, file and folder took most of
-    the time of a walk over a large tree.
-    """
-    match = re.compile("|".join(fnmatch.translate(os.path.normcase(p)) for p in patterns)).match
-    normcase = os.path.normcase if os.name == "nt" else str  # identity elsewhere: skip the call
-
-    def excluded(name: str, rel: str) -> bool:
-        """``rel`` uses ``/`` and has no ``.`` parts (see `discover`)."""
-        return bool(match(normcase(name)) or match(normcase(rel)))
-
-    return excluded
 
 
 def _scan(path: str, max_bytes: int = DEFAULT_MAX_FILE_SIZE, where: str = "") -> Scan:
@@ -291,6 +226,11 @@ class LintRun:
     codes: frozenset[str]
     files: int
     max_bytes: int = DEFAULT_MAX_FILE_SIZE
+    indexes: dict[str, ClassIndex] = field(default_factory=dict)
+
+    def index_of(self, path: str) -> ClassIndex:
+        """The index ``path`` was checked against (its own project's, when they differ)."""
+        return self.indexes.get(path, self.index)
 
 
 def run_lint(
@@ -305,17 +245,27 @@ def run_lint(
 ) -> LintRun:
     """Scan, index and check ``files`` with up to ``jobs`` processes (0 = one per CPU).
 
-    With ``project``, classes are resolved against the project index of the first
-    file's project root (see `hookscope.lint.project`), so that a file gets the same
-    findings whether it is linted alone or with its whole tree. ``jobs`` is capped at
+    With ``project``, classes are resolved against the project index of each file's
+    project root (see `hookscope.lint.project`; a nested project has its own), so
+    that a file gets the same findings whether it is linted alone or with its tree. ``jobs`` is capped at
     the number of CPUs and of files.
     """
     cpus = os.cpu_count() or 1
     jobs = min(jobs or cpus, cpus)
-    root = find_root(files[0]) if project and files else None
+    groups = group_by_root(files) if project and files else {None: files}
+    runs = []
     with _gc_paused():
-        scans, index = _index(files, root, exclude, jobs, max_bytes, progress)
-        return _check_all(files, scans, index, codes, jobs, max_bytes, progress)
+        for root, group in groups.items():
+            scans, index = _index(group, root, exclude, jobs, max_bytes, progress)
+            runs.append(_check_all(group, scans, index, codes, jobs, max_bytes, progress))
+    if len(runs) == 1:
+        return runs[0]
+    # Files of nested projects were checked against their own project's index.
+    findings = sorted((f for run in runs for f in run.findings), key=_order)
+    indexes = {
+        path: run.index for run, group in zip(runs, groups.values(), strict=True) for path in group
+    }
+    return LintRun(findings, runs[0].index, codes, len(files), max_bytes, indexes)
 
 
 def project_index(
@@ -348,7 +298,7 @@ def _index(
 
     by_abs, index = scan_with_cache(root, wanted, given.values(), scan)
     scans = {f: by_abs.get(absolute) or _scan(f, max_bytes) for f, absolute in given.items()}
-    return scans, index
+    return scans, dataclasses.replace(index, root=str(root))
 
 
 def _merge(scans: Iterable[Scan]) -> ClassIndex:

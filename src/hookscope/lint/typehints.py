@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from hookscope.lint.bindings import dotted
+from hookscope.lint.index import ClassIndex
 from hookscope.lint.kinds import UNKNOWN, Kind, Resolved
 from hookscope.lint.pyfile import PyFile
 
@@ -14,14 +15,17 @@ if TYPE_CHECKING:
     from hookscope.lint.resolve import Resolver
 
 
-def local_class(pyfile: PyFile, name: str) -> str:
-    """``name`` if it is a class of this file (or ``ExportedProgram``), else ``""``.
+def instance_class(pyfile: PyFile, index: ClassIndex, name: str) -> str:
+    """The class name of an instance of ``name``, for attribute look-ups; ``""`` if unknown.
 
-    ``ExportedProgram`` is kept for its ``.module()``, which returns a GraphModule.
+    A class of this file or of the project index (its attributes are looked up in
+    the file that defines it), or ``ExportedProgram``, kept for its ``.module()``,
+    which returns a GraphModule.
     """
-    if name in pyfile.classes:
-        return name
-    return "ExportedProgram" if name.rsplit(".", 1)[-1] == "ExportedProgram" else ""
+    last = name.rsplit(".", 1)[-1]
+    if last in pyfile.classes or last in index:
+        return last
+    return "ExportedProgram" if last == "ExportedProgram" else ""
 
 
 def annotation_kind(resolver: Resolver, node: ast.expr) -> Resolved:
@@ -65,7 +69,7 @@ def annotation_kind(resolver: Resolver, node: ast.expr) -> Resolved:
         kind,
         container=container,
         name=path.rsplit(".", 1)[-1],
-        cls=local_class(resolver.file, path),
+        cls=instance_class(resolver.file, resolver.index, path),
     )
 
 

@@ -5,7 +5,9 @@
 * On open, a compiled model whose ``forward`` already has cached graphs
   (traced without the hooks) gets a `StaleGraphWarning` at once.
 * Each step, `missing_phases` names the phases whose hooks did not run; the
-  first such step warns (`hookscope.monitor.coverage`).
+  first such step warns (`hookscope.monitor.coverage`). With ``inputs=True``,
+  a step in which a compiled graph ran misses ``"inputs"`` (eager-only), and
+  the first one warns.
 
 Names lose ``_orig_mod.`` where the Monitor cleans every name
 (`hookscope.names`).
@@ -22,8 +24,8 @@ from torch import nn
 from hookscope.hooks.compiled import warn_stale
 from hookscope.hooks.selection import SelectedModule
 from hookscope.monitor.collector import Entry
-from hookscope.monitor.coverage import missing_phases, warn_missing
-from hookscope.monitor.records import Phase
+from hookscope.monitor.coverage import missing_phases, warn_inputs, warn_missing
+from hookscope.monitor.records import Missing, Phase
 from hookscope.monitor.traced import TracedCollector
 from hookscope.stats import Plan
 
@@ -56,14 +58,25 @@ class CompiledSupport:
         if monitor.params and trainable:
             expected.append("param")
         self.expected = tuple(expected)
-        self._warned = False
+        self.inputs = monitor.inputs
+        self._warned = self._warned_inputs = False
 
-    def check(self, step: int, entries: list[Entry]) -> tuple[Phase, ...]:
-        """The phases ``step`` missed (`missing_phases`); the first time, a warning."""
-        missing = missing_phases(entries, self.expected)
-        if missing and not self._warned:
+    def check(self, step: int, entries: list[Entry]) -> tuple[Missing, ...]:
+        """What ``step`` missed (`missing_phases`, and ``"inputs"``); the first time, a warning.
+
+        ``inputs=True`` statistics are eager-only: when a compiled graph ran
+        in the step, its modules' inputs were not reduced.
+        """
+        phases = missing_phases(entries, self.expected)
+        if phases and not self._warned:
             self._warned = True
-            warn_missing(self.model, step, missing)
+            warn_missing(self.model, step, phases)
+        if not (self.inputs and self.traced.ran):
+            return phases
+        if not self._warned_inputs:
+            self._warned_inputs = True
+            warn_inputs(self.model, step)
+        missing: tuple[Missing, ...] = ("inputs", *phases)
         return missing
 
 

@@ -93,7 +93,9 @@ class Monitor:
             absmax, rms, zero_frac, nan_count, inf_count, norm``; default all
             but ``norm``. Fewer statistics mean fewer reductions. Gradients
             always report ``norm, rms, nan_count, inf_count``.
-        inputs: also report module inputs (tensor paths ``input[i]``).
+        inputs: also report module inputs (tensor paths ``input[i]``); eager
+            only: a step in which a ``torch.compile``d graph ran warns once
+            and its ``StepResult.missing`` contains ``"inputs"``.
         outputs: report module outputs.
         grads: report gradients w.r.t. module outputs (phase ``backward``):
             ``True`` or ``"local"``; ``"reduced"`` also takes parameter
@@ -221,6 +223,7 @@ class Monitor:
         ids = {id(sel.module) for sel in selected}
         self._compiled = CompiledSupport(self, selected, plans)
         self._session = session(self.model, on_error=self.on_error).__enter__()
+        self._session.stale_checked = True  # CompiledSupport warned already
         try:
             self._attach(selected, plans, lambda _name, module: id(module) in ids)
         except BaseException:

@@ -65,3 +65,16 @@ def warn_missing(model: nn.Module, step: int, missing: Sequence[Phase]) -> None:
         StaleGraphWarning if compiled else HookWarning,
         stacklevel=5,  # warn_missing, check, _finish_step, step, the caller
     )
+
+
+def warn_inputs(model: nn.Module, step: int) -> None:
+    """Warn that ``inputs=True`` statistics were not taken inside a compiled graph."""
+    root = compiled_root(model) or model
+    warnings.warn(
+        f"Monitor step {step} recorded no input statistics (inputs=True) for the modules of "
+        f"{type(root).__name__} that ran inside a torch.compile graph: input statistics are "
+        "eager-only. Fix: monitor the eager model, or record the outputs of the modules that "
+        "produce those inputs. StepResult.missing contains 'inputs'.",
+        HookWarning,
+        stacklevel=5,  # warn_inputs, check, _finish_step, step, the caller
+    )

@@ -6,6 +6,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 Phase = Literal["forward", "backward", "param"]
+#: What a step can miss (`StepResult.missing`): a phase, or ``"inputs"`` (the
+#: ``inputs=True`` statistics of modules that ran inside a compiled graph).
+Missing = Literal["forward", "inputs", "backward", "param"]
 Rule = Literal["exploding", "vanishing", "dead", "nonfinite"]
 
 
@@ -92,8 +95,10 @@ class StepResult:
 
     ``missing`` names the phases the Monitor hooked but whose hooks did not
     run in this step although a later phase ran (e.g. ``("forward",
-    "backward")`` for a compiled graph traced before the Monitor was opened);
-    a warning says why once per Monitor.
+    "backward")`` for a compiled graph traced before the Monitor was opened),
+    and ``"inputs"`` when ``inputs=True`` statistics were not taken because
+    modules ran inside a compiled graph (they are eager-only); a warning says
+    why once per Monitor.
     ``rank`` and ``world_size`` say where the records were taken (0 and 1
     outside torch.distributed); ``ranks`` is ``"local"`` (this rank's tensors)
     or ``"reduce"`` (all ranks' tensors combined: the same records on every rank).
@@ -107,4 +112,4 @@ class StepResult:
     rank: int = 0
     world_size: int = 1
     ranks: str = "local"
-    missing: tuple[Phase, ...] = ()
+    missing: tuple[Missing, ...] = ()

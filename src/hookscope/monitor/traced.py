@@ -112,6 +112,8 @@ class TracedCollector:
         ).requires_grad_(grads)
         #: Set inside the graph (a replayed attribute store) when it ran this step.
         self.used = False
+        #: Whether a compiled graph ran in the step `take` last handed over.
+        self.ran = False
 
     def on_forward(self, name: str, output: Any) -> Any:
         """Traced forward hook body: merge output rows, probe gradients; the new output or None."""
@@ -149,6 +151,7 @@ class TracedCollector:
 
     def take(self) -> tuple[list[Entry], list[Entry]]:
         """This step's forward and backward entries (one host read each); empties the buffers."""
+        self.ran = self.used
         if not self.used:
             return [], []
         self.used = False

@@ -1,0 +1,124 @@
+"""What a class is, as far as hooks are concerned: a module, a hookless module, or not.
+
+A class's kind comes from its bases, followed through the same file, the
+project-wide class index (picking the definition in the module an import or a
+dotted name names) and the facts of `known` (``torch.nn`` classes, popular
+libraries' module bases, containers, hookless modules).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from hookscope.lint import known
+from hookscope.lint.bindings import dotted
+from hookscope.lint.index import ClassIndex
+from hookscope.lint.kinds import Kind
+from hookscope.lint.pyfile import PyFile
+
+
+def base_names(cls: ast.ClassDef) -> tuple[str, ...]:
+    """The dotted names of a class's bases, generic parameters dropped (``Model[T]`` → ``Model``)."""
+    names = (dotted(b.value if isinstance(b, ast.Subscript) else b) for b in cls.bases)
+    return tuple(name for name in names if name)
+
+
+class ClassKinds:
+    """Kinds of the classes one file can name (`Resolver` builds on it)."""
+
+    def __init__(self, pyfile: PyFile, index: ClassIndex) -> None:
+        self.file = pyfile
+        self.index = index
+        self._class_kinds: dict[str, tuple[Kind, bool]] = {}
+        self._from_imports: dict[str, str] | None = None
+
+    def _imported(self, bases: tuple[str, ...]) -> tuple[str, ...]:
+        """Bare base names with the module they are imported from, as the index keeps them
+        (``from gpytorch.models import ExactGP`` → ``gpytorch.models.ExactGP``)."""
+        if self._from_imports is None:
+            self._from_imports = {
+                alias.asname or alias.name: f"{'.' * node.level}{node.module or ''}.{alias.name}"
+                for node in self.file.tree.body
+                if isinstance(node, ast.ImportFrom)
+                for alias in node.names
+            }
+        return tuple(self._from_imports.get(base, base) for base in bases)
+
+    def class_kind(self, name: str, module: str = "") -> tuple[Kind, bool]:
+        """``(kind, is_container)`` of instances of the class named ``name`` (dotted ok).
+
+        ``module`` (``pkg.mod`` of ``from pkg.mod import Net``, or the prefix of a
+        dotted name) picks the definition in that module when the project defines
+        several classes of that name.
+        """
+        prefix, _, last = name.rpartition(".")
+        module = module or prefix
+        if module.partition(".")[0] in known.HOOKLESS_LIBRARIES:
+            return Kind.HOOKLESS, False
+        key = f"{module}:{last}"
+        if key in self._class_kinds:
+            return self._class_kinds[key]
+        self._class_kinds[key] = (Kind.UNKNOWN, False)  # cycle guard
+        result = None
+        variants = self.index.in_module(last, module) if module and last not in known.FIXED else ()
+        if variants and last not in self.file.classes:
+            kinds = {self._bases_kind(bases) for bases in variants}
+            result = kinds.pop() if len(kinds) == 1 else None
+        if result is None:
+            result = self.class_kind(last) if module else self._class_kind(last)
+        self._class_kinds[key] = result
+        return result
+
+    def _class_kind(self, last: str) -> tuple[Kind, bool]:
+        if last in known.HOOKLESS_MODULES:
+            return Kind.HOOKLESS, False
+        if last in known.CONTAINERS:
+            return Kind.MODULE, True
+        local = self.file.classes.get(last)
+        if local is not None and any(
+            (dotted(d) or "").endswith("jit.interface") for d in local.decorator_list
+        ):
+            return Kind.HOOKLESS, False
+        local_bases = self._imported(base_names(local)) if local else None
+        torch_name = last in known.TORCH_NN_MODULES or last in known.EXTERNAL_MODULES
+        # A same-file class of that name wins only if it is plainly not a module.
+        if torch_name and (not local_bases or self._bases_kind(local_bases)[0] is not Kind.OTHER):
+            return Kind.MODULE, False
+        if last in known.NON_MODULE_BASES:
+            return Kind.OTHER, False
+        if local_bases is not None:
+            return self._bases_kind(local_bases)
+        variants = self.index.get(last)
+        if not variants:
+            return Kind.UNKNOWN, False
+        kinds = {self._bases_kind(bases) for bases in variants}
+        return kinds.pop() if len(kinds) == 1 else (Kind.UNKNOWN, False)
+
+    def _bases_kind(self, bases: tuple[str, ...]) -> tuple[Kind, bool]:
+        if not bases:
+            return Kind.OTHER, False
+        results = [self.class_kind(base) for base in bases]
+        # A hookless base wins over a plain module base: it subclasses nn.Module itself,
+        # so its ``__call__`` comes first in the MRO.
+        for kind in (Kind.HOOKLESS, Kind.MODULE, Kind.UNKNOWN):
+            hits = [container for k, container in results if k is kind]
+            if hits:
+                return kind, any(hits)
+        return Kind.OTHER, False
+
+    def class_origin(self, name: str) -> str:
+        """Where the class ``name`` comes from: ``class Net(nn.Module) at f.py:3``."""
+        local = self.file.classes.get(name)
+        if local is not None:
+            bases = ", ".join(base_names(local))
+            return f"class {name}({bases}) at {self.file.path}:{local.lineno}"
+        variants = self.index.get(name)
+        if variants:
+            where = self.index.where.get(name, "")
+            return f"class {name}({', '.join(variants[0])})" + (f" at {where}" if where else "")
+        return f"torch.nn.{name}" if name in known.TORCH_NN_MODULES else ""
+
+    def class_looks_like_module(self, cls: ast.ClassDef) -> bool:
+        """For a class with unresolved bases: does a base's name read like a module?"""
+        names = base_names(cls)
+        return self.file.imports_torch and any(known.MODULE_NAME.search(n) for n in names)

@@ -1,0 +1,87 @@
+"""What the code around a ``.forward(...)`` call says about its receiver.
+
+Used when the receiver's declared type cannot be resolved (`Resolver` gives
+``UNKNOWN``); each piece of evidence is one a reader would accept as proof (``isinstance``
+narrowing, the other kind, is part of resolution: `narrowing`):
+
+- **use**: the same function (for ``self.x``, any method of the class) calls a method
+  that only ``torch.nn.Module`` has on it (``x.parameters()``, ``x.eval()``,
+  ``x.load_state_dict(...)``, ``x.register_forward_hook(...)``...) or wraps it in
+  ``DistributedDataParallel``/``torch.compile``/...;
+- **submodule**: ``owner.x.forward(...)`` where ``owner`` is a module instance: an
+  attribute of a module that has a ``forward`` is one of its submodules
+  (``nn.Module.__setattr__`` registers them), unless its name reads like an RPC
+  proxy, an extension or a function object (`known.NOT_MODULE_NAME`).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from hookscope.lint import known
+from hookscope.lint.bindings import dotted
+from hookscope.lint.kinds import Kind, Resolved
+from hookscope.lint.pyfile import CallSite, Scope
+from hookscope.lint.resolve import Resolver
+
+
+def from_context(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolved | None:
+    """The receiver's kind from its use or its owner; ``None`` when nothing is said."""
+    used = _used_as_module(resolver, receiver, site.scope)
+    if used is not None:
+        return used
+    return _submodule(resolver, receiver, site)
+
+
+def _used_as_module(resolver: Resolver, receiver: ast.expr, scope: Scope) -> Resolved | None:
+    """A module-only method called on the receiver, or the receiver wrapped as a module."""
+    path = dotted(receiver)
+    if path is None:
+        return None
+    self_name = scope.self_name
+    is_self_attr = bool(self_name) and path.startswith(f"{self_name}.") and scope.cls is not None
+    where = scope.cls if is_self_attr and scope.cls is not None else scope.node
+    for node in ast.walk(where):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        hit = ""
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in known.MODULE_ONLY_METHODS
+            and _same(func.value, path, is_self_attr)
+        ):
+            hit = f"{path}.{func.attr}(...)"
+        elif node.args and _same(node.args[0], path, is_self_attr):
+            name = (dotted(func) or "").rsplit(".", 1)[-1]
+            if name in known.MODULE_WRAPPERS:
+                hit = f"{name}({path}, ...)"
+        if hit:
+            return Resolved(
+                Kind.MODULE,
+                name=path.rsplit(".", 1)[-1],
+                via=f"{hit} at {resolver.file.path}:{node.lineno}: only torch modules have it",
+            )
+    return None
+
+
+def _same(node: ast.expr, path: str, is_self_attr: bool) -> bool:
+    """``node`` spells ``path`` (``self.x`` in any method, whatever its self name)."""
+    spelled = dotted(node)
+    if spelled is None or not is_self_attr:
+        return spelled == path
+    return spelled.partition(".")[2] == path.partition(".")[2] and "." in spelled
+
+
+def _submodule(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolved | None:
+    """``owner.x`` with ``owner`` a module instance and ``x`` not named like a non-module."""
+    if not isinstance(receiver, ast.Attribute) or known.NOT_MODULE_NAME.search(receiver.attr):
+        return None
+    owner = resolver.resolve(receiver.value, site.scope)
+    if owner.kind is Kind.UNKNOWN and not owner.is_class:
+        owner = from_context(resolver, receiver.value, site) or owner
+    if owner.kind is not Kind.MODULE or owner.is_class:
+        return None
+    shown = ast.unparse(receiver.value)
+    why = f"`{shown}` is a module ({owner.via})" if owner.via else f"`{shown}` is a module"
+    return Resolved(Kind.MODULE, name=receiver.attr, via=f"a submodule: {why}")

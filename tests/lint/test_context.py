@@ -1,0 +1,31 @@
+"""Receivers resolved from the code around a call: other files, narrowing, use (#15)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hookscope.lint import lint
+from tests.lint.conftest import expected_codes
+
+
+def test_context_resolution_finds_exactly_the_marked_calls(fixtures: Path) -> None:
+    path = fixtures / "project" / "context.py"
+    found = lint([fixtures / "project"], select=["HS1", "HS104"], config=False)
+    assert {(f.line, f.code) for f in found if f.path.endswith("context.py")} == expected_codes(
+        path
+    )
+
+
+def test_each_finding_says_what_its_resolution_rests_on(fixtures: Path) -> None:
+    found = {f.line: f.resolution for f in lint(fixtures / "project" / "context.py")}
+    lines = (fixtures / "project" / "context.py").read_text(encoding="utf-8").splitlines()
+
+    def at(text: str) -> str:
+        return found[next(i for i, line in enumerate(lines, 1) if text in line)]
+
+    assert at("state.model.forward").startswith("model: nn.Module at ")  # State.__init__
+    assert at("state.model.forward").endswith("state.py:10")
+    assert at("m.forward(x)").startswith("isinstance(m, (nn.Linear, Layer)) at ")
+    assert at("return model.forward(x)").startswith("model.eval(...) at ")
+    assert at("self.inner.forward").startswith("a submodule: `self` is a module")
+    assert at("make().forward").startswith("make() -> nn.Module at ")
