@@ -7,11 +7,14 @@ tokens). Each rank holds five copies of the same model:
 * ``ddp``: DistributedDataParallel, no hooks;
 * ``ddp+local``: DDP under ``Monitor(ranks="local")`` (defaults otherwise);
 * ``ddp+reduce``: DDP under ``Monitor(ranks="reduce", grads="reduced")``;
+* ``ddp+reduce/lg``: DDP under ``Monitor(ranks="reduce")`` (local gradients:
+  the collectives' cost without the second read of the reduced gradients);
 * ``single`` and ``single+monitor``: the model without DDP, plain and under a
   default Monitor: the Monitor's cost where no torch.distributed is involved.
 
 The time spent inside ``mon.step()`` (one transfer; for ``reduce`` also its
-three all-reduces) is printed per variant: the direct cost of ``reduce``.
+two all-reduces, a SUM and a MAX, and one write to the process group's
+store) is printed per variant: the direct cost of ``reduce``.
 
 A step is ``zero_grad, forward, backward, optimizer step, mon.step()``. Each
 repetition runs every variant's steps interleaved (ABBA order over the
@@ -21,7 +24,7 @@ median over repetitions (with min-max) is printed by rank 0.
 Figures: ``local overhead (DDP)`` = ddp+local / ddp - 1 and ``local overhead
 (no DDP)`` = single+monitor / single - 1 (target: the first at most 5 points
 above the second); ``reduce extra`` = (ddp+reduce - ddp+local) / ddp (target
-at most 2 %).
+at most 2 %), and the same for ddp+reduce/lg.
 
     .venv/bin/python benchmarks/monitor_distributed.py [--reps 7] [--steps 4] [--nproc 2]
     .venv/bin/python benchmarks/monitor_distributed.py --backend nccl --nproc 1  # on a GPU
@@ -93,10 +96,11 @@ def _variants(device: torch.device) -> list[Variant]:
 
     return [
         Variant("ddp", ddp(), None),
-        Variant("ddp+local", ddp(), {"ranks": "local", "keep": False}),
+        Variant("ddp+local", ddp(), {"ranks": "local", "keep": True}),
         Variant("ddp+reduce", ddp(), {"ranks": "reduce", "grads": "reduced", "keep": True}),
+        Variant("ddp+reduce/lg", ddp(), {"ranks": "reduce", "keep": True}),
         Variant("single", copy.deepcopy(base), None),
-        Variant("single+monitor", copy.deepcopy(base), {"keep": False}),
+        Variant("single+monitor", copy.deepcopy(base), {"keep": True}),
     ]
 
 
@@ -128,10 +132,14 @@ def worker(rank: int, world: int, port: int, args: argparse.Namespace) -> None:
     for variant in variants:
         if variant.mon is not None:
             variant.mon.close()
-    keys = len(variants[2].mon.results[-1].tensors) if variants[2].mon.results else 0
-    alone = _collectives_alone(max(keys, 100))
+    reduce = variants[2].mon
+    keys = len(reduce.results[-1].tensors) if reduce is not None and reduce.results else 0
+    write, reduces = _collectives_alone(max(keys, 100))
     if rank == 0:
-        print(f"  reduce's 3 all-reduces alone, after a barrier: {1000 * alone:.2f} ms")
+        print(
+            f"  reduce's collectives alone, after a barrier ({max(keys, 100)} tensors): "
+            f"store write {1000 * write:.2f} ms, SUM + MAX all-reduces {1000 * reduces:.2f} ms"
+        )
         _report(per_rep, world, args)
         total = args.reps * 2 * args.steps
         for variant in variants:
@@ -142,22 +150,29 @@ def worker(rank: int, world: int, port: int, args: argparse.Namespace) -> None:
     tdist.destroy_process_group()
 
 
-def _collectives_alone(keys: int, rounds: int = 20) -> float:
-    """Median time of ``ranks="reduce"``'s three all-reduces when every rank is already there."""
+def _collectives_alone(keys: int, rounds: int = 20) -> tuple[float, float]:
+    """Median times of a ``ranks="reduce"`` step's store write and all-reduces, all ranks there.
+
+    What `hookscope.monitor.ranks.RankCombiner` does at each step once the
+    ranks agree on the tensors: note the entry in the store, one SUM
+    all-reduce of 6 numbers per tensor, one MAX of 2 per tensor plus a header.
+    """
     from hookscope import dist
 
-    times = []
+    writes, reduces = [], []
     for _ in range(rounds):
         tdist.barrier()
         start = time.perf_counter()
-        dist.agree(list(range(keys)), 0.0, "benchmark")
+        dist.enter("benchmark")
+        middle = time.perf_counter()
         dist.reduce_vectors(
             torch.zeros(6 * keys, dtype=torch.float64),
-            torch.zeros(2 * keys, dtype=torch.float64),
+            torch.zeros(dist.SIGNATURE + 2 * keys, dtype=torch.float64),
             "benchmark",
         )
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        writes.append(middle - start)
+        reduces.append(time.perf_counter() - middle)
+    return statistics.median(writes), statistics.median(reduces)
 
 
 def _ratio(per_rep: dict[str, list[float]], a: str, b: str) -> list[float]:
@@ -188,6 +203,13 @@ def _report(per_rep: dict[str, list[float]], world: int, args: argparse.Namespac
         f"DDP minus no-DDP         {_fmt([a - b for a, b in zip(ddp_local, single, strict=True)])}"
     )
     print(f"reduce extra (vs ddp)    {_fmt(extra)}")
+    extra_lg = [
+        (r - lo) / d
+        for r, lo, d in zip(
+            per_rep["ddp+reduce/lg"], per_rep["ddp+local"], per_rep["ddp"], strict=True
+        )
+    ]
+    print(f"  same, local grads      {_fmt(extra_lg)}")
 
 
 def main() -> None:

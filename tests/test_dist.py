@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 import hookscope
-from hookscope import dist
+from hookscope import dist, shards
 from hookscope.errors import UsageError
 from hookscope.sinks import JsonlSink, read_jsonl
 
@@ -40,10 +40,10 @@ def test_jsonl_sink_writes_the_rank_file(monkeypatch: pytest.MonkeyPatch, tmp_pa
 
 def test_plain_tensors_are_their_own_local_part() -> None:
     t = torch.randn(3)
-    assert dist.local_tensor(t) is t
+    assert shards.local_tensor(t) is t
     p = nn.Parameter(t)
-    assert dist.local_tensor(p) is p
-    assert not dist.is_sharded(t)
+    assert shards.local_tensor(p) is p
+    assert not shards.is_sharded(t)
 
 
 @pytest.mark.parametrize(

@@ -13,13 +13,14 @@ Monitor, the sinks, the summary and the report call it.
 * Collectives are entered by every rank of the default group. Each one here
   is waited on with a timeout (`collective_timeout`, seconds, from
   ``$HOOKSCOPE_COLLECTIVE_TIMEOUT``, default 300): a rank that waits longer
-  raises `DistributedError` naming the call, instead of hanging until the
-  process group's own timeout (30 minutes by default) or forever.
-* Tensor subclasses: a ``DTensor`` (FSDP2 parameters and gradients, tensor
-  parallel outputs) is reduced through its local shard; other wrapper
-  subclasses that hold no readable memory are skipped (`local_tensor`).
-  FSDP1 flat parameters are mapped back to the original parameters
-  (`grad_parts`, `full_numels`).
+  raises `DistributedError` naming the call and the ranks that never entered
+  it (each rank notes its entries in the process group's store, `enter`),
+  instead of hanging until the process group's own timeout (30 minutes by
+  default) or forever. Calls that run a wrapped model (the doctor) first meet
+  in the store (`rendezvous`): a rank left alone fails before any
+  collective, and the process group stays usable.
+* Sharded tensors (``DTensor``, FSDP1 flat parameters) need no
+  ``torch.distributed`` import and live in `hookscope.shards`.
 """
 
 from __future__ import annotations
@@ -28,10 +29,9 @@ import datetime
 import os
 import sys
 import zlib
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
 from torch import nn
@@ -39,7 +39,6 @@ from torch import nn
 from hookscope.errors import DistributedError
 
 _DEFAULT_TIMEOUT = 300.0
-ReduceOp = Literal["sum", "min"]
 
 
 def _dist() -> Any:
@@ -101,18 +100,106 @@ def collective_timeout() -> float:
     return value if value > 0 else _DEFAULT_TIMEOUT
 
 
-def all_reduce(vector: torch.Tensor, op: ReduceOp, what: str) -> torch.Tensor:
-    """All-reduce ``vector`` in place (``"sum"`` or ``"min"``), waiting at most `collective_timeout`.
+#: How often this process has called each guarded ``what`` (`rendezvous`, `enter`).
+_CALLS: dict[str, int] = {}
+
+
+def _store() -> Any:
+    """The default process group's key-value store (a TCP server on rank 0 under torchrun)."""
+    return _dist().distributed_c10d._get_default_store()
+
+
+def rendezvous(what: str, why: str) -> None:
+    """Wait until every rank has called ``what``, through the store: no collective.
+
+    Call it before code whose collectives only some ranks might enter (the
+    doctor on a DDP/FSDP model). Keys ``hookscope/<what>/<n>/<rank>``, one
+    per rank and call; a rank that waits longer than `collective_timeout`
+    raises naming the ranks that never came and withdraws its own key; the
+    process group stays usable, since nobody entered a collective.
 
     Raises:
-        DistributedError: the other ranks did not enter the collective in time
-            (a rank skipped ``what``, or called it a different number of times).
+        DistributedError: some ranks did not call ``what`` in time.
     """
-    tdist = _dist()
-    ops = {"sum": tdist.ReduceOp.SUM, "min": tdist.ReduceOp.MIN}
-    work = tdist.all_reduce(vector, op=ops[op], async_op=True)
-    _wait(work, what)
-    return vector
+    if not initialized() or world_size() == 1:
+        return
+    seq = _CALLS[what] = _CALLS.get(what, 0) + 1
+    store, timeout = _store(), collective_timeout()
+    keys = [f"hookscope/{what}/{seq}/{r}" for r in range(world_size())]
+    store.set(keys[rank()], "1")
+    try:
+        store.wait(keys, datetime.timedelta(seconds=timeout))
+    except RuntimeError:
+        missing = [r for r, key in enumerate(keys) if not store.check([key])]
+        store.delete_key(keys[rank()])  # withdrawn: a later call on every rank meets again
+        _CALLS[what] = seq - 1
+        raise DistributedError(
+            f"rank {rank()}: {what} is a collective here ({why}), and rank(s) "
+            f"{_ranges(missing)} did not call it within {timeout:g} s. Call it on every rank "
+            "(or on the unwrapped model on one rank); HOOKSCOPE_COLLECTIVE_TIMEOUT sets the wait"
+        ) from None
+
+
+def enter(what: str) -> None:
+    """Note in the store that this rank has entered its next ``what`` (one write, no wait).
+
+    If the collective then times out, the error names the ranks that never
+    entered it (`_wait`).
+    """
+    seq = _CALLS[what] = _CALLS.get(what, 0) + 1
+    _store().set(f"hookscope/{what}/{rank()}", str(seq))
+
+
+def _behind(what: str) -> str:
+    """Which ranks have not entered this rank's latest ``what`` (from `enter`'s notes)."""
+    seq = _CALLS.get(what)
+    if seq is None:
+        return ""
+    try:
+        store = _store()
+        keys = [f"hookscope/{what}/{r}" for r in range(world_size())]
+        present = [key for key in keys if store.check([key])]
+        seen = dict(zip(present, store.multi_get(present), strict=True))
+    except RuntimeError:
+        return ""  # the store is gone with rank 0
+    late = {r: int(seen[key]) if key in seen else 0 for r, key in enumerate(keys)}
+    missing = [r for r, done in late.items() if done < seq]
+    return f"; rank(s) {_ranges(missing)} never entered call #{seq}" if missing else ""
+
+
+def _ranges(ranks: Sequence[int]) -> str:
+    """``[1, 2, 3, 7]`` -> ``"1-3, 7"`` (a short list at any world size)."""
+    parts: list[str] = []
+    for r in ranks:
+        if parts and parts[-1].split("-")[-1] == str(r - 1):
+            parts[-1] = f"{parts[-1].split('-')[0]}-{r}"
+        else:
+            parts.append(str(r))
+    return ", ".join(parts)
+
+
+def collective_reason(model: nn.Module, backward: bool) -> str | None:
+    """Why running ``model`` (forward, and backward if asked) enters collectives, or None.
+
+    FSDP (1 and 2) all-gathers parameters in the forward; DDP all-reduces
+    gradients in the backward and broadcasts buffers in the forward.
+    """
+    if not initialized() or world_size() == 1:
+        return None
+    fsdp = sys.modules.get("torch.distributed.fsdp")
+    ddp = sys.modules.get("torch.nn.parallel.distributed")
+    sharded = tuple(
+        getattr(fsdp, name) for name in ("FullyShardedDataParallel", "FSDPModule") if fsdp
+    )
+    for module in model.modules():
+        if sharded and isinstance(module, sharded):
+            return f"{type(module).__name__} all-gathers parameters in the forward"
+        if ddp is not None and isinstance(module, ddp.DistributedDataParallel):
+            if backward:
+                return "DistributedDataParallel all-reduces gradients in the backward"
+            if module.broadcast_buffers and any(True for _ in module.buffers()):
+                return "DistributedDataParallel broadcasts buffers in the forward"
+    return None
 
 
 def broadcast(obj: object, src: int, what: str) -> object:
@@ -137,24 +224,37 @@ def _wait(work: Any, what: str) -> None:
         reason = "timed out"
     if done is False:
         raise DistributedError(
-            f"rank {rank()}: {what} waited {timeout:g} s for the other ranks ({reason}). "
-            "It is a collective: every rank must call it, the same number of times "
-            "(set HOOKSCOPE_COLLECTIVE_TIMEOUT to wait longer)"
+            f"rank {rank()}: {what} waited {timeout:g} s for the other ranks ({reason}"
+            f"{_behind(what)}). It is a collective: every rank must call it, the same number "
+            "of times (set HOOKSCOPE_COLLECTIVE_TIMEOUT to wait longer)"
         )
 
 
-def agree(keys: Sequence[object], code: float, what: str) -> tuple[bool, float]:
-    """One MIN all-reduce: do all ranks hold the same ``keys``? And the smallest ``code``.
+def signature(keys: Sequence[object], code: float) -> list[float]:
+    """The header that `agreed` reads back after a MAX all-reduce: key count and CRC, ``code``.
 
-    The key count and a CRC of the keys are reduced both as they are and
-    negated, so one MIN yields their minimum and maximum over the ranks.
+    Count and CRC go in as they are and negated, so one MAX yields their
+    maximum and minimum over the ranks; ``code`` negated gives its minimum.
     """
     crc = float(zlib.crc32(repr(list(keys)).encode()))
     count = float(len(keys))
-    header = torch.tensor([count, crc, -count, -crc, code], dtype=torch.float64)
-    out = all_reduce(_on_device(header), "min", what).cpu().tolist()
-    same = out[0] == -out[2] and out[1] == -out[3]
-    return same, out[4]
+    return [count, crc, -count, -crc, -code]
+
+
+#: Length of a `signature`.
+SIGNATURE = 5
+
+
+def agreed(header: Sequence[float]) -> tuple[bool, float]:
+    """From a MAX-reduced `signature`: did every rank hold the same keys? The smallest ``code``."""
+    return header[0] == -header[2] and header[1] == -header[3], -header[4]
+
+
+def agree(keys: Sequence[object], code: float, what: str) -> tuple[bool, float]:
+    """One MAX all-reduce of a `signature`: do all ranks hold the same ``keys``? The smallest ``code``."""
+    header = torch.tensor(signature(keys, code), dtype=torch.float64)
+    reduce_vectors(torch.empty(0, dtype=torch.float64), header, what)
+    return agreed(header.tolist())
 
 
 def _on_device(vector: torch.Tensor) -> torch.Tensor:
@@ -165,134 +265,21 @@ def _on_device(vector: torch.Tensor) -> torch.Tensor:
     return vector
 
 
-def reduce_vectors(sums: torch.Tensor, mins: torch.Tensor, what: str) -> None:
-    """SUM-reduce ``sums`` and MIN-reduce ``mins`` across ranks, in place.
+def reduce_vectors(sums: torch.Tensor, maxes: torch.Tensor, what: str) -> None:
+    """SUM-reduce ``sums`` and MAX-reduce ``maxes`` across ranks, in place (float64, CPU).
 
-    Two collectives, both in flight at once (one wait instead of two).
+    At most two all-reduces (an empty vector is skipped), both in flight at
+    once, each waited on for at most `collective_timeout` seconds.
+
+    Raises:
+        DistributedError: the other ranks did not enter the collectives in time.
     """
     tdist = _dist()
     pending = []
-    for vector, op in ((sums, tdist.ReduceOp.SUM), (mins, tdist.ReduceOp.MIN)):
+    for vector, op in ((sums, tdist.ReduceOp.SUM), (maxes, tdist.ReduceOp.MAX)):
         if vector.numel():
             moved = _on_device(vector)
             pending.append((vector, moved, tdist.all_reduce(moved, op=op, async_op=True)))
     for vector, moved, work in pending:
         _wait(work, what)
         vector.copy_(moved.cpu())
-
-
-def local_tensor(tensor: torch.Tensor) -> torch.Tensor | None:
-    """The part of ``tensor`` this process holds, as a plain tensor; None if unreadable.
-
-    A ``DTensor`` gives its local shard. Plain tensors and ``nn.Parameter``
-    come back as they are; another wrapper subclass without readable memory
-    (``data_ptr() == 0`` with elements) gives None, so no kernel reads it.
-    """
-    if type(tensor) is torch.Tensor or type(tensor) is nn.Parameter:
-        return tensor
-    dtensor = _dtensor_type()
-    if dtensor is not None and isinstance(tensor, dtensor):
-        local: torch.Tensor = getattr(tensor, "_local_tensor")  # noqa: B009 (a DTensor field)
-        return local
-    try:
-        readable = tensor.numel() == 0 or tensor.device.type == "meta" or tensor.data_ptr() != 0
-    except (RuntimeError, NotImplementedError, TypeError):
-        readable = False
-    return tensor if readable else None
-
-
-def _dtensor_type() -> type | None:
-    module = sys.modules.get("torch.distributed.tensor")
-    return getattr(module, "DTensor", None) if module is not None else None
-
-
-def is_sharded(tensor: torch.Tensor) -> bool:
-    """True for a ``DTensor`` with a ``Shard`` placement (its local part is not the whole)."""
-    dtensor = _dtensor_type()
-    if dtensor is None or not isinstance(tensor, dtensor):
-        return False
-    return any(placement.is_shard() for placement in getattr(tensor, "placements", ()))
-
-
-@dataclass(frozen=True)
-class GradPart:
-    """This rank's part of one parameter's gradient.
-
-    Attributes:
-        name: the parameter's qualified name as ``named_parameters`` gives it
-            (FSDP1: the FSDP unit's name joined with the original name).
-        grad: the local part (a plain tensor), or None when this rank holds none.
-        sharded: True when the ranks hold different parts (FSDP): the full
-            norm is the square root of the summed squares of the parts; False
-            when every rank holds the whole gradient (DDP after all-reduce).
-    """
-
-    name: str
-    grad: torch.Tensor | None
-    sharded: bool
-
-
-def grad_parts(model: nn.Module) -> list[GradPart]:
-    """The gradient of every trainable parameter as this rank holds it, in a rank-independent order.
-
-    Read after the backward (and after DDP's all-reduce or FSDP's
-    reduce-scatter): DDP gives whole gradients, FSDP2 ``DTensor`` shards,
-    FSDP1 the flat gradient cut back into the original parameters.
-    """
-    parts: list[GradPart] = []
-    covered: set[int] = set()
-    for unit_name, module in model.named_modules():
-        flat = _flat_param(module)
-        if flat is None or id(flat) in covered:
-            continue
-        covered.add(id(flat))
-        covered.update(id(p) for p in (getattr(flat, "_params", None) or ()))
-        parts.extend(_flat_parts(unit_name, flat))
-    for name, param in model.named_parameters():
-        if id(param) in covered or not param.requires_grad:
-            continue
-        grad = param.grad
-        local = None if grad is None else local_tensor(grad)
-        parts.append(GradPart(name, local, grad is not None and is_sharded(grad)))
-    return parts
-
-
-def _flat_param(module: nn.Module) -> Any:
-    handle = getattr(module, "_handle", None)
-    return getattr(handle, "flat_param", None)
-
-
-def _flat_parts(unit_name: str, flat: Any) -> Iterable[GradPart]:
-    grad = flat.grad
-    sharded = _flat_is_sharded(flat)
-    prefix = f"{unit_name}." if unit_name else ""
-    for fqn, info in zip(flat._fqns, flat._shard_param_infos, strict=True):
-        part = None
-        if grad is not None and info.in_shard:
-            part = grad.detach()[info.offset_in_shard : info.offset_in_shard + info.numel_in_shard]
-        yield GradPart(prefix + fqn, part, sharded)
-
-
-def _flat_is_sharded(flat: Any) -> bool:
-    return any(not info.in_shard for info in flat._shard_param_infos) or bool(
-        sum(info.numel_in_shard or 0 for info in flat._shard_param_infos) < sum(flat._numels)
-    )
-
-
-def full_numels(model: nn.Module) -> dict[int, int]:
-    """``id(param) -> element count of the whole parameter`` where a rank holds only a shard.
-
-    FSDP1 flat parameters map to the sum of their original parameters (no
-    padding, shared parameters once); with ``use_orig_params=True`` each
-    original parameter maps to its unsharded size. ``DTensor`` parameters
-    (FSDP2) already report their global size and are not listed.
-    """
-    out: dict[int, int] = {}
-    for module in model.modules():
-        flat = _flat_param(module)
-        if flat is None:
-            continue
-        out[id(flat)] = int(sum(flat._numels))
-        for param, numel in zip(getattr(flat, "_params", None) or (), flat._numels, strict=False):
-            out[id(param)] = int(numel)
-    return out

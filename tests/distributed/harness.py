@@ -29,7 +29,7 @@ def init(rank: int, port: int) -> None:
     tdist.init_process_group("gloo", rank=rank, world_size=WORLD)
 
 
-def spawn(worker: Callable[..., None], *args: Any, timeout: float = 240.0) -> None:
+def spawn(worker: Callable[..., None], *args: Any, timeout: float = 360.0) -> None:
     """Run ``worker(rank, port, *args)`` on 2 processes; fail (and kill them) past ``timeout``.
 
     A worker that raises fails the test with its traceback.

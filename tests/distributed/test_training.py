@@ -75,6 +75,7 @@ def test_statistics_match_the_gathered_tensors(trained: Path, variant: str) -> N
 
 @pytest.mark.parametrize("variant", workers.VARIANTS)
 def test_each_rank_writes_its_own_valid_file(trained: Path, variant: str) -> None:
+    assert [_load(trained, rank)[variant]["frame_ranks"] for rank in (0, 1)] == [[0], [1]]
     files = sorted(p.name for p in (trained / variant).iterdir() if p.is_file())
     assert files == ["monitor.rank0.jsonl", "monitor.rank1.jsonl"]
     for rank in (0, 1):
@@ -106,8 +107,25 @@ def test_a_nan_on_rank_1_is_found_on_rank_1(trained: Path) -> None:
 
 
 def test_a_step_only_one_rank_takes_fails_instead_of_hanging(tmp_path: Path) -> None:
-    spawn(workers.skipped_step, str(tmp_path), timeout=120)
+    spawn(workers.skipped_step, str(tmp_path))
     message = (tmp_path / "rank0.txt").read_text()
-    assert "rank 0: Monitor.step() (ranks='reduce') waited 3 s" in message
+    assert "rank 0: Monitor.step() waited 3 s" in message
+    assert "rank(s) 1 never entered call #2" in message
     assert "every rank must call it" in message
     assert (tmp_path / "rank1.txt").read_text() == "done"
+
+
+def test_a_doctor_or_summary_only_one_rank_runs_fails_fast_and_the_group_survives(
+    tmp_path: Path,
+) -> None:
+    spawn(workers.lonely_doctor, str(tmp_path))
+    message, seconds = json.loads((tmp_path / "rank0.json").read_text())
+    assert message.startswith("rank 0: hookscope.doctor(backward=True) is a collective here")
+    assert "DistributedDataParallel all-reduces gradients in the backward" in message
+    assert "rank(s) 1 did not call it within 3 s" in message
+    assert seconds < 30
+    executed = [int((tmp_path / f"after{r}.txt").read_text()) for r in (0, 1)]
+    assert executed[0] == executed[1] > 10  # then called on both ranks: it runs
+    message = (tmp_path / "summary0.txt").read_text()
+    assert message.startswith("rank 0: hookscope.summary() is a collective here (FSDPTiny ")
+    assert "rank(s) 1 did not call it within 3 s" in message

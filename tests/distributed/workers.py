@@ -6,6 +6,7 @@ import copy
 import json
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,15 +80,20 @@ def reference(model: nn.Module, rank: int) -> dict[str, Any]:
     return {"outputs": outputs, "grads": grads}
 
 
-def train(rank: int, port: int, out: str) -> None:
-    """Every variant trains 5 steps under Monitor(ranks="reduce", grads="reduced")."""
-    init(rank, port)
-    saved: dict[str, Any] = {}
+def models(rank: int) -> Iterator[tuple[str, dict[str, Any], nn.Module]]:
+    """Each variant's wrapped `Tiny` (seed 0), with step 0 on an unwrapped copy (`reference`)."""
     for variant in VARIANTS:
         torch.manual_seed(0)
         model = Tiny()
         ref = reference(copy.deepcopy(model), rank)
-        wrapped = wrap(model, variant)
+        yield variant, ref, wrap(model, variant)
+
+
+def train(rank: int, port: int, out: str) -> None:
+    """Every variant trains 5 steps under Monitor(ranks="reduce", grads="reduced")."""
+    init(rank, port)
+    saved: dict[str, Any] = {}
+    for variant, ref, wrapped in models(rank):
         opt = torch.optim.SGD(wrapped.parameters(), lr=0.1)
         sink = JsonlSink(Path(out) / variant / "monitor.jsonl")
         with hookscope.Monitor(wrapped, ranks="reduce", grads="reduced", sinks=[sink]) as mon:
@@ -102,6 +108,7 @@ def train(rank: int, port: int, out: str) -> None:
             "records": records,
             "errors": len(mon.errors),
             "params": model_totals(wrapped).params,
+            "frame_ranks": sorted(set(mon.to_pandas()["rank"])),
         }
     torch.save(saved, Path(out) / f"rank{rank}.pt")
     nonfinite(rank, out)
@@ -147,3 +154,125 @@ def skipped_step(rank: int, port: int, out: str) -> None:
     except DistributedError as exc:
         Path(out, "rank0.txt").write_text(str(exc))
     os._exit(0)  # the group is unusable after a timed-out collective
+
+
+def hooks(rank: int, port: int, out: str) -> None:
+    """Sessions, doctor and capture on every wrapper: what each hook sees, what the doctor says."""
+    init(rank, port)
+    saved: dict[str, Any] = {}
+    for variant, ref, wrapped in models(rank):
+        seen: dict[str, Any] = {"grad": [], "forward": 0, "backward": 0}
+
+        def on_grad(name: str, param: torch.Tensor, seen: dict[str, Any] = seen) -> None:
+            grad = param.grad
+            assert grad is not None
+            local = grad.to_local() if hasattr(grad, "to_local") else grad  # FSDP2: a DTensor
+            seen["grad"].append((name, tuple(param.shape), local.detach().clone()))
+
+        def count(kind: str, seen: dict[str, Any] = seen) -> Any:
+            return lambda *_args: seen.__setitem__(kind, seen[kind] + 1)
+
+        with hookscope.session(wrapped) as session:
+            session.add_grad_hook(on_grad, "layer.linear1.weight")
+            session.add_forward_hook(count("forward"), "*linear1")
+            session.add_backward_hook(count("backward"), "*linear1")
+            wrapped(batch(0, rank)).square().mean().backward()
+            report = hookscope.doctor(wrapped, batch(0, rank), backward=True)
+        with hookscope.capture(wrapped, "*head", keep=True) as cache:
+            logits = wrapped(batch(0, rank))
+        silent = [(h.module, h.kind, h.fired, str(h.reason)) for h in report.hooks if not h.fired]
+        saved[variant] = {
+            "ref": ref["grads"]["layer.linear1.weight"],
+            "seen": seen,
+            "silent": silent,
+            "bypasses": len(report.bypasses),
+            "captured": [(k, torch.equal(v, logits.detach())) for k, v in cache.items()],
+        }
+    torch.save(saved, Path(out) / f"hooks{rank}.pt")
+    tdist.destroy_process_group()
+
+
+def lonely_doctor(rank: int, port: int, out: str) -> None:
+    """Only rank 0 calls doctor(ddp_model, backward=True): it must fail fast, the group survive."""
+    os.environ["HOOKSCOPE_COLLECTIVE_TIMEOUT"] = "3"
+    init(rank, port)
+    model = nn.parallel.DistributedDataParallel(Tiny())
+    if rank == 0:
+        start = time.monotonic()
+        try:
+            hookscope.doctor(model, batch(0, rank), backward=True)
+        except DistributedError as exc:
+            Path(out, "rank0.json").write_text(json.dumps([str(exc), time.monotonic() - start]))
+    tdist.barrier()  # no collective was entered: the group still works on both ranks
+    report = hookscope.doctor(model, batch(0, rank), backward=True)  # both ranks: runs
+    Path(out, f"after{rank}.txt").write_text(str(report.modules_executed))
+    sharded = wrap(Tiny(), "fsdp2")  # its forward all-gathers: summary is a collective too
+    if rank == 0:
+        try:
+            hookscope.summary(sharded, batch(0, rank))
+        except DistributedError as exc:
+            Path(out, "summary0.txt").write_text(str(exc))
+    tdist.barrier()
+    tdist.destroy_process_group()
+
+
+class Branchy(nn.Module):
+    """Two layers, and a third that runs only when asked (eval-only or rank-dependent code)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(8, 8)
+        self.fc2 = nn.Linear(8, 8)
+        self.extra = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor, extra: bool = False) -> torch.Tensor:
+        out: torch.Tensor = self.fc2(self.fc1(x))
+        return self.extra(out) if extra else out
+
+
+#: Which ranks run ``Branchy.extra`` at each step of `layouts`.
+EXTRA = ((), (), (0, 1), (1,), (), ())
+
+
+def layouts(rank: int, port: int, out: str) -> None:
+    """Monitor(ranks="reduce") while the set of monitored tensors changes; count the collectives."""
+    import warnings
+
+    init(rank, port)
+    torch.manual_seed(rank)
+    model = Branchy()
+    maxima, collectives = [], []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with hookscope.Monitor(model, ranks="reduce", stats=["max"]) as mon, torch.no_grad():
+            for ranks in EXTRA:
+                with hookscope.capture(model, keep=True) as cache:
+                    model(torch.randn(4, 8), extra=rank in ranks)
+                outputs = {name: cache[name].max().item() for name in cache if name}
+                with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as p:
+                    mon.step()
+                collectives.append(sum(e.name.startswith("gloo:") for e in p.events()))
+                maxima.append((outputs, {r.module: r.value for r in mon.results[-1].records}))
+    messages = [str(w.message) for w in caught if "hookscope" in str(w.message)]
+    Path(out, f"layouts{rank}.json").write_text(json.dumps([maxima, collectives, messages]))
+    tdist.destroy_process_group()
+
+
+def hsdp(rank: int, port: int, out: str) -> None:
+    """FSDP2 on a 2-D mesh (replicate 2 x shard 1): each rank holds every shard, alike."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    init(rank, port)
+    mesh = init_device_mesh("cpu", (2, 1), mesh_dim_names=("replicate", "shard"))
+    torch.manual_seed(0)
+    model = Tiny()
+    ref = reference(copy.deepcopy(model), rank)
+    fully_shard(model.layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    with hookscope.Monitor(model, ranks="reduce", grads="reduced") as mon:
+        model(batch(0, rank)).square().mean().backward()
+        mon.step()
+    norms = {r.module: r.value for r in mon.results[0].records if r.stat == "norm"}
+    torch.save({"ref": ref["grads"], "norms": norms}, Path(out, f"hsdp{rank}.pt"))
+    tdist.destroy_process_group()

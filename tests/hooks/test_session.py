@@ -339,3 +339,17 @@ def test_bad_bypass_selector_leaves_the_session_closed() -> None:
     assert not s.active
     with hookscope.session(model) as fresh:
         assert fresh.depth == 1
+
+
+def test_grad_hook_globs_match_names_without_wrapper_components() -> None:
+    class Compiled(nn.Module):  # what torch.compile's wrapper looks like to named_parameters
+        def __init__(self) -> None:
+            super().__init__()
+            self._orig_mod = mlp()
+
+    model = Compiled()
+    calls: list[str] = []
+    with hookscope.session(model) as s:
+        s.add_grad_hook(lambda name, p: calls.append(name), "0.weight")
+        model._orig_mod(torch.randn(2, 8)).sum().backward()
+    assert calls == ["_orig_mod.0.weight"]

@@ -35,7 +35,7 @@ def test_forward_stats_match_numpy_reference() -> None:
         model(x)
         mon.step()
     df = mon.to_pandas()
-    assert list(df.columns) == ["step", "phase", "module", "tensor", "stat", "value"]
+    assert list(df.columns) == ["step", "phase", "module", "tensor", "stat", "value", "rank"]
     for name, out in reference.items():
         a = out.double().numpy().ravel()
         rows = df[(df.module == name) & (df.tensor == "output")].set_index("stat").value

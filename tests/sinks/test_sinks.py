@@ -148,8 +148,9 @@ def test_to_pandas_is_tidy() -> None:
         model(torch.randn(4, 3))
         mon.step()
     df = mon.to_pandas()
-    assert list(df.columns) == ["step", "phase", "module", "tensor", "stat", "value"]
+    assert list(df.columns) == ["step", "phase", "module", "tensor", "stat", "value", "rank"]
     assert str(df.value.dtype) == "float64"
+    assert set(df["rank"]) == {0}
     assert df.duplicated(["step", "phase", "module", "tensor", "stat"]).sum() == 0
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from hookscope import dist
 from hookscope.doctor.diagnose import RunFacts, diagnose, replaced_record
 from hookscope.doctor.report import DoctorReport, HookRecord, ReasonCode
 from hookscope.errors import ForwardError, UsageError
@@ -42,11 +43,17 @@ def doctor(model: nn.Module, *inputs: Any, backward: bool = False, **kwargs: Any
     Raises:
         UsageError: ``model`` is not an ``nn.Module`` or ``backward`` not a bool.
         ForwardError: the model raised; the message names the modules that had run.
+        DistributedError: on a DDP / FSDP model (whose forward or backward are
+            collectives) some ranks did not call the doctor within
+            ``$HOOKSCOPE_COLLECTIVE_TIMEOUT`` seconds; the message names them.
     """
     if not isinstance(model, nn.Module):
         raise UsageError(f"doctor() needs an nn.Module, got {type(model).__name__}")
     if not isinstance(backward, bool):
         raise UsageError(f"backward must be True or False, got {backward!r}")
+    why = dist.collective_reason(model, backward)
+    if why is not None:  # every rank must run it: meet first, so one left alone fails fast
+        dist.rendezvous(f"hookscope.doctor(backward={backward})", why)
     replaced = [(reg, reg.calls) for s in active_sessions(model) for reg in s.detached()]
     contexts = _contexts(model)
     saved = _save_state(model)

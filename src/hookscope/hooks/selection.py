@@ -16,6 +16,7 @@ from typing import Any
 from torch import nn
 
 from hookscope.errors import UsageError
+from hookscope.names import strip_wrappers
 
 #: What ``modules=`` accepts: a glob on qualified names (``"layer1.*"``), a
 #: module type, a predicate ``(name, module) -> bool``, or a sequence of these
@@ -114,11 +115,34 @@ def select_modules(
 
 
 def _glob_match(pattern: str, name: str, _param: Any) -> bool:
-    return fnmatch.fnmatchcase(name, pattern)
+    return fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(strip_wrappers(name), pattern)
 
 
 def _predicate_match(predicate: Callable[[str, Any], Any], name: str, param: Any) -> bool:
     return bool(predicate(name, param))
+
+
+def param_matcher(params: ModuleSelector) -> Callable[[tuple[str, ...], Any], bool]:
+    """``params=`` as a test ``(names, param) -> bool``: does any name match any item?
+
+    Globs match a name as given or without wrapper components
+    (``"layer.fc1.weight"`` matches ``"module.layer.fc1.weight"`` under DDP).
+
+    Raises:
+        UsageError: an item is neither a glob nor a predicate ``(name, param)``.
+    """
+    if params is None:
+        return lambda _names, _param: True
+    items: list[Any] = [params] if isinstance(params, str) or callable(params) else list(params)
+    matchers: list[Callable[[str, Any], bool]] = []
+    for item in items:
+        if isinstance(item, str):
+            matchers.append(partial(_glob_match, item))
+        elif callable(item) and not isinstance(item, type):
+            matchers.append(partial(_predicate_match, item))
+        else:
+            raise UsageError(f"params= takes globs or a predicate (name, param); got {item!r}")
+    return lambda names, param: any(m(n, param) for n in names for m in matchers)
 
 
 def select_params(
@@ -133,21 +157,11 @@ def select_params(
     for pname, param in model.named_parameters(remove_duplicate=False):
         names.setdefault(id(param), []).append(pname)
         tensors[id(param)] = param
-    if params is None:
-        matchers: list[Callable[[str, Any], bool]] = [lambda _n, _p: True]
-    else:
-        items: list[Any] = [params] if isinstance(params, str) or callable(params) else list(params)
-        matchers = []
-        for item in items:
-            if isinstance(item, str):
-                matchers.append(partial(_glob_match, item))
-            elif callable(item) and not isinstance(item, type):
-                matchers.append(partial(_predicate_match, item))
-            else:
-                raise UsageError(f"params= takes globs or a predicate (name, param); got {item!r}")
+    matches = param_matcher(params)
     selected = []
     for key, pnames in names.items():
         param = tensors[key]
-        if param.requires_grad and any(m(n, param) for n in pnames for m in matchers):
-            selected.append((tuple(dict.fromkeys(pnames)), param))
+        unique = tuple(dict.fromkeys(pnames))
+        if param.requires_grad and matches(unique, param):
+            selected.append((unique, param))
     return selected

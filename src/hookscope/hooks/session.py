@@ -31,9 +31,11 @@ from hookscope.hooks.selection import (
     ModuleSelector,
     SelectedModule,
     module_names,
+    param_matcher,
     select_modules,
     select_params,
 )
+from hookscope.shards import FlatSlot, flat_groups
 
 __all__ = [
     "BypassPolicy",
@@ -258,17 +260,42 @@ class HookSession:
 
         Called as ``hook(name, param) -> None`` where ``name`` is the parameter's
         qualified name (``"layer1.0.conv1.weight"``). ``params`` selects by glob
-        on parameter names, a predicate ``(name, param) -> bool``, or a list of
+        on parameter names (with or without wrapper components such as DDP's
+        ``module.``), a predicate ``(name, param) -> bool``, or a list of
         globs; tied parameters are hooked once and reported under every name.
+
+        Under FSDP1 (``FullyShardedDataParallel``, flat or original parameters)
+        autograd accumulates into each unit's flat parameter, never into the
+        original parameters. Their names (as ``use_orig_params=True`` gives
+        them) are matched instead, and ``hook`` runs when the flat gradient is
+        accumulated, before FSDP's reduce-scatter, with ``param`` a detached
+        view of the whole original parameter whose ``.grad`` is this rank's
+        local gradient of it: the same moment and meaning as under DDP. A
+        predicate sees a meta tensor of the parameter's shape there.
         """
         self._check_active()
-        selected = select_params(self.model, params)
+        groups = flat_groups(self.model)
+        covered = {key for group in groups for key in group.covered}
         regs = []
-        for names, param in selected:
+        for names, param in select_params(self.model, params):
+            if id(param) in covered:
+                continue
             reg = self.record("grad", hook, names, param)
             self._remember_tensor(param)
             reg.handle = param.register_post_accumulate_grad_hook(self._wrap(reg))
             regs.append(reg)
+        matches = param_matcher(params)
+        for group in groups:
+            flat = group.flat
+            for slot in group.slots:
+                shape = torch.empty(slot.shape, dtype=flat.dtype, device="meta")
+                if flat.requires_grad and matches(slot.names, shape):
+                    reg = self.record("grad", hook, slot.names, flat)
+                    self._remember_tensor(flat)
+                    reg.handle = flat.register_post_accumulate_grad_hook(
+                        _slot_hook(self._wrap(reg), slot)
+                    )
+                    regs.append(reg)
         return HandleGroup(regs)
 
     # -- reports -------------------------------------------------------------------
@@ -484,3 +511,15 @@ def session(
         bypass=bypass,
         bypass_modules=bypass_modules,
     )
+
+
+def _slot_hook(wrapper: Callable[..., Any], slot: FlatSlot) -> Callable[[torch.Tensor], None]:
+    """A flat parameter's post-accumulate-grad hook that calls ``wrapper`` with one original parameter."""
+
+    def on_flat(flat: torch.Tensor) -> None:
+        view = slot.view(flat)
+        if view is not None:  # always, in a backward: the flat parameter is unsharded then
+            wrapper(view)
+
+    setattr(on_flat, WRAPPED_ATTR, getattr(wrapper, WRAPPED_ATTR))
+    return on_flat

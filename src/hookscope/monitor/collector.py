@@ -43,11 +43,11 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from hookscope.dist import local_tensor
 from hookscope.hooks.compiled import tracing
 from hookscope.hooks.globals import TensorGradHooks
 from hookscope.hooks.handles import Registration
 from hookscope.monitor.records import Phase
+from hookscope.shards import local_tensor
 from hookscope.stats import Plan, Reduction, accuracy, reduce_tensor, reduce_with_relu, tensors_in
 
 if TYPE_CHECKING:

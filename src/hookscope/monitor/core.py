@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 import torch
 from torch import nn
 
-from hookscope import dist
+from hookscope import dist, shards
 from hookscope.errors import UsageError
 from hookscope.hooks.globals import TensorGradHooks
 from hookscope.hooks.handles import HookFailure
@@ -105,7 +105,7 @@ class Monitor:
         params: report parameter gradient norms (phase ``param``).
         ranks: under torch.distributed, ``"local"`` (each rank reports its own
             tensors) or ``"reduce"`` (``step`` combines all ranks' statistics
-            exactly with three all-reduces, whatever the world size; every rank
+            exactly with two all-reduces, whatever the world size; every rank
             must call ``step``). See `hookscope.monitor.ranks`.
         keep_wrappers: keep wrapper components (``module.``, ``_orig_mod.``,
             ``_fsdp_wrapped_module.``) in names; by default names match the
@@ -332,7 +332,7 @@ class Monitor:
     def _update_ratios(self, snapshot: bool) -> list[tuple[str, Reduction]]:
         ratios = []
         params = [
-            (n, dist.local_tensor(p.detach()))
+            (n, shards.local_tensor(p.detach()))
             for n, p in self.model.named_parameters()
             if p.requires_grad
         ]
@@ -393,7 +393,7 @@ class Monitor:
         return [] if self._session is None else list(self._session.errors)
 
     def to_pandas(self) -> Any:
-        """Tidy ``DataFrame``: columns ``step, phase, module, tensor, stat, value``."""
+        """Tidy ``DataFrame``: columns ``step, phase, module, tensor, stat, value, rank``."""
         from hookscope.sinks.pandas import to_frame
 
         return to_frame(self._results)

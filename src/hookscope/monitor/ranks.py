@@ -2,21 +2,27 @@
 
 ``ranks="reduce"``: at `Monitor.step` the merged reductions of every rank are
 combined as if all ranks' tensors were one tensor: element counts, sums, sums
-of squares and the zero / NaN / Inf counts by SUM, min and max by MIN (max
-negated) — exact global statistics, not means of means. That is three
-all-reduces of float64 vectors per step whatever the world size (a header
-that checks every rank holds the same tensors and finds the first NaN/Inf,
-6 numbers per reported tensor by SUM, 2 by MIN), plus one broadcast on the
-one step a NaN/Inf first shows. When the ranks hold different sets of tensors
-(code that runs on some ranks only), that step keeps each rank's own
-statistics and a warning says so once.
+of squares and the zero / NaN / Inf counts by SUM, min and max by MAX (min
+negated) — exact global statistics, not means of means. That is two
+all-reduces of float64 vectors per step whatever the world size: 6 numbers
+per tensor by SUM; by MAX 2 per tensor and a header (`hookscope.dist.signature`)
+that checks every rank packed the same tensors and finds the first NaN/Inf.
+The vectors are packed in the order the ranks agreed on at the last step; the
+first step, and a step whose tensors changed on every rank, first agree on
+the new order (one more all-reduce); plus one broadcast on the one step a
+NaN/Inf first shows. When the ranks hold different sets of tensors (code that
+runs on some ranks only), that step keeps each rank's own statistics and a
+warning says so once. Each step's entry is noted in the store
+(`hookscope.dist.enter`), so a rank that waits in vain names the missing ones.
 
 ``grads="reduced"``: parameter gradients are read once per backward, after
 it has finished — after DDP's all-reduce and FSDP's reduce-scatter, whose
 completion callbacks are queued earlier — so they are the gradients the
 optimizer sees. Under DDP every rank holds the same gradient; under FSDP each
-holds a shard, and the full norm comes from one SUM all-reduce of the shards'
-squares (with ``ranks="local"``; ``"reduce"`` folds it into its own vector).
+holds a shard, and the full norm comes from summing the shards' squares over
+the ranks (with ``ranks="local"`` a SUM and a MAX of their own; ``"reduce"``
+folds them into its vectors). Under HSDP a shard held by ``R`` ranks of the
+replicate dimension enters the SUM with weight ``1 / R``.
 
 ``first_nonfinite`` carries the rank that saw it. With ``"reduce"`` every
 rank agrees on it: the earliest phase (forward before backward before
@@ -34,7 +40,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-from hookscope import dist
+from hookscope import dist, shards
 from hookscope.errors import HookscopeWarning
 from hookscope.monitor.collector import GRAD_PLAN, Collector, Entry
 from hookscope.monitor.records import NonFinite
@@ -47,6 +53,7 @@ Grads = Literal["local", "reduced"]
 _SUMMED = ("sum", "sumsq", "nonzero", "nan", "inf")
 _GRAD_FIELDS = ("sumsq", "nan", "inf")
 _PHASES = {"forward": 0, "backward": 1, "param": 2}
+_WHAT = "Monitor.step()"
 
 
 class GradReader:
@@ -61,7 +68,8 @@ class GradReader:
         self.model = model
         self.collector = collector
         self.on_error = on_error
-        self.sharded: set[str] = set()
+        #: Sharded parameter gradients: name -> ranks holding each part (`shards.GradPart`).
+        self.sharded: dict[str, int] = {}
         self._task = -2
         self._failed = False
 
@@ -93,7 +101,7 @@ class GradReader:
             )
 
     def _read_parts(self) -> None:
-        for part in dist.grad_parts(self.model):
+        for part in shards.grad_parts(self.model):
             grad = part.grad
             red = Reduction("float", 0) if grad is None else reduce_tensor(grad, GRAD_PLAN)
             shape: tuple[int, ...] = (0,)
@@ -104,7 +112,7 @@ class GradReader:
                 Entry("param", [(part.name, "grad", True)], red, shape, dtype)
             )
             if part.sharded:
-                self.sharded.add(part.name)
+                self.sharded[part.name] = part.replicas
 
 
 class RankCombiner:
@@ -114,6 +122,8 @@ class RankCombiner:
         self.ranks = ranks
         self.reader = reader
         self._warned = False
+        #: The keys every rank held at the last combined step, in packing order.
+        self._layout: list[Key] | None = None
 
     def combine(self, merged: dict[Key, Reduction], first: NonFinite | None) -> NonFinite | None:
         """Combine ``merged`` in place; return this step's first NaN/Inf, with its rank.
@@ -123,47 +133,71 @@ class RankCombiner:
             first: this rank's first non-finite tensor of the step, if any
                 (pass None once a first one is known).
         """
+        local = None if first is None else dataclasses.replace(first, rank=dist.rank())
         if not dist.initialized() or dist.world_size() == 1:
-            return None if first is None else dataclasses.replace(first, rank=dist.rank())
+            return local
         if self.ranks == "local":
-            self._sum_shards(merged)
-            return None if first is None else dataclasses.replace(first, rank=dist.rank())
-        return self._reduce(merged, first)
+            if self.reader is not None and self.reader.sharded:
+                keys = [k for k in merged if k[0] == "param" and k[1] in self.reader.sharded]
+                dist.enter(_WHAT)
+                if not self._exchange(keys, merged, math.inf, extrema=False)[0]:
+                    self._warn("parameter gradients")
+            return local
+        world = dist.world_size()
+        code = math.inf if first is None else _PHASES[first.phase] * world + dist.rank()
+        dist.enter(_WHAT)
+        keys = [key for key in merged if not self._replicated(key)]
+        same, lowest = self._exchange(keys, merged, code, extrema=True)
+        if not same:
+            self._warn("tensors")
+        if math.isinf(lowest):
+            return None
+        src = int(lowest) % world
+        found = dist.broadcast(first, src, _WHAT)
+        assert isinstance(found, NonFinite)
+        return dataclasses.replace(found, rank=src)
+
+    def _replicas(self, key: Key) -> int:
+        """Ranks that hold the same tensor ``key`` (HSDP shards); 1 for everything else."""
+        if self.reader is None or key[0] != "param":
+            return 1
+        return self.reader.sharded.get(key[1], 1)
 
     def _replicated(self, key: Key) -> bool:
         """A reduced parameter gradient every rank holds whole (DDP): nothing to combine."""
         return self.reader is not None and key[0] == "param" and key[1] not in self.reader.sharded
 
-    def _sum_shards(self, merged: dict[Key, Reduction]) -> None:
-        if self.reader is None or not self.reader.sharded:
-            return
-        keys = [key for key in merged if key[0] == "param" and key[1] in self.reader.sharded]
-        same, _ = dist.agree(keys, math.inf, "Monitor.step() (grads='reduced')")
-        if not same:
-            self._warn("parameter gradients")
-            return
-        sums = _pack_sums([merged[key] for key in keys])
-        dist.reduce_vectors(sums, torch.empty(0, dtype=torch.float64), "Monitor.step()")
-        _unpack(keys, merged, sums, None)
+    def _exchange(
+        self, keys: list[Key], merged: dict[Key, Reduction], code: float, *, extrema: bool
+    ) -> tuple[bool, float]:
+        """Combine ``merged[keys]`` over the ranks: one SUM and one MAX all-reduce.
 
-    def _reduce(self, merged: dict[Key, Reduction], first: NonFinite | None) -> NonFinite | None:
-        keys = [key for key in merged if not self._replicated(key)]
-        world = dist.world_size()
-        code = math.inf if first is None else _PHASES[first.phase] * world + dist.rank()
-        same, lowest = dist.agree(keys, code, "Monitor.step() (ranks='reduce')")
-        if same:
-            reds = [merged[key] for key in keys]
-            sums, mins = _pack_sums(reds), _pack_mins(reds)
-            dist.reduce_vectors(sums, mins, "Monitor.step() (ranks='reduce')")
-            _unpack(keys, merged, sums, mins)
-        else:
-            self._warn("tensors")
-        if math.isinf(lowest):
-            return None
-        src = int(lowest) % world
-        found = dist.broadcast(first, src, "Monitor.step() (ranks='reduce')")
-        assert isinstance(found, NonFinite)
-        return dataclasses.replace(found, rank=src)
+        The vectors are packed in the layout every rank agreed on at the last
+        step, with each rank's key signature in the MAX vector; a step whose
+        keys differ from it first agrees on the new keys (one more MAX).
+        Returns whether the ranks held the same keys (if not, ``merged`` keeps
+        this rank's values) and the smallest ``code`` over the ranks.
+        """
+        layout = self._layout
+        if layout is None:
+            same, lowest = dist.agree(keys, code, _WHAT)
+            if not same:
+                return False, lowest
+            layout = keys
+        reds = [merged.get(key) for key in layout]
+        sums = _pack_sums(reds, [self._replicas(key) for key in layout])
+        header = dist.signature(keys, code)
+        maxes = torch.tensor(header + (_pack_maxes(reds) if extrema else []), dtype=torch.float64)
+        dist.reduce_vectors(sums, maxes, _WHAT)
+        same, lowest = dist.agreed(maxes[: dist.SIGNATURE].tolist())
+        if not same or layout != keys:
+            self._layout = None
+            if same:  # every rank moved to the same new set of tensors: agree on it now
+                return self._exchange(keys, merged, code, extrema=extrema)
+            return False, lowest
+        self._layout = layout
+        _unpack(layout, merged, sums, maxes[dist.SIGNATURE :] if extrema else None)
+        return True, lowest
 
     def _warn(self, what: str) -> None:
         if not self._warned:
@@ -182,40 +216,53 @@ def _sumsq(red: Reduction) -> float | None:
     return red.norm * red.norm if isinstance(red.norm, float) else None
 
 
-def _pack_sums(reds: Sequence[Reduction]) -> torch.Tensor:
+def _pack_sums(reds: Sequence[Reduction | None], replicas: Sequence[int]) -> torch.Tensor:
+    """Per tensor: element count, sum, sum of squares, zero, NaN and Inf counts (zeros if absent).
+
+    A tensor that ``n`` ranks hold alike (an HSDP shard) enters with weight
+    ``1 / n``, so the SUM over all ranks counts it once.
+    """
     rows = []
-    for red in reds:
+    for red, copies in zip(reds, replicas, strict=True):
+        if red is None:
+            rows.append([0.0] * (1 + len(_SUMMED)))
+            continue
         unshift(red)  # shifted moments do not add across ranks
         squares = _sumsq(red)
         values = [red.sum, squares, red.nonzero, red.nan, red.inf]
-        rows.append(
-            [float(red.numel)] + [float(v) if isinstance(v, float) else 0.0 for v in values]
-        )
+        row = [float(red.numel)] + [float(v) if isinstance(v, float) else 0.0 for v in values]
+        rows.append([value / copies for value in row])
     return torch.tensor(rows, dtype=torch.float64).reshape(-1)
 
 
-def _pack_mins(reds: Sequence[Reduction]) -> torch.Tensor:
-    rows = []
+def _pack_maxes(reds: Sequence[Reduction | None]) -> list[float]:
+    """Per tensor: minus the minimum and the maximum, for a MAX all-reduce (-inf if absent)."""
+    out: list[float] = []
     for red in reds:
-        low = red.min if isinstance(red.min, float) and not math.isnan(red.min) else math.inf
-        high = red.max if isinstance(red.max, float) and not math.isnan(red.max) else -math.inf
-        rows.append([low, -high])
-    return torch.tensor(rows, dtype=torch.float64).reshape(-1)
+        if red is None:
+            out += [-math.inf, -math.inf]
+        else:
+            out += [-_extreme(red.min, math.inf), _extreme(red.max, -math.inf)]
+    return out
+
+
+def _extreme(value: object, default: float) -> float:
+    return value if isinstance(value, float) and not math.isnan(value) else default
 
 
 def _unpack(
     keys: Sequence[Key],
     merged: dict[Key, Reduction],
     sums: torch.Tensor,
-    mins: torch.Tensor | None,
+    maxes: torch.Tensor | None,
 ) -> None:
     summed = sums.view(-1, 1 + len(_SUMMED)).tolist()
-    extrema = None if mins is None else mins.view(-1, 2).tolist()
+    extrema = None if maxes is None else maxes.view(-1, 2).tolist()
     for index, key in enumerate(keys):
         red = merged[key]
         values = summed[index]
         empty = red.numel == 0  # this rank held none of it: take what the others had
-        red.numel = int(values[0])
+        red.numel = round(values[0])
         if red.sumsq is None and isinstance(red.norm, float):
             red.norm = None
             red.sumsq = 0.0
@@ -223,4 +270,4 @@ def _unpack(
             if isinstance(getattr(red, name), float) or (empty and name in _GRAD_FIELDS):
                 setattr(red, name, value)
         if extrema is not None and isinstance(red.min, float):
-            red.min, red.max = extrema[index][0], -extrema[index][1]
+            red.min, red.max = -extrema[index][0], extrema[index][1]

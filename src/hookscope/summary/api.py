@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from hookscope import dist
 from hookscope.errors import ForwardError, UsageError
 from hookscope.hooks.compiled import unwrap_compiled
 from hookscope.summary.collect import Collected, iter_tensors, run_forward, shapes_of
@@ -68,6 +69,8 @@ def summary(
         UsageError: a bad option (the message shows the value).
         ForwardError: the forward raised; the message names the module chain
             it raised in and the modules that had run.
+        DistributedError: the forward is a collective (an FSDP model) and some
+            ranks did not call ``summary`` within ``$HOOKSCOPE_COLLECTIVE_TIMEOUT`` s.
     """
     if not isinstance(model, nn.Module):
         raise UsageError(f"summary() needs an nn.Module, got {type(model).__name__}")
@@ -76,6 +79,9 @@ def summary(
     # a torch.compile wrapper: summarise the model it holds (rows without "_orig_mod.",
     # and no compile of a forward that only measures)
     model = unwrap_compiled(model)
+    why = dist.collective_reason(model, backward=False)
+    if why is not None:  # the forward is a collective (FSDP): meet the other ranks first
+        dist.rendezvous("hookscope.summary()", why)
     target = _parse_device(device)
     args = _build_args(inputs, input_size, dtypes, kwargs, target)
     flags = [(module, module.training) for module in model.modules()]

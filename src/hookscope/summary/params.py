@@ -8,7 +8,7 @@ offset, shape and stride (meta tensors have no storage: identity only).
 
 Sharded models count whole: an FSDP1 flat parameter (and, with
 ``use_orig_params=True``, each original parameter) counts the elements of
-the unsharded parameters (`hookscope.dist.full_numels`); FSDP2 ``DTensor``
+the unsharded parameters (`hookscope.shards.full_numels`); FSDP2 ``DTensor``
 parameters report their global size already.
 """
 
@@ -21,7 +21,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-from hookscope.dist import full_numels
+from hookscope.shards import full_numels
 
 Trainable = Literal["yes", "no", "partial", ""]
 

@@ -1,0 +1,68 @@
+"""Sessions, doctor and capture under DDP, FSDP1 (flat and original parameters) and FSDP2.
+
+Each rank adds a gradient hook on ``layer.linear1.weight`` (a glob on the
+name without wrapper components), forward and backward hooks on ``*linear1``,
+runs one training forward/backward, then the doctor (backward=True) inside
+the same session, then a capture of ``head``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from tests.distributed import workers
+from tests.distributed.harness import spawn
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def hooked(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    out = tmp_path_factory.mktemp("hooks")
+    spawn(workers.hooks, str(out))
+    return [torch.load(out / f"hooks{rank}.pt", weights_only=False) for rank in (0, 1)]
+
+
+@pytest.mark.parametrize("variant", workers.VARIANTS)
+def test_every_hook_fires_and_the_doctor_blames_none(
+    hooked: list[dict[str, Any]], variant: str
+) -> None:
+    for rank in (0, 1):
+        got = hooked[rank][variant]
+        # the training step and the doctor's run: each hook fired twice
+        assert got["seen"]["forward"] == 2 and got["seen"]["backward"] == 2
+        assert [name for name, _shape, _grad in got["seen"]["grad"]] == [
+            "module.layer.linear1.weight"
+            if variant == "ddp"
+            else "layer.linear1.weight"
+            if variant == "fsdp2"
+            else "_fsdp_wrapped_module.layer._fsdp_wrapped_module.linear1.weight"
+        ] * 2
+        assert got["silent"] == [] and got["bypasses"] == 0
+        assert [ok for _key, ok in got["captured"]] == [True]
+
+
+@pytest.mark.parametrize("variant", ["ddp", "fsdp1", "fsdp1_orig"])
+def test_grad_hooks_see_the_whole_local_gradient_before_the_reduction(
+    hooked: list[dict[str, Any]], variant: str
+) -> None:
+    # FSDP1 flattens linear1.weight into a flat parameter: the hook still gets
+    # the original parameter, whole, with this rank's own gradient (as under DDP)
+    for rank in (0, 1):
+        got = hooked[rank][variant]
+        _name, shape, grad = got["seen"]["grad"][0]
+        assert shape == (32, 16)
+        torch.testing.assert_close(grad, got["ref"], rtol=1e-5, atol=1e-7)
+
+
+def test_fsdp2_grad_hooks_see_the_local_shard_of_the_reduced_gradient(
+    hooked: list[dict[str, Any]],
+) -> None:
+    reduced = (hooked[0]["fsdp2"]["ref"] + hooked[1]["fsdp2"]["ref"]) / 2
+    for rank in (0, 1):
+        _name, shape, grad = hooked[rank]["fsdp2"]["seen"]["grad"][0]
+        assert shape == (32, 16)  # the DTensor's global shape
+        torch.testing.assert_close(grad, reduced[16 * rank : 16 * (rank + 1)], rtol=1e-5, atol=1e-7)
