@@ -5,8 +5,7 @@ Eager PyTorch reads a tensor three times for sum, sum of squares and min/max
 five. Tensors of 128 Ki elements and more are split among helper threads (up to
 ``torch.get_num_threads()`` in all) that the caller never waits for unless
 they have started: on cores busy with other processes the caller simply does
-more of the work itself, and when helpers keep coming late it stops inviting
-them for a while. `moments_relu` also returns the statistics of
+more of the work itself. `moments_relu` also returns the statistics of
 ``relu(x)`` from the same pass (the Monitor uses it so that a ReLU's output
 is not read again). On a 2-core CPU that takes the Monitor's overhead on
 a ResNet-50 forward from about 1.35x to about 1.1x
