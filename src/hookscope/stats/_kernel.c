@@ -238,7 +238,7 @@ static double range_f64_at(const char *p, int64_t i) { return ((const double *)p
  * y = max(x, 0) (what an nn.ReLU after this tensor outputs) and the count of
  * x > 0, so a ReLU's output need not be read again (hs_reduce_relu). */
 static void range_f32_relu(const char *p, int64_t n, double shift, hs_stats *out) {
-    range_f32(p, n, shift, out); /* x itself: the data is then in cache for y */
+    range_f32(p, n, shift, out); /* x itself; the part (<= 400 KB) is then in cache for y */
     const float c = (float)(shift > 0 ? shift : 0);
     const v8f zero = {0};
     const v8f cv = zero + c;
@@ -460,12 +460,15 @@ static void reduce_parts(range_fn fn, at_fn at, int64_t size, const char *p, int
         r.nonzero += local[k].nonzero;
         r.min = local[k].min < r.min ? local[k].min : r.min;
         r.max = local[k].max > r.max ? local[k].max : r.max;
-        r.rsum += local[k].rsum;
-        r.rsumsq += local[k].rsumsq;
-        r.positive += local[k].positive;
     }
-    double values[9] = {r.sum, r.sumsq, r.min, r.max, r.nonzero, shift,
-                        r.rsum, r.rsumsq, r.positive};
+    /* Only range_f32_relu fills the ReLU fields: never read them otherwise. */
+    double rsum = 0, rsumsq = 0, positive = 0;
+    for (int64_t k = 0; fn == range_f32_relu && k < parts; k++) {
+        rsum += local[k].rsum;
+        rsumsq += local[k].rsumsq;
+        positive += local[k].positive;
+    }
+    double values[9] = {r.sum, r.sumsq, r.min, r.max, r.nonzero, shift, rsum, rsumsq, positive};
     memcpy(out, values, sizeof values);
 }
 

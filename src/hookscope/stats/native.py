@@ -136,7 +136,10 @@ def moments(tensor: torch.Tensor, shift: float | None = None) -> Moments | None:
 
 
 def moments_relu(tensor: torch.Tensor) -> tuple[Moments, Moments] | None:
-    """`moments` of ``tensor`` and of ``relu(tensor)``, in one pass (float32 only).
+    """`moments` of ``tensor`` and of ``relu(tensor)``, in one call (float32 only).
+
+    Each part of the tensor is read from memory once; the ReLU sums re-read it
+    from cache.
 
     The second `Moments` describes ``y = max(x, 0)`` as an ``nn.ReLU`` would
     make it from finite ``x``: its shift is ``max(shift, 0)``, its min and max
