@@ -12,9 +12,11 @@ tokens). Each rank holds five copies of the same model:
 * ``single`` and ``single+monitor``: the model without DDP, plain and under a
   default Monitor: the Monitor's cost where no torch.distributed is involved.
 
-The time spent inside ``mon.step()`` (one transfer; for ``reduce`` also its
-two all-reduces, a SUM and a MAX, and one write to the process group's
-store) is printed per variant: the direct cost of ``reduce``.
+The time spent inside ``mon.step()`` is printed per variant: one transfer;
+for ``reduce`` also starting its two all-reduces (a SUM and a MAX) and
+completing the previous step's, which ran during this step's forward and
+backward (``step()`` does not wait for its own; the results are read after
+the timed repetitions).
 
 A step is ``zero_grad, forward, backward, optimizer step, mon.step()``. Each
 repetition runs every variant's steps interleaved (ABBA order over the
@@ -134,11 +136,11 @@ def worker(rank: int, world: int, port: int, args: argparse.Namespace) -> None:
             variant.mon.close()
     reduce = variants[2].mon
     keys = len(reduce.results[-1].tensors) if reduce is not None and reduce.results else 0
-    write, reduces = _collectives_alone(max(keys, 100))
+    start, trip = _collectives_alone(max(keys, 100))
     if rank == 0:
         print(
-            f"  reduce's collectives alone, after a barrier ({max(keys, 100)} tensors): "
-            f"store write {1000 * write:.2f} ms, SUM + MAX all-reduces {1000 * reduces:.2f} ms"
+            f"  reduce's all-reduces alone, after a barrier ({max(keys, 100)} tensors): "
+            f"starting them {1000 * start:.2f} ms, round trip {1000 * trip:.2f} ms"
         )
         _report(per_rep, world, args)
         total = args.reps * 2 * args.steps
@@ -151,28 +153,30 @@ def worker(rank: int, world: int, port: int, args: argparse.Namespace) -> None:
 
 
 def _collectives_alone(keys: int, rounds: int = 20) -> tuple[float, float]:
-    """Median times of a ``ranks="reduce"`` step's store write and all-reduces, all ranks there.
+    """Median times to start a ``ranks="reduce"`` step's all-reduces, and to complete them.
 
     What `hookscope.monitor.ranks.RankCombiner` does at each step once the
-    ranks agree on the tensors: note the entry in the store, one SUM
-    all-reduce of 6 numbers per tensor, one MAX of 2 per tensor plus a header.
+    ranks agree on the tensors: one SUM all-reduce of 6 numbers per tensor and
+    one MAX of 2 per tensor plus a header, started in ``step()``; the wait is
+    timed here right after a barrier (all ranks there), the full round trip
+    that ``step()`` no longer waits for.
     """
     from hookscope import dist
 
-    writes, reduces = [], []
+    starts, trips = [], []
     for _ in range(rounds):
         tdist.barrier()
-        start = time.perf_counter()
-        dist.enter("benchmark")
-        middle = time.perf_counter()
-        dist.reduce_vectors(
+        begin = time.perf_counter()
+        running = dist.start_reduce(
             torch.zeros(6 * keys, dtype=torch.float64),
-            torch.zeros(dist.SIGNATURE + 2 * keys, dtype=torch.float64),
+            torch.zeros(3 + 2 * keys, dtype=torch.float64),
             "benchmark",
         )
-        writes.append(middle - start)
-        reduces.append(time.perf_counter() - middle)
-    return statistics.median(writes), statistics.median(reduces)
+        started = time.perf_counter()
+        running.wait()
+        starts.append(started - begin)
+        trips.append(time.perf_counter() - begin)
+    return statistics.median(starts), statistics.median(trips)
 
 
 def _ratio(per_rep: dict[str, list[float]], a: str, b: str) -> list[float]:

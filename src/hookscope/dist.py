@@ -25,10 +25,11 @@ Monitor, the sinks, the summary and the report call it.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
+import pickle
 import sys
-import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -140,21 +141,19 @@ def rendezvous(what: str, why: str) -> None:
         ) from None
 
 
-def enter(what: str) -> None:
-    """Note in the store that this rank has entered its next ``what`` (one write, no wait).
+def _note(what: str, seq: int) -> None:
+    """Note in the store that this rank waits for call #``seq`` of ``what`` (one write).
 
-    If the collective then times out, the error names the ranks that never
-    entered it (`_wait`).
+    Written only when a rank has to wait (`Reducing.wait`): a step whose
+    all-reduces finished while the training went on costs no store round trip.
+    If the wait then times out, `_behind` names the ranks that never got there.
     """
-    seq = _CALLS[what] = _CALLS.get(what, 0) + 1
-    _store().set(f"hookscope/{what}/{rank()}", str(seq))
+    with contextlib.suppress(RuntimeError):  # the store is gone with rank 0: the timeout says it
+        _store().set(f"hookscope/{what}/{rank()}", str(seq))
 
 
-def _behind(what: str) -> str:
-    """Which ranks have not entered this rank's latest ``what`` (from `enter`'s notes)."""
-    seq = _CALLS.get(what)
-    if seq is None:
-        return ""
+def _behind(what: str, seq: int) -> str:
+    """Which ranks have not waited for call #``seq`` of ``what`` (from `_note`)."""
     try:
         store = _store()
         keys = [f"hookscope/{what}/{r}" for r in range(world_size())]
@@ -163,8 +162,8 @@ def _behind(what: str) -> str:
     except RuntimeError:
         return ""  # the store is gone with rank 0
     late = {r: int(seen[key]) if key in seen else 0 for r, key in enumerate(keys)}
-    missing = [r for r, done in late.items() if done < seq]
-    return f"; rank(s) {_ranges(missing)} never entered call #{seq}" if missing else ""
+    missing = [r for r, done in late.items() if done < seq and r != rank()]
+    return f"; rank(s) {_ranges(missing)} never reached call #{seq}" if missing else ""
 
 
 def _ranges(ranks: Sequence[int]) -> str:
@@ -202,18 +201,7 @@ def collective_reason(model: nn.Module, backward: bool) -> str | None:
     return None
 
 
-def broadcast(obj: object, src: int, what: str) -> object:
-    """``obj`` from rank ``src`` on every rank (a small picklable object)."""
-    tdist = _dist()
-    box = [obj]
-    try:
-        tdist.broadcast_object_list(box, src=src)
-    except RuntimeError as exc:
-        raise DistributedError(f"{what}: broadcast from rank {src} failed ({exc})") from None
-    return box[0]
-
-
-def _wait(work: Any, what: str) -> None:
+def _wait(work: Any, what: str, seq: int) -> None:
     timeout = collective_timeout()
     try:
         done = work.wait(timeout=datetime.timedelta(seconds=timeout))
@@ -225,36 +213,9 @@ def _wait(work: Any, what: str) -> None:
     if done is False:
         raise DistributedError(
             f"rank {rank()}: {what} waited {timeout:g} s for the other ranks ({reason}"
-            f"{_behind(what)}). It is a collective: every rank must call it, the same number "
-            "of times (set HOOKSCOPE_COLLECTIVE_TIMEOUT to wait longer)"
+            f"{_behind(what, seq) if seq else ''}). It is a collective: every rank must call it, "
+            "the same number of times (set HOOKSCOPE_COLLECTIVE_TIMEOUT to wait longer)"
         )
-
-
-def signature(keys: Sequence[object], code: float) -> list[float]:
-    """The header that `agreed` reads back after a MAX all-reduce: key count and CRC, ``code``.
-
-    Count and CRC go in as they are and negated, so one MAX yields their
-    maximum and minimum over the ranks; ``code`` negated gives its minimum.
-    """
-    crc = float(zlib.crc32(repr(list(keys)).encode()))
-    count = float(len(keys))
-    return [count, crc, -count, -crc, -code]
-
-
-#: Length of a `signature`.
-SIGNATURE = 5
-
-
-def agreed(header: Sequence[float]) -> tuple[bool, float]:
-    """From a MAX-reduced `signature`: did every rank hold the same keys? The smallest ``code``."""
-    return header[0] == -header[2] and header[1] == -header[3], -header[4]
-
-
-def agree(keys: Sequence[object], code: float, what: str) -> tuple[bool, float]:
-    """One MAX all-reduce of a `signature`: do all ranks hold the same ``keys``? The smallest ``code``."""
-    header = torch.tensor(signature(keys, code), dtype=torch.float64)
-    reduce_vectors(torch.empty(0, dtype=torch.float64), header, what)
-    return agreed(header.tolist())
 
 
 def _on_device(vector: torch.Tensor) -> torch.Tensor:
@@ -265,14 +226,35 @@ def _on_device(vector: torch.Tensor) -> torch.Tensor:
     return vector
 
 
-def reduce_vectors(sums: torch.Tensor, maxes: torch.Tensor, what: str) -> None:
-    """SUM-reduce ``sums`` and MAX-reduce ``maxes`` across ranks, in place (float64, CPU).
+class Reducing:
+    """A SUM and a MAX all-reduce in flight (`start_reduce`); `wait` completes them in place."""
 
-    At most two all-reduces (an empty vector is skipped), both in flight at
-    once, each waited on for at most `collective_timeout` seconds.
+    def __init__(self, pending: list[tuple[torch.Tensor, torch.Tensor, Any]], what: str) -> None:
+        self._pending = pending
+        self.what = what
+        self.seq = _CALLS[what] = _CALLS.get(what, 0) + 1
 
-    Raises:
-        DistributedError: the other ranks did not enter the collectives in time.
+    def wait(self) -> None:
+        """Wait (at most `collective_timeout` s each) and copy the results back (idempotent).
+
+        Raises:
+            DistributedError: the other ranks did not enter the collectives in time.
+        """
+        pending, self._pending = self._pending, []
+        if pending and not all(work.is_completed() for _, _, work in pending):
+            _note(self.what, self.seq)
+        for vector, moved, work in pending:
+            _wait(work, self.what, self.seq)
+            if moved is not vector:
+                vector.copy_(moved.cpu())
+
+
+def start_reduce(sums: torch.Tensor, maxes: torch.Tensor, what: str) -> Reducing:
+    """Start a SUM all-reduce of ``sums`` and a MAX of ``maxes`` (float64, CPU); no wait.
+
+    Both run while the caller goes on; `Reducing.wait` completes them in
+    place. An empty vector is skipped. Every rank must start them in the same
+    order relative to its other collectives (DDP's, FSDP's).
     """
     tdist = _dist()
     pending = []
@@ -280,6 +262,35 @@ def reduce_vectors(sums: torch.Tensor, maxes: torch.Tensor, what: str) -> None:
         if vector.numel():
             moved = _on_device(vector)
             pending.append((vector, moved, tdist.all_reduce(moved, op=op, async_op=True)))
-    for vector, moved, work in pending:
-        _wait(work, what)
-        vector.copy_(moved.cpu())
+    return Reducing(pending, what)
+
+
+def reduce_vectors(sums: torch.Tensor, maxes: torch.Tensor, what: str) -> None:
+    """SUM-reduce ``sums`` and MAX-reduce ``maxes`` across ranks, in place, and wait.
+
+    Raises:
+        DistributedError: the other ranks did not enter the collectives in time.
+    """
+    start_reduce(sums, maxes, what).wait()
+
+
+def gather_objects(obj: object, what: str) -> list[object]:
+    """``obj`` of every rank, by rank (two all-gathers, each waited on with the timeout).
+
+    Its cost grows with the world size: hookscope calls it only when the
+    ranks' sets of monitored tensors differ (`hookscope.monitor.ranks`).
+    """
+    tdist = _dist()
+    data = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8).clone()
+    size = _on_device(torch.tensor([data.numel()], dtype=torch.int64))
+    sizes = [torch.zeros_like(size) for _ in range(world_size())]
+    _wait(tdist.all_gather(sizes, size, async_op=True), what, 0)
+    counts = [int(s.item()) for s in sizes]
+    padded = _on_device(torch.zeros(max(counts), dtype=torch.uint8))
+    padded[: data.numel()] = data.to(padded.device)
+    parts = [torch.empty_like(padded) for _ in counts]
+    _wait(tdist.all_gather(parts, padded, async_op=True), what, 0)
+    return [
+        pickle.loads(part[:n].cpu().numpy().tobytes())
+        for part, n in zip(parts, counts, strict=True)
+    ]

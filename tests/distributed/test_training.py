@@ -108,9 +108,13 @@ def test_a_nan_on_rank_1_is_found_on_rank_1(trained: Path) -> None:
 
 def test_a_step_only_one_rank_takes_fails_instead_of_hanging(tmp_path: Path) -> None:
     spawn(workers.skipped_step, str(tmp_path))
+    for rank in (0, 1):
+        message = (tmp_path / f"numbers{rank}.txt").read_text()
+        assert message.startswith(f"rank {rank}: Monitor.step() out of step: the ranks are ")
+        assert "at steps 5 to 6. It is a collective" in message
     message = (tmp_path / "rank0.txt").read_text()
     assert "rank 0: Monitor.step() waited 3 s" in message
-    assert "rank(s) 1 never entered call #2" in message
+    assert "rank(s) 1 never reached call #" in message
     assert "every rank must call it" in message
     assert (tmp_path / "rank1.txt").read_text() == "done"
 

@@ -137,10 +137,17 @@ def nonfinite(rank: int, out: str) -> None:
 
 
 def skipped_step(rank: int, port: int, out: str) -> None:
-    """Rank 0 calls Monitor.step() once more than rank 1: rank 0 must fail, not hang."""
+    """Ranks at different step numbers fail on both; a step only rank 0 takes fails, not hangs."""
     os.environ["HOOKSCOPE_COLLECTIVE_TIMEOUT"] = "3"
     init(rank, port)
     model = Tiny()
+    with hookscope.Monitor(model, ranks="reduce") as mon:
+        model(batch(0, rank)).sum().backward()
+        result = mon.step(step=5 + rank)  # returns at once: the all-reduces are in flight
+        try:
+            print(result.records)  # completing it waits for them and checks the header
+        except DistributedError as exc:
+            Path(out, f"numbers{rank}.txt").write_text(str(exc))
     mon = hookscope.Monitor(model, ranks="reduce").open()
     model(batch(0, rank)).sum().backward()
     mon.step()
@@ -149,8 +156,9 @@ def skipped_step(rank: int, port: int, out: str) -> None:
         Path(out, "rank1.txt").write_text("done")
         os._exit(0)
     model(batch(1, rank)).sum().backward()
+    result = mon.step()
     try:
-        mon.step()
+        print(result.alerts)
     except DistributedError as exc:
         Path(out, "rank0.txt").write_text(str(exc))
     os._exit(0)  # the group is unusable after a timed-out collective
@@ -250,9 +258,9 @@ def layouts(rank: int, port: int, out: str) -> None:
                     model(torch.randn(4, 8), extra=rank in ranks)
                 outputs = {name: cache[name].max().item() for name in cache if name}
                 with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as p:
-                    mon.step()
+                    records = mon.step().records  # reading it waits for the all-reduces
                 collectives.append(sum(e.name.startswith("gloo:") for e in p.events()))
-                maxima.append((outputs, {r.module: r.value for r in mon.results[-1].records}))
+                maxima.append((outputs, {r.module: r.value for r in records}))
     messages = [str(w.message) for w in caught if "hookscope" in str(w.message)]
     Path(out, f"layouts{rank}.json").write_text(json.dumps([maxima, collectives, messages]))
     tdist.destroy_process_group()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -18,9 +19,10 @@ from hookscope.hooks.session import HookSession, OnError, session
 from hookscope.monitor.alerts import AlertRules, Thresholds
 from hookscope.monitor.collector import CollectOptions, Collector
 from hookscope.monitor.compiled import CompiledSupport
-from hookscope.monitor.ranks import GradReader, Grads, RankCombiner, Ranks
+from hookscope.monitor.deferred import DeferredResult
+from hookscope.monitor.ranks import Exchange, GradReader, Grads, RankCombiner, Ranks
 from hookscope.monitor.records import Alert, NonFinite, Record, StepResult
-from hookscope.monitor.results import clean_keys, find_nonfinite, merge_entries, to_records
+from hookscope.monitor.results import Key, clean_keys, find_nonfinite, merge_entries, to_records
 from hookscope.names import clean_names
 from hookscope.sinks.group import SinkGroup
 from hookscope.stats import ACTIVATION_STATS, ALL_STATS, Plan, Reduction, fetch, plan_for
@@ -173,7 +175,7 @@ class Monitor:
         self.ranks: Ranks = ranks
         self.keep_wrappers = keep_wrappers
         self._names: dict[str, str] = {}
-        self._combiner = RankCombiner(ranks, None)
+        self._combiner = RankCombiner(ranks, None, model)
         self.every = every
         self.sinks = list(sinks)
         self._sinks = SinkGroup(self.sinks, on_error)
@@ -193,6 +195,7 @@ class Monitor:
         self._results: list[StepResult] = []
         self._alerts: list[Alert] = []
         self._first: NonFinite | None = None
+        self._pending: DeferredResult | None = None
         self._previous: dict[str, torch.Tensor] | None = None
         self._closed = False
         self._compiled: CompiledSupport | None = None
@@ -243,7 +246,7 @@ class Monitor:
         if self.params and self.grad_mode == "reduced":
             reader = GradReader(self.model, collector, self.on_error)
             collector.after_backward = reader.schedule
-            self._combiner = RankCombiner(self.ranks, reader)
+            self._combiner = RankCombiner(self.ranks, reader, self.model)
         if self._grad_hooks is not None:
             for sel in selected:
                 reg = self._grad_hooks.registration(sel.names, sel.module, collector.on_grad)
@@ -260,8 +263,10 @@ class Monitor:
             return
         self._closed = True
         try:
+            self._settle()
             if self.pending:
                 self._finish_step()
+                self._settle()
         finally:
             if self._grad_hooks is not None:
                 self._grad_hooks.remove()
@@ -294,6 +299,7 @@ class Monitor:
 
     def _finish_step(self) -> StepResult | None:
         assert self._collector is not None
+        self._settle()
         collector = self._collector
         entries = collector.take()
         index, recorded = self._step, collector.recording
@@ -309,8 +315,28 @@ class Monitor:
         missing = self._compiled.check(index, entries)
         merged, infos = merge_entries(entries)
         first = find_nonfinite(index, entries) if self._first is None else None
-        first = self._combiner.combine(merged, first)  # collectives under torch.distributed
-        merged, infos, first = clean_keys(merged, infos, first, self._names)
+        # under torch.distributed: the step's collectives start here, completed later
+        exchange = self._combiner.start(index, merged, first, self._first is None)
+        known = {"step": index, "tensors": tuple(clean_keys({}, infos, None, self._names)[1]),
+                 "rank": dist.rank(), "world_size": dist.world_size(), "ranks": self.ranks,
+                 "missing": missing}  # fmt: skip
+        complete = partial(self._complete, exchange, merged, ratios, known)
+        if exchange.done:
+            result = complete()
+            self._publish(result)
+            return result
+        self._pending = DeferredResult.pending(complete, self._publish, **known)
+        return self._pending
+
+    def _complete(
+        self,
+        exchange: Exchange,
+        merged: dict[Key, Reduction],
+        ratios: list[tuple[str, Reduction]],
+        known: dict[str, Any],
+    ) -> StepResult:
+        first = exchange.finish()  # waits for the step's collectives, if any
+        merged, _, first = clean_keys(merged, (), first, self._names)
         records = to_records(merged, self.stats)
         records += [
             Record("param", name, "param", "update_ratio", float(red.sum or 0.0))
@@ -318,16 +344,21 @@ class Monitor:
         ]
         if self._first is None:
             self._first = first
-        alerts = self._rules.check(index, records)
+        alerts = self._rules.check(known["step"], records)
         self._alerts.extend(alerts)
-        result = StepResult(
-            index, tuple(records), tuple(alerts), self._first, tuple(infos),
-            dist.rank(), dist.world_size(), self.ranks, missing,
-        )  # fmt: skip
+        return StepResult(records=tuple(records), alerts=tuple(alerts),
+                          first_nonfinite=self._first, **known)  # fmt: skip
+
+    def _publish(self, result: StepResult) -> None:
         if self.keep:
             self._results.append(result)
         self._sinks.write(result)
-        return result
+
+    def _settle(self) -> None:
+        """Complete the previous step if its collectives are still pending (`DeferredResult`)."""
+        pending, self._pending = self._pending, None
+        if pending is not None and not pending.failed:  # a failure was raised to its reader
+            pending.settle()
 
     def _update_ratios(self, snapshot: bool) -> list[tuple[str, Reduction]]:
         ratios = []
@@ -353,6 +384,7 @@ class Monitor:
         ``hookscope run --monitor`` calls it in a forked child, which must not
         record into its parent's files.
         """
+        self._pending = None  # its collectives belong to the parent's process group
         if self._collector is not None:
             self._collector.recording = False
             self._collector.take()
@@ -375,16 +407,19 @@ class Monitor:
     @property
     def results(self) -> list[StepResult]:
         """Every recorded step's results (with ``keep=True``)."""
+        self._settle()
         return list(self._results)
 
     @property
     def alerts(self) -> list[Alert]:
         """Every alert so far, in order."""
+        self._settle()
         return list(self._alerts)
 
     @property
     def first_nonfinite(self) -> NonFinite | None:
         """The first module that made a NaN/Inf (forward or backward), or None."""
+        self._settle()
         return self._first
 
     @property
@@ -396,6 +431,7 @@ class Monitor:
         """Tidy ``DataFrame``: columns ``step, phase, module, tensor, stat, value, rank``."""
         from hookscope.sinks.pandas import to_frame
 
+        self._settle()
         return to_frame(self._results)
 
 

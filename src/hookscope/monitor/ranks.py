@@ -1,28 +1,38 @@
 """Monitor statistics across ranks: ``ranks="reduce"`` and ``grads="reduced"``.
 
 ``ranks="reduce"``: at `Monitor.step` the merged reductions of every rank are
-combined as if all ranks' tensors were one tensor: element counts, sums, sums
-of squares and the zero / NaN / Inf counts by SUM, min and max by MAX (min
-negated) — exact global statistics, not means of means. That is two
-all-reduces of float64 vectors per step whatever the world size: 6 numbers
-per tensor by SUM; by MAX 2 per tensor and a header (`hookscope.dist.signature`)
-that checks every rank packed the same tensors and finds the first NaN/Inf.
-The vectors are packed in the order the ranks agreed on at the last step; the
-first step, and a step whose tensors changed on every rank, first agree on
-the new order (one more all-reduce); plus one broadcast on the one step a
-NaN/Inf first shows. When the ranks hold different sets of tensors (code that
-runs on some ranks only), that step keeps each rank's own statistics and a
-warning says so once. Each step's entry is noted in the store
-(`hookscope.dist.enter`), so a rank that waits in vain names the missing ones.
+combined as if all ranks' tensors were one tensor: element counts, sums,
+sums of squares and the zero / NaN / Inf counts by SUM, min and max by MAX
+(min negated) — exact global statistics, not means of means. That is two
+all-reduces of float64 vectors per step whatever the world size
+(`hookscope.monitor.packing`): 6 numbers per tensor by SUM; by MAX 2 per
+tensor, a header (the step number, so ranks out of step fail loudly, and
+whether a rank held tensors outside the layout) and, until the first NaN/Inf
+is found, the slots that carry its location.
+
+The two all-reduces are started by ``step()`` and not waited for there
+(`Exchange`): they run during the next step's forward and backward, and the
+step's results are completed when first read, or at the next ``step()`` or
+``close()``, whichever comes first. Completing one only waits: it never
+starts a collective, so reading a result on some ranks only is safe.
+
+The vectors are packed in a layout the ranks agreed on: at the first step
+the tensors of every rank (one MAX checks that all ranks hold the same ones;
+only if not, the key lists are gathered). A tensor held by only some ranks
+is packed as zeros elsewhere, so rank-dependent code still gets exact
+statistics. A tensor first seen after that (an eval-only layer) keeps this
+rank's own statistics at that one step (a warning says so once); the header
+tells every rank, and the next step first extends the layout (a gather of
+the new keys: every rank does it at the same point).
 
 ``grads="reduced"``: parameter gradients are read once per backward, after
 it has finished — after DDP's all-reduce and FSDP's reduce-scatter, whose
 completion callbacks are queued earlier — so they are the gradients the
 optimizer sees. Under DDP every rank holds the same gradient; under FSDP each
 holds a shard, and the full norm comes from summing the shards' squares over
-the ranks (with ``ranks="local"`` a SUM and a MAX of their own; ``"reduce"``
-folds them into its vectors). Under HSDP a shard held by ``R`` ranks of the
-replicate dimension enters the SUM with weight ``1 / R``.
+the ranks (with ``ranks="local"`` a SUM and a MAX of their own, waited on at
+once; ``"reduce"`` folds them into its vectors). Under HSDP a shard held by
+``R`` ranks of the replicate dimension enters the SUM with weight ``1 / R``.
 
 ``first_nonfinite`` carries the rank that saw it. With ``"reduce"`` every
 rank agrees on it: the earliest phase (forward before backward before
@@ -34,6 +44,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
+import zlib
 from collections.abc import Sequence
 from typing import Literal
 
@@ -41,18 +52,18 @@ import torch
 from torch import nn
 
 from hookscope import dist, shards
-from hookscope.errors import HookscopeWarning
+from hookscope.errors import DistributedError, HookscopeWarning
+from hookscope.monitor import packing
 from hookscope.monitor.collector import GRAD_PLAN, Collector, Entry
-from hookscope.monitor.records import NonFinite
+from hookscope.monitor.records import NonFinite, Phase
 from hookscope.monitor.results import Key
-from hookscope.stats import Reduction, reduce_tensor, unshift
+from hookscope.stats import Reduction, reduce_tensor
 
 Ranks = Literal["local", "reduce"]
 Grads = Literal["local", "reduced"]
 
-_SUMMED = ("sum", "sumsq", "nonzero", "nan", "inf")
-_GRAD_FIELDS = ("sumsq", "nan", "inf")
-_PHASES = {"forward": 0, "backward": 1, "param": 2}
+_PHASES: tuple[Phase, ...] = ("forward", "backward", "param")
+_HEADER = 3  # step number, minus it, tensors outside the layout
 _WHAT = "Monitor.step()"
 
 
@@ -116,46 +127,117 @@ class GradReader:
 
 
 class RankCombiner:
-    """Combines a step's merged reductions across ranks (see the module docstring)."""
+    """Combines a step's merged reductions across ranks (see the module docstring).
 
-    def __init__(self, ranks: Ranks, reader: GradReader | None) -> None:
+    Args:
+        ranks: the monitor's ``ranks`` option.
+        reader: the reduced-gradient reader (``grads="reduced"``), if any.
+        model: the monitored model: its longest name sizes the room for a
+            NaN/Inf location, the same on every rank.
+    """
+
+    def __init__(self, ranks: Ranks, reader: GradReader | None, model: nn.Module) -> None:
         self.ranks = ranks
         self.reader = reader
+        self.model = model
+        self._slots: int | None = None
         self._warned = False
-        #: The keys every rank held at the last combined step, in packing order.
+        #: The keys the ranks agreed on, in packing order, and their positions.
         self._layout: list[Key] | None = None
+        self._index: dict[Key, int] = {}
+        #: Keys this rank held outside the layout, for the next extension.
+        self._outside: list[Key] = []
+        #: Some rank held keys outside the layout at the last step: extend first.
+        self.grow = False
 
-    def combine(self, merged: dict[Key, Reduction], first: NonFinite | None) -> NonFinite | None:
-        """Combine ``merged`` in place; return this step's first NaN/Inf, with its rank.
+    def start(
+        self, step: int, merged: dict[Key, Reduction], first: NonFinite | None, searching: bool
+    ) -> Exchange:
+        """Start combining ``merged`` over the ranks; `Exchange.finish` completes it.
 
         Args:
+            step: the step's number.
             merged: the step's reductions after `fetch`, by ``(phase, module, tensor)``.
-            first: this rank's first non-finite tensor of the step, if any
-                (pass None once a first one is known).
+            first: this rank's first non-finite tensor of the step, if any.
+            searching: no first NaN/Inf is known yet (the same on every rank).
         """
         local = None if first is None else dataclasses.replace(first, rank=dist.rank())
         if not dist.initialized() or dist.world_size() == 1:
-            return local
+            return Exchange(self, local, step)
         if self.ranks == "local":
-            if self.reader is not None and self.reader.sharded:
-                keys = [k for k in merged if k[0] == "param" and k[1] in self.reader.sharded]
-                dist.enter(_WHAT)
-                if not self._exchange(keys, merged, math.inf, extrema=False)[0]:
-                    self._warn("parameter gradients")
-            return local
-        world = dist.world_size()
-        code = math.inf if first is None else _PHASES[first.phase] * world + dist.rank()
-        dist.enter(_WHAT)
-        keys = [key for key in merged if not self._replicated(key)]
-        same, lowest = self._exchange(keys, merged, code, extrema=True)
-        if not same:
-            self._warn("tensors")
-        if math.isinf(lowest):
-            return None
-        src = int(lowest) % world
-        found = dist.broadcast(first, src, _WHAT)
-        assert isinstance(found, NonFinite)
-        return dataclasses.replace(found, rank=src)
+            sharded = {} if self.reader is None else self.reader.sharded
+            keys = [k for k in merged if k[0] == "param" and k[1] in sharded]
+            if not sharded:
+                return Exchange(self, local, step)
+        else:
+            keys = [key for key in merged if not self._replicated(key)]
+        if self._layout is None or self.grow:
+            self._extend(keys)
+        assert self._layout is not None
+        outside = [key for key in keys if key not in self._index]
+        self._outside += [key for key in outside if key not in self._outside]
+        reds = [merged.get(key) for key in self._layout]
+        sums = packing.pack_sums(reds, [self._replicas(key) for key in self._layout])
+        header = [float(step), -float(step), float(len(outside))]
+        extrema = self.ranks == "reduce"
+        slots = self.slots() if extrema and searching else 0
+        if slots:
+            code, text = math.inf, ""
+            if first is not None:
+                code = _PHASES.index(first.phase) * dist.world_size() + dist.rank()
+                text = f"{first.module}\0{first.tensor}"
+            header += packing.encode_first(code, text, slots)
+        maxes = torch.tensor(
+            header + (packing.pack_maxes(reds) if extrema else []), dtype=torch.float64
+        )
+        running = dist.start_reduce(sums, maxes, _WHAT)
+        return Exchange(
+            self,
+            local,
+            step,
+            merged,
+            list(self._layout),
+            sums,
+            maxes,
+            running,
+            slots,
+            bool(outside),
+        )
+
+    def slots(self) -> int:
+        """MAX slots for a NaN/Inf location: the longest module or parameter name, a path."""
+        if self._slots is None:
+            names = [*dict(self.model.named_modules()), *dict(self.model.named_parameters())]
+            longest = max((len(name.encode()) for name in names), default=0)
+            self._slots = packing.text_slots(longest + 1 + 64)
+        return self._slots
+
+    def _extend(self, keys: list[Key]) -> None:
+        """Agree on the layout: at the first step, every rank's keys; later, the keys it lacked.
+
+        Every rank calls this at the same step (the first, or the one after a
+        step whose header showed keys outside the layout).
+        """
+        if self._layout is None:
+            self._layout = []
+            crc = float(zlib.crc32(repr(keys).encode()))
+            check = torch.tensor([len(keys), crc, -len(keys), -crc], dtype=torch.float64)
+            dist.reduce_vectors(torch.empty(0, dtype=torch.float64), check, _WHAT)
+            if check[0] == -check[2] and check[1] == -check[3]:  # the same keys everywhere
+                self._add(keys)
+                return
+        mine = [key for key in [*self._outside, *keys] if key not in self._index]
+        for theirs in dist.gather_objects(mine, _WHAT):
+            assert isinstance(theirs, list)
+            self._add(theirs)
+        self._outside, self.grow = [], False
+
+    def _add(self, keys: Sequence[Key]) -> None:
+        assert self._layout is not None
+        for key in keys:
+            if key not in self._index:
+                self._index[key] = len(self._layout)
+                self._layout.append(key)
 
     def _replicas(self, key: Key) -> int:
         """Ranks that hold the same tensor ``key`` (HSDP shards); 1 for everything else."""
@@ -167,107 +249,77 @@ class RankCombiner:
         """A reduced parameter gradient every rank holds whole (DDP): nothing to combine."""
         return self.reader is not None and key[0] == "param" and key[1] not in self.reader.sharded
 
-    def _exchange(
-        self, keys: list[Key], merged: dict[Key, Reduction], code: float, *, extrema: bool
-    ) -> tuple[bool, float]:
-        """Combine ``merged[keys]`` over the ranks: one SUM and one MAX all-reduce.
-
-        The vectors are packed in the layout every rank agreed on at the last
-        step, with each rank's key signature in the MAX vector; a step whose
-        keys differ from it first agrees on the new keys (one more MAX).
-        Returns whether the ranks held the same keys (if not, ``merged`` keeps
-        this rank's values) and the smallest ``code`` over the ranks.
-        """
-        layout = self._layout
-        if layout is None:
-            same, lowest = dist.agree(keys, code, _WHAT)
-            if not same:
-                return False, lowest
-            layout = keys
-        reds = [merged.get(key) for key in layout]
-        sums = _pack_sums(reds, [self._replicas(key) for key in layout])
-        header = dist.signature(keys, code)
-        maxes = torch.tensor(header + (_pack_maxes(reds) if extrema else []), dtype=torch.float64)
-        dist.reduce_vectors(sums, maxes, _WHAT)
-        same, lowest = dist.agreed(maxes[: dist.SIGNATURE].tolist())
-        if not same or layout != keys:
-            self._layout = None
-            if same:  # every rank moved to the same new set of tensors: agree on it now
-                return self._exchange(keys, merged, code, extrema=extrema)
-            return False, lowest
-        self._layout = layout
-        _unpack(layout, merged, sums, maxes[dist.SIGNATURE :] if extrema else None)
-        return True, lowest
-
-    def _warn(self, what: str) -> None:
+    def warn_outside(self) -> None:
+        """Say once that a step kept local statistics for tensors new to the layout."""
         if not self._warned:
             self._warned = True
             warnings.warn(
-                f"hookscope Monitor: the ranks reported different {what} at one step "
-                "(rank-dependent code); such steps keep each rank's own statistics",
+                "hookscope Monitor: a tensor first seen after the first step (a layer that "
+                "had not run before) keeps each rank's own statistics at that step; later "
+                "steps combine it across ranks",
                 HookscopeWarning,
-                stacklevel=4,
+                stacklevel=5,
             )
 
 
-def _sumsq(red: Reduction) -> float | None:
-    if isinstance(red.sumsq, float):
-        return red.sumsq
-    return red.norm * red.norm if isinstance(red.norm, float) else None
+@dataclasses.dataclass(eq=False)
+class Exchange:
+    """One step's all-reduces in flight (`RankCombiner.start`); `finish` completes them.
 
-
-def _pack_sums(reds: Sequence[Reduction | None], replicas: Sequence[int]) -> torch.Tensor:
-    """Per tensor: element count, sum, sum of squares, zero, NaN and Inf counts (zeros if absent).
-
-    A tensor that ``n`` ranks hold alike (an HSDP shard) enters with weight
-    ``1 / n``, so the SUM over all ranks counts it once.
+    ``running`` is None when there is nothing to combine (no process group,
+    or ``ranks="local"`` without sharded gradients): ``finish`` then returns
+    this rank's own first NaN/Inf.
     """
-    rows = []
-    for red, copies in zip(reds, replicas, strict=True):
-        if red is None:
-            rows.append([0.0] * (1 + len(_SUMMED)))
-            continue
-        unshift(red)  # shifted moments do not add across ranks
-        squares = _sumsq(red)
-        values = [red.sum, squares, red.nonzero, red.nan, red.inf]
-        row = [float(red.numel)] + [float(v) if isinstance(v, float) else 0.0 for v in values]
-        rows.append([value / copies for value in row])
-    return torch.tensor(rows, dtype=torch.float64).reshape(-1)
 
+    combiner: RankCombiner
+    local: NonFinite | None
+    step: int
+    merged: dict[Key, Reduction] = dataclasses.field(default_factory=dict)
+    layout: list[Key] = dataclasses.field(default_factory=list)
+    sums: torch.Tensor | None = None
+    maxes: torch.Tensor | None = None
+    running: dist.Reducing | None = None
+    #: MAX slots that carry the first NaN/Inf's location (0 once one is known).
+    slots: int = 0
+    #: This rank held tensors outside the layout (their statistics stay local).
+    outside: bool = False
 
-def _pack_maxes(reds: Sequence[Reduction | None]) -> list[float]:
-    """Per tensor: minus the minimum and the maximum, for a MAX all-reduce (-inf if absent)."""
-    out: list[float] = []
-    for red in reds:
-        if red is None:
-            out += [-math.inf, -math.inf]
-        else:
-            out += [-_extreme(red.min, math.inf), _extreme(red.max, -math.inf)]
-    return out
+    @property
+    def done(self) -> bool:
+        """True when there is nothing to wait for."""
+        return self.running is None
 
+    def finish(self) -> NonFinite | None:
+        """Wait, write the combined values into ``merged``; the step's first NaN/Inf and its rank.
 
-def _extreme(value: object, default: float) -> float:
-    return value if isinstance(value, float) and not math.isnan(value) else default
+        Only waits: never starts a collective. Call it once.
 
-
-def _unpack(
-    keys: Sequence[Key],
-    merged: dict[Key, Reduction],
-    sums: torch.Tensor,
-    maxes: torch.Tensor | None,
-) -> None:
-    summed = sums.view(-1, 1 + len(_SUMMED)).tolist()
-    extrema = None if maxes is None else maxes.view(-1, 2).tolist()
-    for index, key in enumerate(keys):
-        red = merged[key]
-        values = summed[index]
-        empty = red.numel == 0  # this rank held none of it: take what the others had
-        red.numel = round(values[0])
-        if red.sumsq is None and isinstance(red.norm, float):
-            red.norm = None
-            red.sumsq = 0.0
-        for name, value in zip(_SUMMED, values[1:], strict=True):
-            if isinstance(getattr(red, name), float) or (empty and name in _GRAD_FIELDS):
-                setattr(red, name, value)
-        if extrema is not None and isinstance(red.min, float):
-            red.min, red.max = -extrema[index][0], extrema[index][1]
+        Raises:
+            DistributedError: the ranks are out of step, or the others never came.
+        """
+        if self.running is None:
+            return self.local
+        assert self.sums is not None and self.maxes is not None
+        self.running.wait()
+        header = self.maxes[:_HEADER].tolist()
+        if header[0] != -header[1]:
+            raise DistributedError(
+                f"rank {dist.rank()}: {_WHAT} out of step: the ranks are at steps "
+                f"{-header[1]:.0f} to {header[0]:.0f}. It is a collective: every rank must "
+                "call it for the same steps, the same number of times"
+            )
+        combiner = self.combiner
+        combiner.grow = combiner.grow or header[2] > 0
+        if self.outside:
+            combiner.warn_outside()
+        if combiner.ranks == "local":
+            packing.unpack(self.layout, self.merged, self.sums, None)
+            return self.local
+        extrema = _HEADER + self.slots
+        packing.unpack(self.layout, self.merged, self.sums, self.maxes[extrema:])
+        code, text = packing.decode_first(self.maxes[_HEADER:extrema].tolist())
+        if math.isinf(code):
+            return None
+        world = dist.world_size()
+        module, _, tensor = text.partition("\0")
+        return NonFinite(self.step, _PHASES[int(code) // world], module, tensor, int(code) % world)
