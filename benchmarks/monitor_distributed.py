@@ -2,13 +2,16 @@
 
 Two processes (gloo on CPU, one thread each, by default) train a small
 transformer language model (2 encoder layers, d_model 128, batch 8 x 64
-tokens). Each rank holds five copies of the same model:
+tokens). Each rank holds seven copies of the same model:
 
 * ``ddp``: DistributedDataParallel, no hooks;
 * ``ddp+local``: DDP under ``Monitor(ranks="local")`` (defaults otherwise);
 * ``ddp+reduce``: DDP under ``Monitor(ranks="reduce", grads="reduced")``;
 * ``ddp+reduce/lg``: DDP under ``Monitor(ranks="reduce")`` (local gradients:
   the collectives' cost without the second read of the reduced gradients);
+* ``ddp+reduce/read``: as ``ddp+reduce``, but each step's records are read
+  right after ``step()``, which then waits for its all-reduces (what every
+  step cost before they were left running);
 * ``single`` and ``single+monitor``: the model without DDP, plain and under a
   default Monitor: the Monitor's cost where no torch.distributed is involved.
 
@@ -20,8 +23,9 @@ the timed repetitions).
 
 A step is ``zero_grad, forward, backward, optimizer step, mon.step()``. Each
 repetition runs every variant's steps interleaved (ABBA order over the
-variants), so all see the same machine; times are summed per variant and the
-median over repetitions (with min-max) is printed by rank 0.
+variants), so all see the same machine; each repetition gives each variant's
+median step time (one step stalled by another process moves nothing), and
+rank 0 prints the median over repetitions of each paired ratio (with min-max).
 
 Figures: ``local overhead (DDP)`` = ddp+local / ddp - 1 and ``local overhead
 (no DDP)`` = single+monitor / single - 1 (target: the first at most 5 points
@@ -68,8 +72,11 @@ class LM(nn.Module):
 class Variant:
     """One model copy, its optimizer and (maybe) its monitor."""
 
-    def __init__(self, name: str, model: nn.Module, monitor: dict[str, Any] | None) -> None:
+    def __init__(
+        self, name: str, model: nn.Module, monitor: dict[str, Any] | None, read: bool = False
+    ) -> None:
         self.name = name
+        self.read = read  # read the step's records at once: wait for its all-reduces
         self.model = model
         self.opt = torch.optim.SGD(model.parameters(), lr=1e-3)
         self.mon = None if monitor is None else hookscope.Monitor(model, **monitor).open()
@@ -83,7 +90,9 @@ class Variant:
         self.opt.step()
         if self.mon is not None:
             before = time.perf_counter()
-            self.mon.step()
+            result = self.mon.step()
+            if self.read and result is not None:
+                assert result.records
             self.step_time += time.perf_counter() - before
         return time.perf_counter() - start
 
@@ -101,6 +110,7 @@ def _variants(device: torch.device) -> list[Variant]:
         Variant("ddp+local", ddp(), {"ranks": "local", "keep": True}),
         Variant("ddp+reduce", ddp(), {"ranks": "reduce", "grads": "reduced", "keep": True}),
         Variant("ddp+reduce/lg", ddp(), {"ranks": "reduce", "keep": True}),
+        Variant("ddp+reduce/read", ddp(), {"ranks": "reduce", "grads": "reduced"}, read=True),
         Variant("single", copy.deepcopy(base), None),
         Variant("single+monitor", copy.deepcopy(base), {"keep": True}),
     ]
@@ -123,14 +133,14 @@ def worker(rank: int, world: int, port: int, args: argparse.Namespace) -> None:
     per_rep: dict[str, list[float]] = {v.name: [] for v in variants}
     for rep in range(args.reps):
         order = variants if rep % 2 == 0 else variants[::-1]
-        totals = dict.fromkeys(per_rep, 0.0)
+        times: dict[str, list[float]] = {name: [] for name in per_rep}
         for _ in range(args.steps):
             for variant in [*order, *order[::-1]]:
                 if device.type == "cuda":
                     torch.cuda.synchronize()
-                totals[variant.name] += variant.step(ids, targets)
-        for name, total in totals.items():
-            per_rep[name].append(total)
+                times[variant.name].append(variant.step(ids, targets))
+        for name, steps in times.items():  # the median step: one stalled step moves nothing
+            per_rep[name].append(statistics.median(steps))
     for variant in variants:
         if variant.mon is not None:
             variant.mon.close()
@@ -192,28 +202,23 @@ def _report(per_rep: dict[str, list[float]], world: int, args: argparse.Namespac
     steps = 2 * args.steps
     print(f"{world} process(es), backend {args.backend}, {args.reps} reps x {steps} steps each")
     for name, times in per_rep.items():
-        print(f"  {name:15s} {1000 * statistics.median(times) / steps:8.1f} ms/step (median)")
+        print(f"  {name:15s} {1000 * statistics.median(times):8.1f} ms/step (median)")
     ddp_local = [r - 1 for r in _ratio(per_rep, "ddp+local", "ddp")]
     single = [r - 1 for r in _ratio(per_rep, "single+monitor", "single")]
-    extra = [
-        (r - lo) / d
-        for r, lo, d in zip(
-            per_rep["ddp+reduce"], per_rep["ddp+local"], per_rep["ddp"], strict=True
-        )
-    ]
     print(f"local overhead (DDP)     {_fmt(ddp_local)}")
     print(f"local overhead (no DDP)  {_fmt(single)}")
     print(
         f"DDP minus no-DDP         {_fmt([a - b for a, b in zip(ddp_local, single, strict=True)])}"
     )
-    print(f"reduce extra (vs ddp)    {_fmt(extra)}")
-    extra_lg = [
-        (r - lo) / d
-        for r, lo, d in zip(
-            per_rep["ddp+reduce/lg"], per_rep["ddp+local"], per_rep["ddp"], strict=True
-        )
-    ]
-    print(f"  same, local grads      {_fmt(extra_lg)}")
+    print(f"reduce extra (vs ddp)    {_fmt(_extra(per_rep, 'ddp+reduce'))}")
+    print(f"  same, local grads      {_fmt(_extra(per_rep, 'ddp+reduce/lg'))}")
+    print(f"  same, read at once     {_fmt(_extra(per_rep, 'ddp+reduce/read'))}")
+
+
+def _extra(per_rep: dict[str, list[float]], name: str) -> list[float]:
+    """(variant - ddp+local) / ddp per repetition: what a ``reduce`` variant adds to ``local``."""
+    local, plain = per_rep["ddp+local"], per_rep["ddp"]
+    return [(r - lo) / d for r, lo, d in zip(per_rep[name], local, plain, strict=True)]
 
 
 def main() -> None:
