@@ -99,3 +99,41 @@ def clean_param_name(name: str, names: dict[str, str]) -> str:
     owner, _, leaf = name.rpartition(".")
     clean_owner = names.get(owner, strip_wrappers(owner, leading_module=False))
     return f"{clean_owner}.{leaf}" if clean_owner else leaf
+
+
+class CleanNames:
+    """The clean names of one model, for features that report per module or parameter.
+
+    Args:
+        model: the (possibly wrapped) model.
+        keep_wrappers: report every name unchanged and every wrapper as a
+            module of its own (the features' ``keep_wrappers`` option).
+
+    Attributes:
+        names: `clean_names` of the model.
+        wrappers: ids of the wrapper modules (DDP, FSDP1, compile, checkpoint
+            wrappers); empty with ``keep_wrappers``. A wrapper and the module
+            it holds share one clean name: features report the inner one.
+    """
+
+    def __init__(self, model: nn.Module, *, keep_wrappers: bool = False) -> None:
+        self.names = clean_names(model, keep_wrappers=keep_wrappers)
+        found = [] if keep_wrappers else [
+            (name, module) for name, module in model.named_modules() if is_wrapper(module)
+        ]  # fmt: skip
+        self.wrappers = frozenset(id(module) for _, module in found)
+        self._wrapper_names = [name for name, _ in found]
+
+    def module(self, name: str) -> str:
+        """The clean name of module ``name`` (``"module.fc"`` -> ``"fc"``)."""
+        return self.names.get(name, name)
+
+    def param(self, name: str) -> str:
+        """The clean name of parameter or buffer ``name`` (``"module.fc.weight"`` -> ``"fc.weight"``)."""
+        return clean_param_name(name, self.names) if self._wrapper_names else name
+
+    def wrappers_above(self, name: str) -> int:
+        """How many wrapper modules contain module ``name`` (to shift its depth)."""
+        return sum(
+            1 for w in self._wrapper_names if w != name and (not w or name.startswith(f"{w}."))
+        )

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import torch
 
+import hookscope
 from tests.distributed import workers
 from tests.distributed.harness import spawn
 
@@ -66,3 +67,21 @@ def test_fsdp2_grad_hooks_see_the_local_shard_of_the_reduced_gradient(
         _name, shape, grad = hooked[rank]["fsdp2"]["seen"]["grad"][0]
         assert shape == (32, 16)  # the DTensor's global shape
         torch.testing.assert_close(grad, reduced[16 * rank : 16 * (rank + 1)], rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("variant", workers.VARIANTS)
+def test_doctor_capture_and_summary_name_modules_as_the_unwrapped_model(
+    hooked: list[dict[str, Any]], variant: str
+) -> None:
+    plain = [row.name for row in hookscope.summary(workers.Tiny(), workers.batch(0, 0)).rows]
+    for rank in (0, 1):
+        got = hooked[rank][variant]
+        params = {  # FSDP1 hooks a flat parameter; with use_orig_params the doctor sees none
+            "fsdp1": [("layer._flat_param", "post_accumulate_grad")],
+            "fsdp1_orig": [],
+        }.get(variant, [("layer.linear1.weight", "post_accumulate_grad")])
+        assert got["doctor"] == sorted(
+            [("layer.linear1", "backward"), ("layer.linear1", "forward"), *params]
+        )
+        assert [key for key, _ok in got["captured"]] == ["head"]
+        assert got["rows"] == (None if variant == "fsdp2" else plain)

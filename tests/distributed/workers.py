@@ -189,7 +189,12 @@ def hooks(rank: int, port: int, out: str) -> None:
         with hookscope.capture(wrapped, "*head", keep=True) as cache:
             logits = wrapped(batch(0, rank))
         silent = [(h.module, h.kind, h.fired, str(h.reason)) for h in report.hooks if not h.fired]
+        rows = None  # FSDP2: nn.MultiheadAttention's eval fast path mixes DTensors (summary: eval)
+        if variant != "fsdp2":
+            rows = [row.name for row in hookscope.summary(wrapped, batch(0, rank)).rows]
         saved[variant] = {
+            "doctor": sorted({(h.module, h.kind) for h in report.hooks if h.by_hookscope}),
+            "rows": rows,
             "ref": ref["grads"]["layer.linear1.weight"],
             "seen": seen,
             "silent": silent,

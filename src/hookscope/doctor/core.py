@@ -11,15 +11,23 @@ from torch import nn
 
 from hookscope import dist
 from hookscope.doctor.diagnose import RunFacts, diagnose, replaced_record
+from hookscope.doctor.naming import clean_bypasses, clean_hooks
 from hookscope.doctor.report import DoctorReport, HookRecord, ReasonCode
 from hookscope.errors import ForwardError, UsageError
 from hookscope.hooks.bypass import BypassDetector
 from hookscope.hooks.describe import callable_source
 from hookscope.hooks.firing import FiringCounter
 from hookscope.hooks.session import active_sessions
+from hookscope.names import CleanNames
 
 
-def doctor(model: nn.Module, *inputs: Any, backward: bool = False, **kwargs: Any) -> DoctorReport:
+def doctor(
+    model: nn.Module,
+    *inputs: Any,
+    backward: bool = False,
+    keep_wrappers: bool = False,
+    **kwargs: Any,
+) -> DoctorReport:
     """Run ``model(*inputs, **kwargs)`` once and explain every hook that did not fire.
 
     Every hook on the model is counted, whoever registered it (module forward,
@@ -35,6 +43,9 @@ def doctor(model: nn.Module, *inputs: Any, backward: bool = False, **kwargs: Any
         *inputs: positional inputs for the forward.
         backward: also run backward from a scalar made of the outputs (the
             sum of every floating-point output tensor that requires grad).
+        keep_wrappers: report names as the wrapped model has them
+            (``module.fc``, ``_fsdp_wrapped_module.fc``, ``_orig_mod.fc``); by
+            default they match the unwrapped model (see `hookscope.names`).
         **kwargs: keyword inputs for the forward.
 
     Returns:
@@ -84,10 +95,11 @@ def doctor(model: nn.Module, *inputs: Any, backward: bool = False, **kwargs: Any
         fired = reg.calls - before
         hooks.append(replaced_record(reg.names, reg.kind, reg.hook_name, source, fired, context))
     executed = sum(1 for m in set(map(id, modules.values())) if m in detector.activity)
+    names = CleanNames(model, keep_wrappers=keep_wrappers)
     return DoctorReport(
         model=type(model).__name__,
-        hooks=tuple(hooks),
-        bypasses=tuple(detector.records),
+        hooks=clean_hooks(hooks, names),
+        bypasses=clean_bypasses(detector.records, names),
         backward=backward,
         modules_executed=executed,
         modules_total=len({id(m) for m in modules.values()}),

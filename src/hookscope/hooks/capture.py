@@ -26,6 +26,7 @@ from torch import nn
 from hookscope.errors import CaptureOverflowError, HookError, UsageError
 from hookscope.hooks.selection import ModuleSelector
 from hookscope.hooks.session import HookSession, session
+from hookscope.names import CleanNames
 
 
 def _format_bytes(n: int) -> str:
@@ -52,8 +53,8 @@ def _tensors(value: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str
 class ActivationCapture(Mapping[str, torch.Tensor]):
     """Captured activations, a read-only mapping ``key -> tensor``. Create with `capture`.
 
-    Keys are qualified module names (``""`` is the root) or ``name/path`` for
-    tensors inside nested outputs. Attributes: ``calls`` (how often each key
+    Keys are qualified module names without wrapper components (``""`` is the
+    root) or ``name/path`` for tensors inside nested outputs. Attributes: ``calls`` (how often each key
     was stored), ``nbytes`` (bytes held now), ``max_bytes`` (the budget).
     """
 
@@ -67,8 +68,11 @@ class ActivationCapture(Mapping[str, torch.Tensor]):
         to: torch.device | None,
         max_bytes: int | None,
         keep: bool,
+        keep_wrappers: bool = False,
     ) -> None:
         self.model = model
+        self.keep_wrappers = keep_wrappers
+        self._names: CleanNames | None = None
         self.modules = modules
         self.leaves_only = leaves_only
         self.clone = clone
@@ -113,6 +117,7 @@ class ActivationCapture(Mapping[str, torch.Tensor]):
     def __enter__(self) -> ActivationCapture:
         self._released = False
         self._overflow = None
+        self._names = CleanNames(self.model, keep_wrappers=self.keep_wrappers)
         self._session = session(self.model, on_error="raise")
         self._session.__enter__()
         try:
@@ -140,14 +145,21 @@ class ActivationCapture(Mapping[str, torch.Tensor]):
 
     @property
     def selected(self) -> list[str]:
-        """Qualified names of the hooked modules (while the ``with`` block runs)."""
-        if self._session is None:
+        """Names of the hooked modules, as the keys use them (while the ``with`` block runs)."""
+        if self._session is None or self._names is None:
             return []
-        return [reg.name for reg in self._session.registrations]
+        names = self._names
+        regs = self._session.registrations
+        return [names.module(r.name) for r in regs if id(r.target()) not in names.wrappers]
 
     # -- the hook ------------------------------------------------------------------
 
     def _hook(self, name: str, module: nn.Module, args: Any, output: Any) -> None:
+        names = self._names
+        if names is not None:
+            if id(module) in names.wrappers:
+                return  # the module it wraps was stored under the same name
+            name = names.module(name)
         for path, tensor in _tensors(output):
             key = "/".join((name, *path)) if path else name
             with self._lock:  # replicas (DataParallel) may call hooks from threads
@@ -186,6 +198,7 @@ def capture(
     to: str | torch.device | None = "cpu",
     max_bytes: int | None = None,
     keep: bool = False,
+    keep_wrappers: bool = False,
 ) -> ActivationCapture:
     """Capture detached outputs of selected modules while a ``with`` block runs.
 
@@ -213,6 +226,11 @@ def capture(
         max_bytes: budget for all stored tensors together; exceeding it raises
             `CaptureOverflowError` naming the key, its size and the budget.
         keep: keep the tensors after the ``with`` block (default: released).
+        keep_wrappers: key by the names as the wrapped model has them
+            (``module.fc``, ``_orig_mod.fc``, ``_fsdp_wrapped_module.fc``) and
+            capture wrappers too; by default keys match the unwrapped model
+            (see `hookscope.names`) and a wrapper's output, the same as the
+            module it holds, is stored once.
 
     Returns:
         An `ActivationCapture` to use as a context manager.
@@ -238,4 +256,5 @@ def capture(
         to=device,
         max_bytes=max_bytes,
         keep=keep,
+        keep_wrappers=keep_wrappers,
     )

@@ -17,6 +17,7 @@ from torch import nn
 from hookscope import dist
 from hookscope.errors import ForwardError, UsageError
 from hookscope.hooks.compiled import unwrap_compiled
+from hookscope.names import CleanNames
 from hookscope.summary.collect import Collected, iter_tensors, run_forward, shapes_of
 from hookscope.summary.inputs import (
     InputSize,
@@ -40,6 +41,7 @@ def summary(
     dtypes: torch.dtype | Sequence[torch.dtype] | None = None,
     device: str | torch.device | None = None,
     depth: int | None = None,
+    keep_wrappers: bool = False,
     **kwargs: Any,
 ) -> ModelSummary:
     """Summarise ``model``: rows per module call, exact parameters, dispatch-level MACs.
@@ -60,6 +62,9 @@ def summary(
             ``"meta"`` (meta only) or a real device such as ``"cpu"``.
         depth: deepest row depth to list (root is 0); MACs of deeper calls
             still count in their ancestors and the totals. None lists all.
+        keep_wrappers: list wrapper modules (DDP, FSDP1, checkpoint wrappers)
+            as rows of their own and keep their components in names; by
+            default rows are named and nested as in the unwrapped model.
         **kwargs: keyword inputs to ``forward`` (``input_ids=...``).
 
     Returns:
@@ -91,7 +96,8 @@ def summary(
     finally:
         for module, training in flags:
             module.training = training
-    return _build(model, (args, kwargs), collected, used, reason, depth)
+    names = CleanNames(model, keep_wrappers=keep_wrappers)
+    return _build(model, (args, kwargs), collected, used, reason, depth, names)
 
 
 def _parse_device(device: str | torch.device | None) -> torch.device | None:
@@ -166,20 +172,25 @@ def _forward(
     return run_forward(model, to_device(args, device), to_device(kwargs, device), device)
 
 
-def _rows(model: nn.Module, collected: Collected, depth: int | None) -> tuple[SummaryRow, ...]:
+def _rows(
+    model: nn.Module, collected: Collected, depth: int | None, names: CleanNames
+) -> tuple[SummaryRow, ...]:
     per_module = {id(m): module_params(m) for m in model.modules()}
     empty = ModuleParams(0, 0, "")
     rows = []
     for rec in collected.records:
-        if depth is not None and rec.depth > depth:
+        if rec.module_id in names.wrappers:
+            continue  # the row of the module it wraps has the same name and numbers
+        level = rec.depth - names.wrappers_above(rec.name)
+        if depth is not None and level > depth:
             continue
         stats = per_module.get(rec.module_id, empty)
         rows.append(
             SummaryRow(
-                index=rec.index,
-                name=rec.name,
+                index=len(rows),
+                name=names.module(rec.name),
                 type=rec.type_name,
-                depth=rec.depth,
+                depth=level,
                 call=rec.call,
                 input_shapes=rec.input_shapes,
                 output_shapes=rec.output_shapes,
@@ -202,6 +213,7 @@ def _build(
     device: torch.device,
     reason: str | None,
     depth: int | None,
+    names: CleanNames,
 ) -> ModelSummary:
     counter = collected.counter
     totals = model_totals(model)
@@ -214,7 +226,7 @@ def _build(
         depth=depth,
         input_shapes=shapes_of(inputs),
         output_shapes=shapes_of(collected.output),
-        rows=_rows(model, collected, depth),
+        rows=_rows(model, collected, depth, names),
         total_params=totals.params,
         trainable_params=totals.trainable,
         frozen_params=totals.frozen,
@@ -228,11 +240,11 @@ def _build(
         uncounted_ops=tuple(UncountedOp(op, t.calls, t.category) for op, t in uncounted),
         activation_bytes=sum(r.output_bytes for r in collected.records if not r.children),
         not_run=tuple(
-            name
+            names.module(name)
             for name, m in model.named_modules()
             if id(m) not in ran and name not in collected.called_directly and not _container(m)
         ),
-        called_directly=collected.called_directly,
+        called_directly=tuple(dict.fromkeys(map(names.module, collected.called_directly))),
     )
 
 
