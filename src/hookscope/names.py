@@ -51,8 +51,9 @@ def wrapped_child(module: nn.Module) -> str | None:
         getattr(module, "module", None), nn.Module
     ):
         return "module"
+    children = module._modules  # a ScriptModule's has no .get
     for attr in WRAPPER_COMPONENTS:
-        if isinstance(module._modules.get(attr), nn.Module):
+        if attr in children and isinstance(children[attr], nn.Module):
             return attr
     return None
 

@@ -1,21 +1,18 @@
 """Scoped hook sessions: add hooks by selector, remove exactly those on exit.
 
 A session wraps every user hook in a small closure that counts firings,
-passes the module's qualified name, and applies the session's error policy.
-On exit (normal or by exception) it removes every handle it added and puts
-back the one flag PyTorch leaves behind (``_is_full_backward_hook``), so each
-module's hook dicts hold exactly the keys they held before and the forward
-takes PyTorch's no-hook fast path again.
+passes the module's qualified name, and applies the session's error policy
+(`hookscope.hooks.policy`). On exit (normal or by exception) it removes every
+handle it added and puts back the flags PyTorch leaves behind
+(`hookscope.hooks.sideeffects`), so each module's hook dicts hold exactly
+the keys they held before and the forward takes PyTorch's no-hook fast path
+again.
 """
 
 from __future__ import annotations
 
-import threading
-import traceback
-import warnings
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal, get_args
 
@@ -23,19 +20,19 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from hookscope.errors import HookError, HookWarning, UsageError
-from hookscope.hooks.compiled import tracing, warn_stale
-from hookscope.hooks.describe import WRAPPED_ATTR, callable_name
+from hookscope.errors import UsageError
+from hookscope.hooks.compiled import warn_stale
+from hookscope.hooks.describe import callable_name
 from hookscope.hooks.handles import HandleGroup, HookFailure, HookKind, Registration
+from hookscope.hooks.paramgrads import grad_targets, slot_hook
+from hookscope.hooks.policy import ON_ERROR, HookRunner, OnError
 from hookscope.hooks.selection import (
     ModuleSelector,
     SelectedModule,
     module_names,
-    param_matcher,
     select_modules,
-    select_params,
 )
-from hookscope.shards import FlatSlot, flat_groups
+from hookscope.hooks.sideeffects import SideEffects
 
 __all__ = [
     "BypassPolicy",
@@ -49,23 +46,9 @@ __all__ = [
     "session",
 ]
 
-OnError = Literal["raise", "warn", "disable"]
 BypassPolicy = Literal["record", "warn", "raise"]
 
-_ON_ERROR = get_args(OnError)
 _BYPASS = get_args(BypassPolicy)
-
-
-@dataclass
-class _Snapshot:
-    """Per-object state PyTorch changes as a side effect of registering hooks."""
-
-    full_backward_flags: dict[int, tuple[weakref.ref[nn.Module], bool | None]] = field(
-        default_factory=dict
-    )
-    tensor_hook_dicts: dict[int, tuple[weakref.ref[torch.Tensor], bool]] = field(
-        default_factory=dict
-    )
 
 
 class HookSession:
@@ -82,8 +65,8 @@ class HookSession:
     ) -> None:
         if not isinstance(model, nn.Module):
             raise UsageError(f"session() needs an nn.Module, got {type(model).__name__}")
-        if on_error not in _ON_ERROR:
-            raise UsageError(f"on_error must be one of {_ON_ERROR}, got {on_error!r}")
+        if on_error not in ON_ERROR:
+            raise UsageError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
         if bypass not in _BYPASS:
             raise UsageError(f"bypass must be one of {_BYPASS}, got {bypass!r}")
         self.model = model
@@ -92,11 +75,11 @@ class HookSession:
         self.bypass_policy: BypassPolicy = bypass
         self.bypass_modules = bypass_modules
         self.registrations: list[Registration] = []
-        self.errors: list[HookFailure] = []
+        self._runner = HookRunner(on_error)
+        self.errors: list[HookFailure] = self._runner.errors
         self.depth = 0
         self._active = False
-        self._lock = threading.Lock()
-        self._snapshot = _Snapshot()
+        self._effects = SideEffects()
         self._bypass: Any = None
         #: Whether hooks on compiled graphs traced without them were looked for
         #: (`hookscope.hooks.compiled.warn_stale`, once per session; a Monitor does its own).
@@ -140,7 +123,7 @@ class HookSession:
             for reg in self.registrations:
                 if reg.handle is not None:
                     reg.handle.remove()
-            self._restore()
+            self._effects.restore()
         finally:
             self._active = False
             _LIVE.discard(self)
@@ -232,7 +215,9 @@ class HookSession:
             hook,
             modules,
             leaves_only,
-            lambda m, fn: self._full_backward(m, m.register_full_backward_hook, fn, prepend),
+            lambda m, fn: self._effects.full_backward(
+                m, m.register_full_backward_hook, fn, prepend
+            ),
         )
 
     def add_backward_pre_hook(
@@ -252,7 +237,9 @@ class HookSession:
             hook,
             modules,
             leaves_only,
-            lambda m, fn: self._full_backward(m, m.register_full_backward_pre_hook, fn, prepend),
+            lambda m, fn: self._effects.full_backward(
+                m, m.register_full_backward_pre_hook, fn, prepend
+            ),
         )
 
     def add_grad_hook(self, hook: Callable[..., Any], params: ModuleSelector = None) -> HandleGroup:
@@ -274,28 +261,15 @@ class HookSession:
         predicate sees a meta tensor of the parameter's shape there.
         """
         self._check_active()
-        groups = flat_groups(self.model)
-        covered = {key for group in groups for key in group.covered}
         regs = []
-        for names, param in select_params(self.model, params):
-            if id(param) in covered:
-                continue
-            reg = self.record("grad", hook, names, param)
-            self._remember_tensor(param)
-            reg.handle = param.register_post_accumulate_grad_hook(self._wrap(reg))
+        for names, tensor, slot in grad_targets(self.model, params):
+            reg = self.record("grad", hook, names, tensor)
+            self._effects.remember_tensor(tensor)
+            wrapped = self._wrap(reg)
+            reg.handle = tensor.register_post_accumulate_grad_hook(
+                wrapped if slot is None else slot_hook(wrapped, slot)
+            )
             regs.append(reg)
-        matches = param_matcher(params)
-        for group in groups:
-            flat = group.flat
-            for slot in group.slots:
-                shape = torch.empty(slot.shape, dtype=flat.dtype, device="meta")
-                if flat.requires_grad and matches(slot.names, shape):
-                    reg = self.record("grad", hook, slot.names, flat)
-                    self._remember_tensor(flat)
-                    reg.handle = flat.register_post_accumulate_grad_hook(
-                        _slot_hook(self._wrap(reg), slot)
-                    )
-                    regs.append(reg)
         return HandleGroup(regs)
 
     # -- reports -------------------------------------------------------------------
@@ -375,97 +349,16 @@ class HookSession:
         self.registrations.append(reg)
         return reg
 
-    def _full_backward(
-        self,
-        module: nn.Module,
-        register: Callable[..., RemovableHandle],
-        fn: Callable[..., Any],
-        prepend: bool,
-    ) -> RemovableHandle:
-        # Registering a full backward (pre) hook sets module._is_full_backward_hook,
-        # which removing the handle does not undo: remember the old value.
-        key = id(module)
-        if key not in self._snapshot.full_backward_flags:
-            flag = module.__dict__.get("_is_full_backward_hook")
-            self._snapshot.full_backward_flags[key] = (weakref.ref(module), flag)
-        return register(fn, prepend=prepend)
-
-    def _remember_tensor(self, tensor: torch.Tensor) -> None:
-        # Tensor.register_post_accumulate_grad_hook creates the hook dict lazily.
-        key = id(tensor)
-        if key not in self._snapshot.tensor_hook_dicts:
-            had = tensor._post_accumulate_grad_hooks is not None
-            self._snapshot.tensor_hook_dicts[key] = (weakref.ref(tensor), had)
-
-    def _restore(self) -> None:
-        for ref, flag in self._snapshot.full_backward_flags.values():
-            module = ref()
-            if module is not None and not (module._backward_hooks or module._backward_pre_hooks):
-                module._is_full_backward_hook = flag
-        for tref, had in self._snapshot.tensor_hook_dicts.values():
-            tensor = tref()
-            if tensor is not None and not had and not tensor._post_accumulate_grad_hooks:
-                tensor._post_accumulate_grad_hooks = None  # type: ignore[assignment]
-        self._snapshot = _Snapshot()
-
     def _wrap(self, reg: Registration) -> Callable[..., Any]:
-        hook = reg.hook
-        name = reg.name
-        lock = self._lock
-
-        def wrapper(*args: Any) -> Any:
-            if reg.disabled:
-                return None
-            if tracing():
-                # traced into a compiled graph: no lock, and the count on the device
-                if reg.traced_calls is not None:
-                    reg.traced_calls[reg.traced_slot] += 1
-                return hook(name, *args)
-            with lock:
-                reg.count += 1
-            try:
-                return hook(name, *args)
-            except Exception as exc:
-                self.failed(reg, exc)
-                return None
-
-        setattr(wrapper, WRAPPED_ATTR, hook)
-        wrapper.__qualname__ = f"hookscope[{reg.hook_name}]"
-        return wrapper
+        return self._runner.wrap(reg)
 
     def count(self, reg: Registration) -> None:
         """Count one firing of ``reg`` (thread-safe)."""
-        with self._lock:
-            reg.count += 1
+        self._runner.count(reg)
 
     def failed(self, reg: Registration, exc: Exception) -> None:
         """Apply the session's ``on_error`` policy to ``exc`` raised by ``reg``'s hook."""
-        where = f"{reg.kind} hook {reg.hook_name} on module '{reg.name}'"
-        if reg.kind == "grad":
-            where = f"grad hook {reg.hook_name} on parameter '{reg.name}'"
-        if self.on_error == "raise":
-            raise HookError(
-                f"{where} raised {type(exc).__name__}: {exc}",
-                module_name=reg.name,
-                hook_name=reg.hook_name,
-                kind=reg.kind,
-            ) from exc
-        failure = HookFailure(reg.name, reg.hook_name, reg.kind, exc, traceback.format_exc())
-        with self._lock:
-            self.errors.append(failure)
-            first = not reg.warned
-            reg.warned = True
-        if self.on_error == "disable":
-            reg.disabled = True
-            if reg.handle is not None:
-                reg.handle.remove()
-        if first:
-            action = "disabled for the rest of the session" if reg.disabled else "ignored"
-            warnings.warn(
-                f"{where} raised {type(exc).__name__}: {exc} ({action}; see session.errors)",
-                HookWarning,
-                stacklevel=2,
-            )
+        self._runner.failed(reg, exc)
 
 
 #: Number of active sessions per model id (for ``HookSession.depth``).
@@ -511,15 +404,3 @@ def session(
         bypass=bypass,
         bypass_modules=bypass_modules,
     )
-
-
-def _slot_hook(wrapper: Callable[..., Any], slot: FlatSlot) -> Callable[[torch.Tensor], None]:
-    """A flat parameter's post-accumulate-grad hook that calls ``wrapper`` with one original parameter."""
-
-    def on_flat(flat: torch.Tensor) -> None:
-        view = slot.view(flat)
-        if view is not None:  # always, in a backward: the flat parameter is unsharded then
-            wrapper(view)
-
-    setattr(on_flat, WRAPPED_ATTR, getattr(wrapper, WRAPPED_ATTR))
-    return on_flat

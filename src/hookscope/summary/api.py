@@ -177,7 +177,7 @@ def _rows(
 ) -> tuple[SummaryRow, ...]:
     per_module = {id(m): module_params(m) for m in model.modules()}
     empty = ModuleParams(0, 0, "")
-    rows = []
+    rows: list[SummaryRow] = []
     for rec in collected.records:
         if rec.module_id in names.wrappers:
             continue  # the row of the module it wraps has the same name and numbers
