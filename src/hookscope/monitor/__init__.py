@@ -9,7 +9,8 @@ monitors the models a script runs, for ``hookscope run --monitor``.
 from __future__ import annotations
 
 from hookscope.monitor.alerts import Thresholds
-from hookscope.monitor.core import Monitor, is_activation
+from hookscope.monitor.core import Monitor
+from hookscope.monitor.options import is_activation
 from hookscope.monitor.records import Alert, NonFinite, Record, StepResult, TensorInfo
 
 __all__ = [

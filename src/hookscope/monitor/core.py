@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import partial
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -20,42 +20,22 @@ from hookscope.monitor.alerts import AlertRules, Thresholds
 from hookscope.monitor.collector import CollectOptions, Collector
 from hookscope.monitor.compiled import CompiledSupport
 from hookscope.monitor.deferred import DeferredResult
+from hookscope.monitor.options import (
+    ZeroPolicy,
+    check_options,
+    check_ranks,
+    check_stats,
+    zero_plan,
+)
 from hookscope.monitor.ranks import Exchange, GradReader, Grads, RankCombiner, Ranks
 from hookscope.monitor.records import Alert, NonFinite, Record, StepResult
 from hookscope.monitor.results import Key, clean_keys, find_nonfinite, merge_entries, to_records
 from hookscope.names import clean_names
 from hookscope.sinks.group import SinkGroup
-from hookscope.stats import ACTIVATION_STATS, ALL_STATS, Plan, Reduction, fetch, plan_for
+from hookscope.stats import Plan, Reduction, fetch, plan_for
 
 if TYPE_CHECKING:
     from hookscope.sinks.base import Sink
-
-ZeroPolicy = Literal["activations", "all", "none"]
-_ZEROS = get_args(ZeroPolicy)
-_ON_ERROR = ("raise", "warn", "disable")
-_RANKS = get_args(Ranks)
-_GRADS = (True, False, *get_args(Grads))
-
-#: Modules whose output is "post-activation": zero fraction and the dead rule apply.
-ACTIVATIONS: tuple[type[nn.Module], ...] = (
-    nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.PReLU, nn.RReLU, nn.ELU, nn.SELU, nn.CELU,
-    nn.GELU, nn.SiLU, nn.Mish, nn.Hardswish, nn.Hardsigmoid, nn.Hardtanh, nn.Softplus,
-    nn.Threshold, nn.Sigmoid, nn.Tanh, nn.GLU, nn.Softsign, nn.LogSigmoid,
-)  # fmt: skip
-
-
-def is_activation(module: nn.Module) -> bool:
-    """True for torch activation modules and HuggingFace ``transformers.activations``."""
-    return isinstance(module, ACTIVATIONS) or type(module).__module__.endswith(".activations")
-
-
-def _zero_plan(module: nn.Module, policy: ZeroPolicy) -> Literal["none", "count", "nonneg"]:
-    if policy == "none" or (policy == "activations" and not is_activation(module)):
-        return "none"
-    nonneg = isinstance(module, nn.ReLU) or (
-        isinstance(module, nn.Hardtanh) and float(module.min_val) >= 0
-    )
-    return "nonneg" if nonneg else "count"
 
 
 class Monitor:
@@ -163,12 +143,9 @@ class Monitor:
             raise UsageError(f"Monitor needs an nn.Module, got {type(model).__name__}")
         self.model = model
         self.modules = modules
-        self.stats = _check_stats(stats)
-        _check_options(every, zeros, on_error, sinks)
-        if ranks not in _RANKS:
-            raise UsageError(f"ranks must be one of {_RANKS}, got {ranks!r}")
-        if not (isinstance(grads, bool) or grads in _GRADS[2:]):
-            raise UsageError(f"grads must be one of {_GRADS}, got {grads!r}")
+        self.stats = check_stats(stats)
+        check_options(every, zeros, on_error, sinks)
+        check_ranks(ranks, grads)
         self.inputs, self.outputs, self.params = inputs, outputs, params
         self.grads = grads is not False
         self.grad_mode: Grads = "reduced" if grads == "reduced" else "local"
@@ -220,7 +197,7 @@ class Monitor:
             raise UsageError("a Monitor can be opened once; create a new one")
         selected = select_modules(self.model, self.modules, leaves_only=self.modules is None)
         plans: dict[str, Plan] = {
-            sel.name: plan_for(self.stats, _zero_plan(sel.module, self.zeros), fused=self.fused)
+            sel.name: plan_for(self.stats, zero_plan(sel.module, self.zeros), fused=self.fused)
             for sel in selected
         }
         ids = {id(sel.module) for sel in selected}
@@ -433,27 +410,3 @@ class Monitor:
 
         self._settle()
         return to_frame(self._results)
-
-
-def _check_options(every: object, zeros: object, on_error: object, sinks: Sequence[Any]) -> None:
-    if not isinstance(every, int) or isinstance(every, bool) or every < 1:
-        raise UsageError(f"every must be an int >= 1, got {every!r}")
-    if zeros not in _ZEROS:
-        raise UsageError(f"zeros must be one of {_ZEROS}, got {zeros!r}")
-    if on_error not in _ON_ERROR:
-        raise UsageError(f"on_error must be one of {_ON_ERROR}, got {on_error!r}")
-    for sink in sinks:
-        if not (callable(getattr(sink, "write", None)) and callable(getattr(sink, "close", None))):
-            raise UsageError(f"a sink needs write(result) and close() methods, got {sink!r}")
-
-
-def _check_stats(stats: Sequence[str] | None) -> tuple[str, ...]:
-    if stats is None:
-        return ACTIVATION_STATS
-    if isinstance(stats, str):
-        stats = [stats]
-    chosen = tuple(stats)
-    unknown = [s for s in chosen if s not in ALL_STATS]
-    if unknown:
-        raise UsageError(f"unknown stats {unknown!r}; choose from {', '.join(ALL_STATS)}")
-    return chosen
