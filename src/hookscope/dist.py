@@ -10,13 +10,15 @@ Monitor, the sinks, the summary and the report call it.
 * Files: with a world size above 1, ``monitor.jsonl`` becomes
   ``monitor.rank3.jsonl`` and ``tensorboard/`` becomes ``tensorboard/rank3/``;
   no two ranks ever share a file.
-* Collectives are entered by every rank of the default group. Each one here
-  is waited on with a timeout (`collective_timeout`, seconds, from
+* Collectives are entered by every rank of the default group. They are
+  started without waiting (`start_reduce`), and each is waited on with a
+  timeout (`collective_timeout`, seconds, from
   ``$HOOKSCOPE_COLLECTIVE_TIMEOUT``, default 300): a rank that waits longer
-  raises `DistributedError` naming the call and the ranks that never entered
-  it (each rank notes its entries in the process group's store, `enter`),
-  instead of hanging until the process group's own timeout (30 minutes by
-  default) or forever. Calls that run a wrapped model (the doctor) first meet
+  raises `DistributedError` naming the call and the ranks that never got
+  there (a rank that has to wait notes it in the process group's store,
+  `_note`; one that finds its collectives done writes nothing), instead of
+  hanging until the process group's own timeout (30 minutes by default) or
+  forever. Calls that run a wrapped model (the doctor) first meet
   in the store (`rendezvous`): a rank left alone fails before any
   collective, and the process group stays usable.
 * Sharded tensors (``DTensor``, FSDP1 flat parameters) need no
@@ -101,7 +103,7 @@ def collective_timeout() -> float:
     return value if value > 0 else _DEFAULT_TIMEOUT
 
 
-#: How often this process has called each guarded ``what`` (`rendezvous`, `enter`).
+#: How often this process has called each guarded ``what`` (`rendezvous`, `start_reduce`).
 _CALLS: dict[str, int] = {}
 
 

@@ -87,8 +87,10 @@ class Monitor:
         params: report parameter gradient norms (phase ``param``).
         ranks: under torch.distributed, ``"local"`` (each rank reports its own
             tensors) or ``"reduce"`` (``step`` combines all ranks' statistics
-            exactly with two all-reduces, whatever the world size; every rank
-            must call ``step``). See `hookscope.monitor.ranks`.
+            exactly with two all-reduces, whatever the world size, and does
+            not wait for them: its result completes when first read, or at
+            the next ``step``/``close``; every rank must call ``step``). See
+            `hookscope.monitor.ranks` and `hookscope.monitor.deferred`.
         keep_wrappers: keep wrapper components (``module.``, ``_orig_mod.``,
             ``_fsdp_wrapped_module.``) in names; by default names match the
             unwrapped model.
@@ -262,7 +264,10 @@ class Monitor:
                 one more than the previous step (0 first).
 
         Returns:
-            The step's results, or None when the step was not recorded (``every``).
+            The step's results, or None when the step was not recorded
+            (``every``). With ``ranks="reduce"`` under torch.distributed a
+            `hookscope.monitor.deferred.DeferredResult`: reading its records
+            waits for the step's all-reduces.
         """
         if self._collector is None or self._closed:
             raise UsageError(
