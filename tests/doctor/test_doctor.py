@@ -154,7 +154,7 @@ def test_hook_added_after_torch_compile_is_reported_as_compiled() -> None:
     compiled(torch.randn(2, 4))
     eager[0].register_forward_hook(count_params)
     report = hookscope.doctor(compiled, torch.randn(2, 4))
-    record = _only(report, "_orig_mod.0", "forward")
+    record = _only(report, "0", "forward")  # names as in the unwrapped model
     assert (record.code, record.fired) == ("compiled", 0)
     assert "torch.compile" in (record.reason or "")
 
