@@ -86,9 +86,28 @@ def foreign(resolver: Resolver, cls_name: str) -> Resolver | None:
     """A resolver for the one project file that defines ``cls_name``; ``None`` if there is
     no such single file (unknown, defined in several files, unreadable, this file)."""
     files = {where.rpartition(":")[0] for _, where in resolver.index.defs.get(cls_name, ())}
-    if len(files) != 1:
+    return _resolver_of(resolver, files.pop()) if len(files) == 1 else None
+
+
+def foreign_function(
+    resolver: Resolver, factory: str
+) -> tuple[Resolver, ast.FunctionDef | ast.AsyncFunctionDef] | None:
+    """The definition of the project function ``module:name`` (one only) in its own file."""
+    module, _, name = factory.partition(":")
+    chosen = resolver.index.functions_in(name, module) or resolver.index.functions.get(name, ())
+    if len(chosen) != 1:
         return None
-    where = files.pop()
+    other = _resolver_of(resolver, chosen[0][3].rpartition(":")[0])
+    if other is None:
+        return None
+    for stmt in other.file.tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
+            return other, stmt
+    return None
+
+
+def _resolver_of(resolver: Resolver, where: str) -> Resolver | None:
+    """A resolver for the project file ``where`` (parsed once per index), not this one."""
     path = os.path.join(resolver.index.root, where) if resolver.index.root else where
     if os.path.abspath(path) == os.path.abspath(resolver.file.path):
         return None

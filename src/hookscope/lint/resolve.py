@@ -25,6 +25,7 @@ from hookscope.lint.crossfile import factory_returns, fixture, foreign
 from hookscope.lint.index import ClassIndex
 from hookscope.lint.kinds import NAMESPACE, UNKNOWN, Kind, Resolved
 from hookscope.lint.narrowing import Guard, guards, narrowed
+from hookscope.lint.passing import calls_by_name, given_by_callers
 from hookscope.lint.pyfile import PyFile, Scope
 from hookscope.lint.typehints import annotation_kind, instance_class
 
@@ -56,6 +57,10 @@ class Resolver(ClassKinds):
         self._scope_bindings: dict[int, dict[str, list[Binding]]] = {}
         self._attrs: dict[str, dict[str, list[Binding]]] = {}
         self._guards: dict[int, list[Guard]] = {}
+        self._calls: dict[str, list[tuple[ast.Call, Scope]]] | None = None
+        self._inferring: set[tuple[int, str]] = set()
+        # False while the tree comes from a masked text (`regions`): calls may be missing.
+        self.complete = True
 
     # -- expressions -------------------------------------------------------
     def resolve(self, expr: ast.expr, scope: Scope, depth: int = 0) -> Resolved:
@@ -114,7 +119,7 @@ class Resolver(ClassKinds):
             if not isinstance(current.node, ast.ClassDef):
                 bindings = self._bindings(current.node).get(name)
                 if bindings and all(b.kind == "opaque" and b.expr is None for b in bindings):
-                    found = fixture(self, name, depth)
+                    found = fixture(self, name, depth) or self._parameter(current, name, depth)
                     if found is not None:
                         return found
                 if bindings:
@@ -125,6 +130,29 @@ class Resolver(ClassKinds):
             kind, container = self.class_kind(name)
             return Resolved(kind, is_class=True, container=container, name=name)
         return Resolved(Kind.UNKNOWN, is_class=name[:1].isupper(), name=name)
+
+    def _parameter(self, scope: Scope, name: str, depth: int) -> Resolved | None:
+        """An unannotated parameter, from what the file's calls of its function pass."""
+        func = scope.node
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        if name not in {a.arg for a in [*func.args.posonlyargs, *func.args.args]}:
+            return None
+        key = (id(func), name)
+        if key in self._inferring:
+            return None  # a recursive call passes the parameter on
+        self._inferring.add(key)
+        try:
+            return given_by_callers(self, func, name, depth)
+        finally:
+            self._inferring.discard(key)
+
+    def calls_named(self, name: str) -> list[tuple[ast.Call, Scope]]:
+        """The file's calls of callees named ``name`` (none when the name is also used
+        other than as a callee), with their scopes."""
+        if self._calls is None:
+            self._calls = calls_by_name(self.file)
+        return self._calls.get(name, [])
 
     def _attribute(self, expr: ast.Attribute, scope: Scope, depth: int) -> Resolved:
         path = dotted(expr) or ""
