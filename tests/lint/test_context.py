@@ -44,3 +44,5 @@ def test_receivers_known_from_the_calls_that_pass_them(fixtures: Path) -> None:
     assert at["    return model.forward(x)  # HS101"].startswith(
         "every call passes a module: check(Layer(), x) at "
     )
+    built = at["    model.forward(x)  # HS101"]
+    assert built.startswith("classmethod Built.build() at ") and "base.py:" in built

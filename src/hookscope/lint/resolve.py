@@ -24,12 +24,13 @@ from hookscope.lint.classes import ClassKinds, base_names
 from hookscope.lint.crossfile import factory_returns, fixture, foreign
 from hookscope.lint.index import ClassIndex
 from hookscope.lint.kinds import NAMESPACE, UNKNOWN, Kind, Resolved
+from hookscope.lint.methods import built_by_classmethod, is_classmethod
 from hookscope.lint.narrowing import Guard, guards, narrowed
 from hookscope.lint.passing import calls_by_name, given_by_callers
 from hookscope.lint.pyfile import PyFile, Scope
 from hookscope.lint.typehints import annotation_kind, instance_class
 
-_MAX_DEPTH = 8
+_MAX_DEPTH = 12
 _SELF_RETURNING = frozenset(
     {
         "to",
@@ -113,6 +114,8 @@ class Resolver(ClassKinds):
     def _name(self, name: str, scope: Scope, depth: int) -> Resolved:
         if name == scope.self_name and scope.cls is not None:
             kind, container = self.class_kind(scope.cls.name)
+            if is_classmethod(scope.method):  # ``cls``: the class itself
+                return Resolved(kind, is_class=True, container=container, name=scope.cls.name)
             return Resolved(kind, container=container, name=name, cls=scope.cls.name)
         current: Scope | None = scope
         while current is not None:
@@ -207,6 +210,10 @@ class Resolver(ClassKinds):
                     name=last,
                     cls=instance_class(self.file, self.index, owner.name),
                 )
+        if isinstance(func, ast.Attribute):
+            built = built_by_classmethod(self, func, scope, depth)
+            if built is not None:
+                return built
         callee = self.resolve(func, scope, depth + 1)
         if callee.function is not None:
             return replace(self.returns_of(callee.function, depth), name=last)
