@@ -1,4 +1,4 @@
-"""What calls say about the values they pass: parameter annotations and call sites.
+"""What calls say about the values they pass and return: parameters, call sites, tuples.
 
 Two pieces of evidence a reader accepts when a value's own type is not written:
 
@@ -6,6 +6,8 @@ Two pieces of evidence a reader accepts when a value's own type is not written:
   ``def eval_mode(*nets: nn.Module)``: ``net`` is a module (a type-correct program
   passes one). The callee is a function or method of the same file or a function
   of another project file (found through the index, parsed on demand);
+- **unpacked from a return**: ``task, model = build(...)`` where every ``return`` of
+  the project function ``build`` is a tuple: ``model`` is what its element 1 is;
 - **given by every caller**: an unannotated parameter ``def check(model)`` is a
   module when the file calls ``check`` at least once and every call passes a value
   that resolves to a module instance. Only calls in the same file count (a name
@@ -18,8 +20,9 @@ import ast
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from hookscope.lint.bindings import Binding, returned
 from hookscope.lint.crossfile import foreign_function
-from hookscope.lint.kinds import Kind, Resolved
+from hookscope.lint.kinds import UNKNOWN, Kind, Resolved
 from hookscope.lint.pyfile import PyFile, Scope
 
 if TYPE_CHECKING:
@@ -76,6 +79,35 @@ def given_by_callers(resolver: Resolver, func: Function, name: str, depth: int) 
     shown = " ".join(ast.unparse(call).split())
     shown = shown if len(shown) <= 40 else shown[:37] + "..."
     return replace(first, name=name, via=f"every call passes a module: {shown} at {where}")
+
+
+def unpacked(
+    resolver: Resolver, value: ast.expr, position: int, scope: Scope, depth: int
+) -> Resolved:
+    """Element ``position`` of what ``value`` (a call of a project function) returns, when
+    every ``return`` of that function is a tuple."""
+    if not isinstance(value, ast.Call):
+        return UNKNOWN
+    found = _callee(resolver, value, scope)
+    if found is None:
+        return UNKNOWN
+    owner, func, _ = found
+    returns, yields = returned(func)
+    elements = [
+        r.elts[position]
+        for r in returns
+        if isinstance(r, ast.Tuple)
+        and position < len(r.elts)
+        and not any(isinstance(e, ast.Starred) for e in r.elts)
+    ]
+    if yields or not returns or len(elements) != len(returns):
+        return UNKNOWN
+    result = owner.combine([Binding("value", e, func) for e in elements], depth + 1)
+    if result.kind is Kind.UNKNOWN:
+        return result
+    where = f"{owner.file.path}:{func.lineno}"
+    shown = f"element {position} of what {func.name}() returns at {where}"
+    return replace(result, via=f"{shown} ({result.via})" if result.via else shown)
 
 
 def _callee(

@@ -26,7 +26,7 @@ from hookscope.lint.index import ClassIndex
 from hookscope.lint.kinds import NAMESPACE, UNKNOWN, Kind, Resolved
 from hookscope.lint.methods import built_by_classmethod, is_classmethod
 from hookscope.lint.narrowing import Guard, guards, narrowed
-from hookscope.lint.passing import calls_by_name, given_by_callers
+from hookscope.lint.passing import calls_by_name, given_by_callers, unpacked
 from hookscope.lint.pyfile import PyFile, Scope
 from hookscope.lint.typehints import annotation_kind, instance_class
 
@@ -126,7 +126,7 @@ class Resolver(ClassKinds):
                     if found is not None:
                         return found
                 if bindings:
-                    result = self._combine(bindings, depth, name)
+                    result = self.combine(bindings, depth, name)
                     return result if result is NAMESPACE else replace(result, name=name)
             current = current.parent
         if name in self.file.classes or name in self.index or name in known.TORCH_NN_MODULES:
@@ -166,7 +166,7 @@ class Resolver(ClassKinds):
             owner, bindings = self._class_attr(base.cls, expr.attr)
             if bindings:
                 label = f"{base.name}.{expr.attr}" if base.name else expr.attr
-                return replace(owner._combine(bindings, depth + 1, label), name=expr.attr)
+                return replace(owner.combine(bindings, depth + 1, label), name=expr.attr)
             method = self._method(base.cls, expr.attr)
             if method is not None:
                 return Resolved(Kind.OTHER, name=expr.attr, function=method)
@@ -262,7 +262,7 @@ class Resolver(ClassKinds):
         if scope is None:
             return UNKNOWN
         as_bindings = [Binding("value", e, func) for e in (returns or yields)]
-        result = self._combine(as_bindings, depth + 1) if as_bindings else Resolved(Kind.OTHER)
+        result = self.combine(as_bindings, depth + 1) if as_bindings else Resolved(Kind.OTHER)
         if returns or not yields:
             return result
         return Resolved(Kind.OTHER, elem=Kind.MODULE if result.kind is Kind.MODULE else result.kind)
@@ -332,7 +332,7 @@ class Resolver(ClassKinds):
                     return owner, found
         return self, []
 
-    def _combine(self, bindings: list[Binding], depth: int, label: str = "") -> Resolved:
+    def combine(self, bindings: list[Binding], depth: int, label: str = "") -> Resolved:
         pairs = [(b, r) for b, r in ((b, self._binding(b, depth)) for b in bindings) if r]
         if not pairs:
             return UNKNOWN
@@ -386,6 +386,8 @@ class Resolver(ClassKinds):
             return self.annotation(binding.expr)
         if binding.kind == "element":
             return self._element(binding.expr, binding.position, scope, depth)
+        if binding.kind == "unpacked":
+            return unpacked(self, binding.expr, binding.position or 0, scope, depth)
         return self.resolve(binding.expr, scope, depth + 1)
 
     def _scope_of(self, owner: ast.AST) -> Scope:
@@ -406,6 +408,8 @@ class Resolver(ClassKinds):
                 return Resolved(Kind.MODULE)
             if attr == "enumerate" and iterable.args and position == 1:
                 return self._element(iterable.args[0], None, scope, depth)
+            if attr == "zip" and position is not None and position < len(iterable.args):
+                return self._element(iterable.args[position], None, scope, depth)
             if attr == "values" and isinstance(func, ast.Attribute):
                 return self._element(func.value, position, scope, depth)
             if attr == "items" and isinstance(func, ast.Attribute) and position == 1:
