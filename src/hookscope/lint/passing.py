@@ -10,7 +10,8 @@ Two pieces of evidence a reader accepts when a value's own type is not written:
   the project function ``build`` is a tuple: ``model`` is what its element 1 is;
 - **given by every caller**: an unannotated parameter ``def check(model)`` is a
   module when the file calls ``check`` at least once and every call passes a value
-  that resolves to a module instance. Only calls in the same file count (a name
+  that resolves to a module instance (an instance of one plain class: that class,
+  whose attributes then resolve). Only calls in the same file count (a name
   used nowhere else), and only once the whole file was parsed.
 """
 
@@ -53,7 +54,8 @@ def declared_by_callee(
 
 
 def given_by_callers(resolver: Resolver, func: Function, name: str, depth: int) -> Resolved | None:
-    """The unannotated parameter ``name`` of ``func``: a module if every call passes one."""
+    """The unannotated parameter ``name`` of ``func``: what every call passes, when the
+    calls all pass the same kind (a module, or instances of one plain class)."""
     scope = resolver.file.scopes.get(id(func))
     if scope is None or not resolver.complete:
         return None
@@ -69,16 +71,22 @@ def given_by_callers(resolver: Resolver, func: Function, name: str, depth: int) 
         if caller.node is func and isinstance(argument, ast.Name) and argument.id == name:
             continue  # a recursive call passes the parameter on
         result = resolver.resolve(argument, caller, depth + 1)
-        if result.kind is not Kind.MODULE or result.is_class:
+        if result.kind is Kind.UNKNOWN or result.is_class:
             return None
         results.append((call, result))
-    if not results:
+    if not results or len({(r.kind, r.container, r.elem) for _, r in results}) != 1:
         return None
     call, first = results[0]
     where = f"{resolver.file.path}:{call.lineno}"
     shown = " ".join(ast.unparse(call).split())
     shown = shown if len(shown) <= 40 else shown[:37] + "..."
-    return replace(first, name=name, via=f"every call passes a module: {shown} at {where}")
+    what = "a module" if first.kind is Kind.MODULE else f"the same kind ({first.kind.value})"
+    return replace(
+        first,
+        name=name,
+        cls=first.cls if len({r.cls for _, r in results}) == 1 else "",
+        via=f"every call passes {what}: {shown} at {where}",
+    )
 
 
 def unpacked(
