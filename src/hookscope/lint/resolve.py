@@ -1,7 +1,8 @@
 """Decide whether an expression is a torch module, without running anything.
 
 Resolution, in order: ``self.x`` from the class's ``self.x = ...`` assignments and
-annotations (also in same-file base classes); local and module-level assignments,
+annotations (also in base classes; for a mixin that assigns none, in its same-file
+subclasses); local and module-level assignments,
 parameters' annotations, ``for`` loops over ``ModuleList``/``Sequential``/
 ``ModuleDict``/``.modules()``/``.children()``; imports; class hierarchies through
 the same file, the project-wide class index and the ``torch.nn`` classes.
@@ -308,7 +309,16 @@ class Resolver(ClassKinds):
             owner, found = self._class_attr(base.rsplit(".", 1)[-1], attr, seen | {cls_name})
             if found:
                 return owner, found
-        return self, []
+        return (self, []) if seen else (self, self._in_subclasses(cls_name, attr))
+
+    def _in_subclasses(self, cls_name: str, attr: str) -> list[Binding]:
+        """``attr`` that a mixin uses and only its subclasses in this file assign."""
+        out = []
+        for other in self.file.classes.values():
+            if cls_name in {b.rsplit(".", 1)[-1] for b in base_names(other)}:
+                owner, found = self._class_attr(other.name, attr, frozenset({cls_name}))
+                out.extend(found if owner is self else [])
+        return out
 
     def _indexed_attr(
         self, cls_name: str, attr: str, seen: frozenset[str]
