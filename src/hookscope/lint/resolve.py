@@ -22,16 +22,16 @@ from dataclasses import replace
 from hookscope.lint import known
 from hookscope.lint.bindings import Binding, class_attributes, dotted, returned, scope_bindings
 from hookscope.lint.classes import ClassKinds, base_names
+from hookscope.lint.containers import element, literal_element, rref_value
 from hookscope.lint.crossfile import factory_returns, fixture, foreign
 from hookscope.lint.index import ClassIndex
-from hookscope.lint.kinds import NAMESPACE, UNKNOWN, Kind, Resolved
+from hookscope.lint.kinds import MAX_DEPTH, NAMESPACE, UNKNOWN, Kind, Resolved
 from hookscope.lint.methods import built_by_classmethod, is_classmethod
 from hookscope.lint.narrowing import Guard, guards, narrowed
 from hookscope.lint.passing import calls_by_name, given_by_callers, unpacked
 from hookscope.lint.pyfile import PyFile, Scope
 from hookscope.lint.typehints import annotation_kind, instance_class
 
-_MAX_DEPTH = 12
 _SELF_RETURNING = frozenset(
     {
         "to",
@@ -67,7 +67,7 @@ class Resolver(ClassKinds):
     # -- expressions -------------------------------------------------------
     def resolve(self, expr: ast.expr, scope: Scope, depth: int = 0) -> Resolved:
         """Resolve ``expr`` evaluated in ``scope``."""
-        if depth > _MAX_DEPTH:
+        if depth > MAX_DEPTH:
             return UNKNOWN
         if isinstance(expr, ast.Name):
             return self._narrow(self._name(expr.id, scope, depth), expr, scope)
@@ -75,7 +75,7 @@ class Resolver(ClassKinds):
             return self._narrow(self._attribute(expr, scope, depth), expr, scope)
         if isinstance(expr, ast.Subscript):
             if isinstance(expr.value, (ast.Dict, ast.List, ast.Tuple)):
-                return self._literal_element(expr.value, scope, depth)
+                return literal_element(self, expr.value, scope, depth)
             base = self.resolve(expr.value, scope, depth + 1)
             if isinstance(expr.slice, ast.Slice) and base.container:
                 return base  # a slice of a ModuleList or Sequential is one too
@@ -90,17 +90,6 @@ class Resolver(ClassKinds):
         ):
             return Resolved(Kind.OTHER)
         return UNKNOWN
-
-    def _literal_element(
-        self, literal: ast.Dict | ast.List | ast.Tuple, scope: Scope, depth: int
-    ) -> Resolved:
-        """An element of ``{k: A, ...}`` or ``[A, B]``: their kind when they all agree."""
-        elements = literal.values if isinstance(literal, ast.Dict) else literal.elts
-        results = [self.resolve(e, scope, depth + 1) for e in elements if e is not None]
-        if not results or len({(r.kind, r.is_class) for r in results}) != 1:
-            return UNKNOWN
-        first = results[0]
-        return first if len({r.name for r in results}) == 1 else replace(first, cls="")
 
     def _narrow(self, result: Resolved, expr: ast.expr, scope: Scope) -> Resolved:
         """An unresolved ``expr`` narrowed by an ``isinstance`` guard around it."""
@@ -121,7 +110,7 @@ class Resolver(ClassKinds):
         current: Scope | None = scope
         while current is not None:
             if not isinstance(current.node, ast.ClassDef):
-                bindings = self._bindings(current.node).get(name)
+                bindings = self.bindings_of(current.node).get(name)
                 if bindings and all(b.kind == "opaque" and b.expr is None for b in bindings):
                     found = fixture(self, name, depth) or self._parameter(current, name, depth)
                     if found is not None:
@@ -190,7 +179,7 @@ class Resolver(ClassKinds):
             if inner.kind is Kind.MODULE and not inner.is_class:
                 return inner
         if last in known.RREF_VALUE and isinstance(func, ast.Attribute):
-            return self._rref_value(func.value, scope, depth + 1)
+            return rref_value(self, func.value, scope, depth + 1)
         if last == "get_submodule":
             return Resolved(Kind.MODULE, name=last)
         if last == "module" and isinstance(func, ast.Attribute):
@@ -231,24 +220,6 @@ class Resolver(ClassKinds):
             )
         return Resolved(Kind.UNKNOWN, name=last)
 
-    def _rref_value(self, node: ast.expr, scope: Scope, depth: int) -> Resolved:
-        """The value an ``RRef(value, ...)`` holds (``rref.to_here()``), through one name."""
-        if isinstance(node, ast.Call) and (dotted(node.func) or "").endswith("RRef"):
-            return self.resolve(node.args[0], scope, depth + 1) if node.args else UNKNOWN
-        current: Scope | None = scope
-        while isinstance(node, ast.Name) and current is not None and depth <= _MAX_DEPTH:
-            bindings = self._bindings(current.node).get(node.id)
-            if bindings:
-                results = {
-                    self._rref_value(b.expr, self._scope_of(b.owner), depth + 1)
-                    if b.kind == "value" and b.expr is not None
-                    else UNKNOWN
-                    for b in bindings
-                }
-                return results.pop() if len(results) == 1 else UNKNOWN
-            current = current.parent
-        return UNKNOWN
-
     def returns_of(self, func: ast.FunctionDef | ast.AsyncFunctionDef, depth: int) -> Resolved:
         """What calling a same-file function gives: its return annotation if it says, else
         its returns, or a generator of its yields."""
@@ -284,7 +255,7 @@ class Resolver(ClassKinds):
         return None
 
     # -- bindings ----------------------------------------------------------
-    def _bindings(self, owner: ast.AST) -> dict[str, list[Binding]]:
+    def bindings_of(self, owner: ast.AST) -> dict[str, list[Binding]]:
         key = id(owner)
         if key not in self._scope_bindings:
             self._scope_bindings[key] = scope_bindings(owner)
@@ -370,7 +341,7 @@ class Resolver(ClassKinds):
         return f"{shown} at {where}"
 
     def _binding(self, binding: Binding, depth: int) -> Resolved | None:
-        scope = self._scope_of(binding.owner)
+        scope = self.scope_of(binding.owner)
         if binding.kind == "namespace":
             return NAMESPACE
         if binding.kind == "function" and isinstance(
@@ -395,43 +366,16 @@ class Resolver(ClassKinds):
         if binding.kind == "annotation":
             return self.annotation(binding.expr)
         if binding.kind == "element":
-            return self._element(binding.expr, binding.position, scope, depth)
+            return element(self, binding.expr, binding.position, scope, depth)
         if binding.kind == "unpacked":
             return unpacked(self, binding.expr, binding.position or 0, scope, depth)
         return self.resolve(binding.expr, scope, depth + 1)
 
-    def _scope_of(self, owner: ast.AST) -> Scope:
+    def scope_of(self, owner: ast.AST) -> Scope:
         scope = self.file.scopes.get(id(owner))
         if scope is None:  # a class body: evaluate in the module scope
             scope = self.file.scopes[id(self.file.tree)]
         return scope
-
-    def _element(
-        self, iterable: ast.expr, position: int | None, scope: Scope, depth: int
-    ) -> Resolved:
-        if isinstance(iterable, ast.Call):
-            func = iterable.func
-            attr = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if attr in known.MODULE_ITERATORS and position is None:
-                return Resolved(Kind.MODULE)
-            if attr in known.NAMED_MODULE_ITERATORS and position == 1:
-                return Resolved(Kind.MODULE)
-            if attr == "enumerate" and iterable.args and position == 1:
-                return self._element(iterable.args[0], None, scope, depth)
-            if attr == "zip" and position is not None and position < len(iterable.args):
-                return self._element(iterable.args[position], None, scope, depth)
-            if attr == "values" and isinstance(func, ast.Attribute):
-                return self._element(func.value, position, scope, depth)
-            if attr == "items" and isinstance(func, ast.Attribute) and position == 1:
-                return self._element(func.value, None, scope, depth)
-        if isinstance(iterable, (ast.List, ast.Tuple)):
-            return self._literal_element(iterable, scope, depth) if position is None else UNKNOWN
-        inner = self.resolve(iterable, scope, depth + 1)
-        if position is not None:
-            return UNKNOWN
-        if inner.container or inner.elem is Kind.MODULE:
-            return Resolved(Kind.MODULE)
-        return Resolved(inner.elem or Kind.UNKNOWN)
 
     def annotation(self, node: ast.expr) -> Resolved:
         """The kind of a value annotated with ``node``."""

@@ -1,0 +1,80 @@
+"""What containers hold: elements of iterables and literals, the value of an ``RRef``.
+
+``for m in self.layers`` (a ``ModuleList``), ``for name, m in x.named_children()``,
+``for i, m in enumerate(...)``, ``for a, b in zip(xs, ys)``, ``d.values()`` /
+``d.items()``, ``[A(), B()][i]``, and ``rref.to_here()`` for ``rref = RRef(value)``.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from hookscope.lint import known
+from hookscope.lint.bindings import dotted
+from hookscope.lint.kinds import MAX_DEPTH, UNKNOWN, Kind, Resolved
+from hookscope.lint.pyfile import Scope
+
+if TYPE_CHECKING:
+    from hookscope.lint.resolve import Resolver
+
+
+def literal_element(
+    resolver: Resolver, literal: ast.Dict | ast.List | ast.Tuple, scope: Scope, depth: int
+) -> Resolved:
+    """An element of ``{k: A, ...}`` or ``[A, B]``: their kind when they all agree."""
+    elements = literal.values if isinstance(literal, ast.Dict) else literal.elts
+    results = [resolver.resolve(e, scope, depth + 1) for e in elements if e is not None]
+    if not results or len({(r.kind, r.is_class) for r in results}) != 1:
+        return UNKNOWN
+    first = results[0]
+    return first if len({r.name for r in results}) == 1 else replace(first, cls="")
+
+
+def element(
+    resolver: Resolver, iterable: ast.expr, position: int | None, scope: Scope, depth: int
+) -> Resolved:
+    """An element of ``iterable`` (``position``: the index in a tuple target, if any)."""
+    if isinstance(iterable, ast.Call):
+        func = iterable.func
+        attr = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if attr in known.MODULE_ITERATORS and position is None:
+            return Resolved(Kind.MODULE)
+        if attr in known.NAMED_MODULE_ITERATORS and position == 1:
+            return Resolved(Kind.MODULE)
+        if attr == "enumerate" and iterable.args and position == 1:
+            return element(resolver, iterable.args[0], None, scope, depth)
+        if attr == "zip" and position is not None and position < len(iterable.args):
+            return element(resolver, iterable.args[position], None, scope, depth)
+        if attr == "values" and isinstance(func, ast.Attribute):
+            return element(resolver, func.value, position, scope, depth)
+        if attr == "items" and isinstance(func, ast.Attribute) and position == 1:
+            return element(resolver, func.value, None, scope, depth)
+    if isinstance(iterable, (ast.List, ast.Tuple)):
+        return literal_element(resolver, iterable, scope, depth) if position is None else UNKNOWN
+    inner = resolver.resolve(iterable, scope, depth + 1)
+    if position is not None:
+        return UNKNOWN
+    if inner.container or inner.elem is Kind.MODULE:
+        return Resolved(Kind.MODULE)
+    return Resolved(inner.elem or Kind.UNKNOWN)
+
+
+def rref_value(resolver: Resolver, node: ast.expr, scope: Scope, depth: int) -> Resolved:
+    """The value an ``RRef(value, ...)`` holds (``rref.to_here()``), through one name."""
+    if isinstance(node, ast.Call) and (dotted(node.func) or "").endswith("RRef"):
+        return resolver.resolve(node.args[0], scope, depth + 1) if node.args else UNKNOWN
+    current: Scope | None = scope
+    while isinstance(node, ast.Name) and current is not None and depth <= MAX_DEPTH:
+        bindings = resolver.bindings_of(current.node).get(node.id)
+        if bindings:
+            results = {
+                rref_value(resolver, b.expr, resolver.scope_of(b.owner), depth + 1)
+                if b.kind == "value" and b.expr is not None
+                else UNKNOWN
+                for b in bindings
+            }
+            return results.pop() if len(results) == 1 else UNKNOWN
+        current = current.parent
+    return UNKNOWN
