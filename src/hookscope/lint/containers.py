@@ -1,4 +1,5 @@
-"""What containers hold: elements of iterables and literals, the value of an ``RRef``.
+"""What containers hold: elements of iterables and literals, the value of an ``RRef``,
+the attribute ``getattr(obj, name)`` gives when every ``name`` it can take is known.
 
 ``for m in self.layers`` (a ``ModuleList``), ``for name, m in x.named_children()``,
 ``for i, m in enumerate(...)``, ``for a, b in zip(xs, ys)``, ``d.values()`` /
@@ -12,7 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from hookscope.lint import known
-from hookscope.lint.bindings import dotted
+from hookscope.lint.bindings import class_attributes, dotted
 from hookscope.lint.kinds import MAX_DEPTH, UNKNOWN, Kind, Resolved
 from hookscope.lint.pyfile import Scope
 
@@ -78,3 +79,58 @@ def rref_value(resolver: Resolver, node: ast.expr, scope: Scope, depth: int) -> 
             return results.pop() if len(results) == 1 else UNKNOWN
         current = current.parent
     return UNKNOWN
+
+
+def getattr_value(resolver: Resolver, call: ast.Call, scope: Scope, depth: int) -> Resolved:
+    """``getattr(obj, name)`` when every attribute ``name`` can be is known and all resolve
+    alike: a string, a loop variable over literal strings, or an f-string prefix of the
+    attributes the (same-file) class of ``obj`` assigns."""
+    if len(call.args) < 2:
+        return UNKNOWN
+    obj, name = call.args[0], call.args[1]
+    names = _attribute_names(resolver, obj, name, scope, depth)
+    if not names:
+        return UNKNOWN
+    results = [
+        resolver.resolve(
+            ast.copy_location(ast.Attribute(value=obj, attr=n, ctx=ast.Load()), call),
+            scope,
+            depth + 1,
+        )
+        for n in names
+    ]
+    kinds = {(r.kind, r.is_class) for r in results}
+    if len(kinds) != 1 or results[0].kind is Kind.UNKNOWN:
+        return UNKNOWN
+    shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+    what = ast.unparse(call)
+    return replace(results[0], via=f"{what} is one of {shown}, all alike ({results[0].via})")
+
+
+def _attribute_names(
+    resolver: Resolver, obj: ast.expr, name: ast.expr, scope: Scope, depth: int
+) -> list[str]:
+    if isinstance(name, ast.Constant) and isinstance(name.value, str):
+        return [name.value]
+    if isinstance(name, ast.Name):
+        bindings = resolver.bindings_of(scope.node).get(name.id, [])
+        values: list[str] = []
+        for b in bindings:
+            literal = b.expr if b.kind == "element" and b.position is None else None
+            if not isinstance(literal, (ast.List, ast.Tuple, ast.Set)):
+                return []
+            strings = [e.value for e in literal.elts if isinstance(e, ast.Constant)]
+            if len(strings) != len(literal.elts) or not all(isinstance(s, str) for s in strings):
+                return []
+            values.extend(str(s) for s in strings)
+        return values
+    if isinstance(name, ast.JoinedStr) and name.values:
+        prefix = name.values[0]
+        if not (isinstance(prefix, ast.Constant) and isinstance(prefix.value, str)):
+            return []
+        owner = resolver.resolve(obj, scope, depth + 1)
+        cls = resolver.file.classes.get(owner.cls) if owner.cls and not owner.is_class else None
+        if cls is None:
+            return []
+        return sorted(a for a in class_attributes(cls) if a.startswith(prefix.value))
+    return []

@@ -22,7 +22,7 @@ from dataclasses import replace
 from hookscope.lint import known
 from hookscope.lint.bindings import Binding, class_attributes, dotted, returned, scope_bindings
 from hookscope.lint.classes import ClassKinds, base_names
-from hookscope.lint.containers import element, literal_element, rref_value
+from hookscope.lint.containers import element, getattr_value, literal_element, rref_value
 from hookscope.lint.crossfile import factory_returns, fixture, foreign
 from hookscope.lint.index import ClassIndex
 from hookscope.lint.kinds import MAX_DEPTH, NAMESPACE, UNKNOWN, Kind, Resolved
@@ -172,6 +172,8 @@ class Resolver(ClassKinds):
         if isinstance(func, ast.Name) and func.id == "type" and len(expr.args) == 1:
             return replace(self.resolve(expr.args[0], scope, depth + 1), is_class=True)
         last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if isinstance(func, ast.Name) and func.id == "getattr":
+            return getattr_value(self, expr, scope, depth)
         if last in _PASS_THROUGH and expr.args:
             return self.resolve(expr.args[0], scope, depth + 1)
         if isinstance(func, ast.Attribute) and last in _SELF_RETURNING:
