@@ -106,11 +106,12 @@ def test_jobs_are_capped_at_cpus_and_files(tmp_path: Path) -> None:
     # Record the size of every process pool the run starts (on a "2-CPU machine").
     code = (
         "import os, sys\n"
-        "from concurrent.futures import ProcessPoolExecutor\n"
-        "from hookscope.lint import lint, runner\n"
+        "import concurrent.futures as futures\n"
+        "from hookscope.lint import lint\n"
         "os.cpu_count = lambda: 2\n"
         "sizes = []\n"
-        "runner.ProcessPoolExecutor = lambda n, **kw: (sizes.append(n), ProcessPoolExecutor(n, **kw))[1]\n"
+        "Pool = futures.ProcessPoolExecutor\n"
+        "futures.ProcessPoolExecutor = lambda n, **kw: (sizes.append(n), Pool(n, **kw))[1]\n"
         "lint(sys.argv[1], jobs=40, config=False)\n"
         "print(sizes)\n"
     )
