@@ -145,3 +145,19 @@ def test_empty_path_is_refused(
     (tmp_path / "m.py").write_text(BYPASS, encoding="utf-8")
     assert main(["lint", ""]) == 2
     assert "empty path" in capsys.readouterr().err
+
+
+def test_a_single_file_run_does_not_import_multiprocessing(tmp_path: Path) -> None:
+    # The pre-commit hook and editors lint one file at a time: start-up is most of it.
+    path = tmp_path / "m.py"
+    path.write_text(BYPASS, encoding="utf-8")
+    code = (
+        "import sys\n"
+        "from hookscope.lint import lint\n"
+        "found = lint(sys.argv[1], config=False)\n"
+        "print(len(found), 'multiprocessing' in sys.modules)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True
+    )
+    assert proc.stdout.split() == ["1", "False"]
