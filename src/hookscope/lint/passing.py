@@ -4,8 +4,9 @@ Two pieces of evidence a reader accepts when a value's own type is not written:
 
 - **declared by the callee**: ``eval_mode(net)`` where the project declares
   ``def eval_mode(*nets: nn.Module)``: ``net`` is a module (a type-correct program
-  passes one). The callee is a function or method of the same file or a function
-  of another project file (found through the index, parsed on demand);
+  passes one). The callee is a function or method of the same file, a function of
+  another project file (found through the index, parsed on demand), or a project
+  class (the parameters of its ``__init__``);
 - **unpacked from a return**: ``task, model = build(...)`` where every ``return`` of
   the project function ``build`` is a tuple: ``model`` is what its element 1 is;
 - **given by every caller**: an unannotated parameter ``def check(model)`` is a
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING
 from hookscope.lint.bindings import Binding, returned
 from hookscope.lint.crossfile import foreign_function
 from hookscope.lint.kinds import UNKNOWN, Kind, Resolved
+from hookscope.lint.methods import find_method
 from hookscope.lint.pyfile import PyFile, Scope
 
 if TYPE_CHECKING:
@@ -124,6 +126,9 @@ def _callee(
     """The function ``call`` runs, the resolver of its file, and the parameters that the
     call fills implicitly (1 for ``self``/``cls`` of a bound method)."""
     found = resolver.resolve(call.func, scope)
+    if found.is_class and found.name:  # a constructor: the parameters of __init__
+        located = find_method(resolver, found.name.rsplit(".", 1)[-1], "__init__")
+        return None if located is None else (*located, 1)
     if found.function is not None:
         owner, func = resolver, found.function
     elif found.factory:
