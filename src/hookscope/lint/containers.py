@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 def literal_element(
-    resolver: Resolver, literal: ast.Dict | ast.List | ast.Tuple, scope: Scope, depth: int
+    resolver: Resolver, literal: ast.Dict | ast.List | ast.Tuple | ast.Set, scope: Scope, depth: int
 ) -> Resolved:
     """An element of ``{k: A, ...}`` or ``[A, B]``: their kind when they all agree."""
     elements = literal.values if isinstance(literal, ast.Dict) else literal.elts
@@ -31,6 +31,21 @@ def literal_element(
         return UNKNOWN
     first = results[0]
     return first if len({r.name for r in results}) == 1 else replace(first, cls="")
+
+
+def collection(resolver: Resolver, expr: ast.expr, scope: Scope, depth: int) -> Resolved:
+    """A list, tuple, set or dict display or comprehension: not a module, with the kind of
+    its elements (values) when they all agree (``[Block() for _ in range(3)]``)."""
+    if isinstance(expr, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
+        inner = literal_element(resolver, expr, scope, depth)
+    elif isinstance(expr, ast.DictComp):
+        inner = resolver.resolve(expr.value, scope, depth + 1)
+    elif isinstance(expr, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+        inner = resolver.resolve(expr.elt, scope, depth + 1)
+    else:
+        return UNKNOWN
+    known_kind = inner.kind is not Kind.UNKNOWN and not inner.is_class
+    return Resolved(Kind.OTHER, elem=inner.kind if known_kind else None)
 
 
 def element(

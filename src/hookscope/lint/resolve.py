@@ -22,7 +22,13 @@ from dataclasses import replace
 from hookscope.lint import known
 from hookscope.lint.bindings import Binding, class_attributes, dotted, returned, scope_bindings
 from hookscope.lint.classes import ClassKinds, base_names
-from hookscope.lint.containers import element, getattr_value, literal_element, rref_value
+from hookscope.lint.containers import (
+    collection,
+    element,
+    getattr_value,
+    literal_element,
+    rref_value,
+)
 from hookscope.lint.crossfile import factory_returns, fixture, foreign
 from hookscope.lint.index import ClassIndex
 from hookscope.lint.kinds import MAX_DEPTH, NAMESPACE, UNKNOWN, Kind, Resolved
@@ -47,6 +53,16 @@ _SELF_RETURNING = frozenset(
         "to_empty",
         "share_memory",
     }
+)
+_COLLECTIONS = (
+    ast.List,
+    ast.Tuple,
+    ast.Set,
+    ast.Dict,
+    ast.ListComp,
+    ast.SetComp,
+    ast.GeneratorExp,
+    ast.DictComp,
 )
 _PASS_THROUGH = frozenset({"deepcopy", "copy", "compile", "cast"})
 
@@ -84,10 +100,9 @@ class Resolver(ClassKinds):
             return Resolved(base.elem or Kind.UNKNOWN, name=base.name)
         if isinstance(expr, ast.Call):
             return self._call(expr, scope, depth)
-        if isinstance(
-            expr,
-            (ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Dict, ast.BinOp, ast.Compare),
-        ):
+        if isinstance(expr, _COLLECTIONS):
+            return collection(self, expr, scope, depth)
+        if isinstance(expr, (ast.Constant, ast.JoinedStr, ast.BinOp, ast.Compare)):
             return Resolved(Kind.OTHER)
         return UNKNOWN
 
