@@ -55,6 +55,8 @@ class ClassKinds:
         module = module or prefix
         if module.partition(".")[0] in known.HOOKLESS_LIBRARIES:
             return Kind.HOOKLESS, False
+        if known.library_model_class(module, last):
+            return Kind.MODULE, False
         key = f"{module}:{last}"
         if key in self._class_kinds:
             return self._class_kinds[key]

@@ -1,4 +1,4 @@
-"""Resolution through other files of the project: factories, fixtures, attributes.
+"""Resolution through other files and imports: factories, fixtures, attributes, origins.
 
 What a function of another file returns is read from the project index (its
 return annotation, or the calls every ``return`` makes); a parameter named like
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from hookscope.lint import known
 from hookscope.lint.bindings import dotted
 from hookscope.lint.kinds import UNKNOWN, Kind, Resolved
-from hookscope.lint.pyfile import PyFile
+from hookscope.lint.pyfile import PyFile, Scope
 from hookscope.lint.source import DEFAULT_MAX_FILE_SIZE, Unreadable, decode_python, read_bytes
 
 if TYPE_CHECKING:
@@ -123,3 +123,22 @@ def _resolver_of(resolver: Resolver, where: str) -> Resolver | None:
             return None
         _FOREIGN[path] = type(resolver)(pyfile, resolver.index)
     return _FOREIGN[path]
+
+
+def import_origin(resolver: Resolver, path: str, scope: Scope) -> str:
+    """``path`` with its first name replaced by what an import bound it to
+    (``models.resnet18`` after ``import torchvision.models as models``)."""
+    first, dot, rest = path.partition(".")
+    current: Scope | None = scope
+    while current is not None:
+        bindings = resolver.bindings_of(current.node).get(first)
+        if bindings:
+            origins = {b.origin for b in bindings if b.kind in ("import", "namespace")}
+            if len(origins) != 1 or len(bindings) != 1:
+                return path
+            origin = origins.pop()
+            if origin.partition(".")[0] == first:  # ``import a.b`` binds ``a``
+                origin = first
+            return f"{origin}{dot}{rest}"
+        current = current.parent
+    return path

@@ -29,7 +29,7 @@ from hookscope.lint.containers import (
     literal_element,
     rref_value,
 )
-from hookscope.lint.crossfile import factory_returns, fixture, foreign
+from hookscope.lint.crossfile import factory_returns, fixture, foreign, import_origin
 from hookscope.lint.index import ClassIndex
 from hookscope.lint.kinds import MAX_DEPTH, NAMESPACE, UNKNOWN, Kind, Resolved
 from hookscope.lint.methods import built_by_classmethod, is_classmethod
@@ -64,7 +64,10 @@ _COLLECTIONS = (
     ast.GeneratorExp,
     ast.DictComp,
 )
-_PASS_THROUGH = frozenset({"deepcopy", "copy", "compile", "cast"})
+# Calls that return their first argument (or a copy of it): ``weight_norm(m)`` is ``m``.
+_PASS_THROUGH = frozenset(
+    {"deepcopy", "copy", "compile", "cast", "weight_norm", "spectral_norm", "remove_weight_norm"}
+)
 
 
 class Resolver(ClassKinds):
@@ -208,6 +211,9 @@ class Resolver(ClassKinds):
         path = dotted(func) or ""
         if path in known.MODULE_FACTORIES or f".{path}".endswith(known.MODULE_FACTORY_SUFFIXES):
             return Resolved(Kind.MODULE, name=last, via=f"{path}(...) returns a module")
+        origin = import_origin(self, path, scope) if path else ""
+        if known.library_model_function(origin):
+            return Resolved(Kind.MODULE, name=last, via=f"{origin}(...) builds a model")
         if isinstance(func, ast.Attribute) and last.startswith(known.CONSTRUCTOR_PREFIXES):
             owner = self.resolve(func.value, scope, depth + 1)
             if owner.is_class and owner.kind is not Kind.UNKNOWN:
