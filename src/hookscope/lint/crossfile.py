@@ -127,7 +127,8 @@ def _resolver_of(resolver: Resolver, where: str) -> Resolver | None:
 
 def import_origin(resolver: Resolver, path: str, scope: Scope) -> str:
     """``path`` with its first name replaced by what an import bound it to
-    (``models.resnet18`` after ``import torchvision.models as models``)."""
+    (``models.resnet18`` after ``import torchvision.models as models``); ``""`` when
+    that name is not (only) an import."""
     first, dot, rest = path.partition(".")
     current: Scope | None = scope
     while current is not None:
@@ -135,10 +136,10 @@ def import_origin(resolver: Resolver, path: str, scope: Scope) -> str:
         if bindings:
             origins = {b.origin for b in bindings if b.kind in ("import", "namespace")}
             if len(origins) != 1 or len(bindings) != 1:
-                return path
+                return ""
             origin = origins.pop()
             if origin.partition(".")[0] == first:  # ``import a.b`` binds ``a``
                 origin = first
             return f"{origin}{dot}{rest}"
         current = current.parent
-    return path
+    return ""

@@ -356,12 +356,21 @@ MODEL_FUNCTION_PACKAGES = (
     "torchvision.models.video",
     "torchvision.models.optical_flow",
     "torchvision.models.quantization",
+    "torchaudio.models",
 )
 _NOT_MODEL_FUNCTIONS = ("get_model_weights", "get_weight", "list_models")
 
 
+# Packages whose every public class is a torch module: torchmetrics' metrics
+# (``Accuracy``, ``MetricCollection``), torchaudio's transforms and models.
+MODULE_PACKAGES = ("torchmetrics", "torchaudio.transforms", "torchaudio.models")
+_NOT_MODULE_SUBPACKAGES = (".functional", ".utilities")
+
+
 def library_model_class(module: str, name: str) -> bool:
-    """Whether ``name`` imported from ``module`` is a model class of a model library."""
+    """Whether ``name`` imported from ``module`` is a module class of a known library."""
+    if any(module == p or module.startswith(f"{p}.") for p in MODULE_PACKAGES):
+        return name[:1].isupper() and not any(s in module for s in _NOT_MODULE_SUBPACKAGES)
     return (
         module.partition(".")[0] in MODEL_LIBRARIES
         and not name.startswith(("TF", "Flax"))

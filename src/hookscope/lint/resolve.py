@@ -181,7 +181,10 @@ class Resolver(ClassKinds):
         if expr.attr[:1].isupper() and (
             base.is_class or base is NAMESPACE or base.kind is Kind.UNKNOWN
         ):
-            kind, container = self.class_kind(expr.attr)
+            prefix = dotted(expr.value)
+            # ``torchaudio.transforms.Resample``: the class of that imported package.
+            module = import_origin(self, prefix, scope) if prefix else ""
+            kind, container = self.class_kind(expr.attr, module)
             return Resolved(kind, is_class=True, container=container, name=expr.attr)
         return Resolved(Kind.UNKNOWN, name=expr.attr)
 
