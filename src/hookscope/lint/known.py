@@ -367,8 +367,15 @@ MODULE_PACKAGES = ("torchmetrics", "torchaudio.transforms", "torchaudio.models")
 _NOT_MODULE_SUBPACKAGES = (".functional", ".utilities")
 
 
+# tensordict's module classes say so in their names (``TensorDictModule``,
+# ``TensorDictModuleBase``, ``TensorDictSequential``); the package has enums too.
+_TENSORDICT_NN = re.compile(r"Module|Sequential")
+
+
 def library_model_class(module: str, name: str) -> bool:
     """Whether ``name`` imported from ``module`` is a module class of a known library."""
+    if module == "tensordict.nn" or module.startswith("tensordict.nn."):
+        return bool(_TENSORDICT_NN.search(name))
     if any(module == p or module.startswith(f"{p}.") for p in MODULE_PACKAGES):
         return name[:1].isupper() and not any(s in module for s in _NOT_MODULE_SUBPACKAGES)
     return (
