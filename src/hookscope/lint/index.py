@@ -96,7 +96,7 @@ def scan_classes(data: bytes, path: str = "") -> list[ClassEntry]:
     starts: list[int] = []
     entries: list[tuple[str, tuple[str, ...], list[tuple[str, str]], str]] = []
     line, counted = 1, 0
-    imported = _from_imports(data)
+    imported = _from_imports(data, path)
     for match in _CLASS.finditer(data):
         start = match.start()
         if data[data.rfind(b"\n", 0, start) + 1 : start].strip(b" \t"):
@@ -119,22 +119,35 @@ def scan_classes(data: bytes, path: str = "") -> list[ClassEntry]:
     return [(name, bases, tuple(attrs), where) for name, bases, attrs, where in entries]
 
 
-def _from_imports(data: bytes) -> dict[str, str]:
+def _from_imports(data: bytes, path: str = "") -> dict[str, str]:
     """``{local name: "module.Name"}`` of the ``from module import Name [as local]`` lines.
 
     Bases are recorded with the module they come from, so that ``class Net(Base)``
     after ``from pkg.layers import Block as Base`` resolves to ``pkg/layers.py``'s
-    ``Block``, even when other files define classes called ``Block`` too.
+    ``Block``, even when other files define classes called ``Block`` too. Relative
+    imports are made absolute from ``path`` (relative to the project root).
     """
     out: dict[str, str] = {}
     if b"import" not in data:
         return out
     for module, names in _FROM_IMPORT.findall(data):
-        prefix = module.decode("ascii", "replace")
+        prefix = absolute_module(module.decode("ascii", "replace"), path)
         for name, alias in _IMPORTED.findall(names.decode("ascii", "replace").strip("()")):
             if name != "import":
                 out[alias or name] = f"{prefix}.{name}"
     return out
+
+
+def absolute_module(module: str, path: str) -> str:
+    """``..module`` imported in ``pkg/sub/file.py`` is ``pkg.module``; others unchanged."""
+    level = len(module) - len(module.lstrip("."))
+    if not level or not path or path.startswith(("/", "..")):
+        return module
+    package = path.replace("\\", "/").split("/")[:-1]
+    if level - 1 > len(package):
+        return module
+    parts = package[: len(package) - (level - 1)] + [p for p in [module.lstrip(".")] if p]
+    return ".".join(parts) or module
 
 
 def scan_functions(data: bytes, path: str = "") -> list[FunctionEntry]:
