@@ -59,9 +59,11 @@ def test_thread_count_changes_only_rounding(threads: int) -> None:
     t = torch.randn(1_000_003)
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
+    native.set_helpers("always")  # whatever else runs on this machine
     try:
         got = as_dict(native.moments(t))
     finally:
+        native.set_helpers("auto")
         torch.set_num_threads(before)
     ref = reference(t)
     assert got["sum"] == pytest.approx(ref["sum"], rel=1e-6, abs=1e-2)
@@ -246,7 +248,8 @@ print(json.dumps({"parent": parent, "children": got, "codes": [p.exitcode for p 
 
 
 def test_forked_children_start_their_own_helpers(tmp_path: Path) -> None:
-    got = run_fresh({"HOOKSCOPE_CACHE_DIR": str(tmp_path / "cache")}, FORK_PROBE)
+    env = {"HOOKSCOPE_CACHE_DIR": str(tmp_path / "cache"), "HOOKSCOPE_KERNEL_HELPERS": "always"}
+    got = run_fresh(env, FORK_PROBE)
     assert got["children"] == [got["parent"], got["parent"]]  # same parts: bit-identical
     assert got["codes"] == [0, 0]
 
@@ -272,7 +275,41 @@ print(json.dumps({"before": before, "small": small, "one": one, "large": large})
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc")
 def test_helper_threads_start_only_for_large_tensors_and_stay_bounded(tmp_path: Path) -> None:
-    got = run_fresh({"HOOKSCOPE_CACHE_DIR": str(tmp_path / "cache")}, THREADS_PROBE)
+    env = {"HOOKSCOPE_CACHE_DIR": str(tmp_path / "cache"), "HOOKSCOPE_KERNEL_HELPERS": "always"}
+    got = run_fresh(env, THREADS_PROBE)
     assert got["small"] == got["before"]  # no thread for small tensors
     assert got["one"] - got["before"] == 1  # two parts: one helper
     assert got["large"] - got["before"] == 2  # torch.get_num_threads() - 1, never more
+
+
+BUSY_PROBE = """
+import json, os, subprocess, sys, time, torch
+from hookscope.stats import native
+torch.set_num_threads(2)
+def tasks():
+    return len(os.listdir("/proc/self/task"))
+native.moments(torch.randn(10))  # load the kernel
+before = tasks()
+burn = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+try:
+    time.sleep(1.0)  # every core taken
+    for _ in range(20):
+        native.moments(torch.randn(4_000_000))
+finally:
+    for p in burn:
+        p.kill()
+        p.wait()
+print(json.dumps({"before": before, "after": tasks()}))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/loadavg").is_file(), reason="needs /proc/loadavg")
+def test_no_helper_is_woken_while_other_processes_take_every_core(tmp_path: Path) -> None:
+    env = {"HOOKSCOPE_CACHE_DIR": str(tmp_path / "cache"), "HOOKSCOPE_KERNEL_HELPERS": "auto"}
+    got = run_fresh(env, BUSY_PROBE)
+    assert got["after"] == got["before"]  # helpers are started on first invitation only
+
+
+def test_helper_policy_is_checked() -> None:
+    with pytest.raises(ValueError, match="'sometimes'"):
+        native.set_helpers("sometimes")

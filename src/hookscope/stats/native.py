@@ -4,8 +4,12 @@ Eager PyTorch reads a tensor three times for sum, sum of squares and min/max
 (plus once more for a zero count); the kernel reads it once and returns all
 five. Tensors of 128 Ki elements and more are split among helper threads (up to
 ``torch.get_num_threads()`` in all) that the caller never waits for unless
-they have started: on cores busy with other processes the caller simply does
-more of the work itself. `moments_relu` also returns the statistics of
+they have started. Helpers are invited only for cores no thread is waiting
+for (Linux's count of runnable threads, ``/proc/loadavg``): where other
+processes, or torch's own OpenMP threads, keep every core busy, a helper
+would only displace the caller, so the caller reads the tensor alone.
+``$HOOKSCOPE_KERNEL_HELPERS`` sets the policy: ``auto`` (that rule, the
+default), ``always`` or ``never``. `moments_relu` also returns the statistics of
 ``relu(x)`` from the same pass (the Monitor uses it so that a ReLU's output
 is not read again). On a 2-core CPU that takes the Monitor's overhead on
 a ResNet-50 forward from about 1.35x to about 1.1x
@@ -38,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -51,7 +56,9 @@ _CODES = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2, torch.float64: 
 _FLAG_SETS = (("-march=native",), ())
 _BASE_FLAGS = ("-O3", "-shared", "-fPIC", "-pthread", "-w")
 #: Functions a usable library exports.
-_SYMBOLS = ("hs_reduce", "hs_reduce_relu", "hs_supports")
+_SYMBOLS = ("hs_reduce", "hs_reduce_relu", "hs_supports", "hs_set_helpers")
+#: ``$HOOKSCOPE_KERNEL_HELPERS`` values, as ``hs_set_helpers`` codes.
+_HELPER_MODES = {"auto": 0, "always": 1, "never": 2}
 
 
 @dataclass
@@ -96,6 +103,24 @@ class Moments:
 def set_enabled(enabled: bool) -> None:
     """Turn the kernel off (eager reductions) or back on for this process, e.g. to compare."""
     _state.off = not enabled
+
+
+def set_helpers(policy: str) -> None:
+    """Set when large tensors get helper threads: ``auto``, ``always`` or ``never``.
+
+    ``auto`` (the default, or ``$HOOKSCOPE_KERNEL_HELPERS``) invites helpers
+    only for idle cores; ``always`` up to ``torch.get_num_threads()``;
+    ``never`` keeps every pass on the calling thread. Results do not depend on it.
+
+    Raises:
+        ValueError: for any other ``policy``.
+    """
+    mode = _HELPER_MODES.get(policy)
+    if mode is None:
+        raise ValueError(f"policy must be one of {', '.join(_HELPER_MODES)}, got {policy!r}")
+    lib = _library()
+    if lib is not None:
+        lib.hs_set_helpers(mode)
 
 
 def available() -> bool:
@@ -188,6 +213,7 @@ def _library() -> ctypes.CDLL | None:
                 try:
                     lib = _load()
                     codes = {d: c for d, c in _CODES.items() if lib.hs_supports(c)}
+                    lib.hs_set_helpers(_helper_mode())
                 except Exception as exc:  # any failure: eager reductions, once, with the reason
                     _state.reason = str(exc) or type(exc).__name__
                 else:
@@ -198,6 +224,20 @@ def _library() -> ctypes.CDLL | None:
 
 class _Unavailable(Exception):
     pass
+
+
+def _helper_mode() -> int:
+    """The ``hs_set_helpers`` code for ``$HOOKSCOPE_KERNEL_HELPERS`` (a bad value warns: auto)."""
+    value = os.environ.get("HOOKSCOPE_KERNEL_HELPERS", "auto")
+    mode = _HELPER_MODES.get(value.strip().lower())
+    if mode is None:
+        warnings.warn(
+            f"HOOKSCOPE_KERNEL_HELPERS={value!r} is not one of {', '.join(_HELPER_MODES)};"
+            " using auto",
+            stacklevel=2,
+        )
+        return 0
+    return mode
 
 
 def _load() -> ctypes.CDLL:
@@ -240,6 +280,7 @@ def _open(path: Path) -> ctypes.CDLL | None:
         ]
         fn.restype = ctypes.c_int
     lib.hs_supports.argtypes = [ctypes.c_int]
+    lib.hs_set_helpers.argtypes = [ctypes.c_int]
     return lib
 
 
