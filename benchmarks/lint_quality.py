@@ -11,6 +11,8 @@ into one folder and run::
     python benchmarks/lint_quality.py DIR --sites REPO   # print every site with context
     python benchmarks/lint_quality.py DIR --fresh        # the fresh held-out set
     python benchmarks/lint_quality.py DIR --same [--fresh]   # DIR = FILE = flake8 findings
+    python benchmarks/lint_quality.py DIR --labels FILE  # any label file naming its repos in
+                                                         # "# repo-commit<TAB>NAME<TAB>OWNER/REPO<TAB>COMMIT" lines
 
 Each repository is linted as a whole tree (its project index), as
 ``hookscope lint <repo>`` does. The default (confident) set is HS101-HS103;
@@ -88,11 +90,29 @@ def forward_sites(root: Path) -> list[tuple[str, int, ast.Call]]:
     return sorted(sites, key=lambda s: (s[0], s[1]))
 
 
-def read_labels(path: Path = LABELS) -> dict[tuple[str, str], tuple[bool, str]]:
-    """``(repo, path:line) -> (is a hook bypass, reason)``."""
+def read_labels(path: Path = LABELS) -> dict[tuple[str, str], tuple[bool | None, str]]:
+    """``(repo, path:line) -> (is a hook bypass, reason)``; ``None`` for a ``?`` label
+    (the labeller could not tell: left out of the scores)."""
     with path.open(encoding="utf-8", newline="") as handle:
         rows = csv.reader(handle, delimiter="\t")
-        return {(r[0], r[1]): (r[2] == "1", r[3]) for r in rows if r and not r[0].startswith("#")}
+        return {
+            (r[0], r[1]): (None if r[2].strip() == "?" else r[2].strip() == "1", r[3])
+            for r in rows
+            if r and not r[0].startswith("#")
+        }
+
+
+def read_repos(path: Path) -> dict[str, tuple[str, str]]:
+    """The repositories a label file names in its ``# repo-commit<TAB>NAME<TAB>OWNER/REPO
+    <TAB>COMMIT`` header lines."""
+    repos = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        fields = [f.strip() for f in line.split("\t")]
+        if fields[0] == "# repo-commit" and len(fields) >= 4:
+            repos[fields[1]] = (fields[2], fields[3])
+    if not repos:
+        raise SystemExit(f"{path}: no '# repo-commit<TAB>NAME<TAB>OWNER/REPO<TAB>COMMIT' lines")
+    return repos
 
 
 def score(
@@ -109,7 +129,14 @@ def score(
     )
     for name in repos:
         root = folder / name
-        sites = {f"{p}:{line}" for p, line, _ in forward_sites(root)}
+        if not root.is_dir():
+            print(f"  {name}: not found in {folder}, skipped")
+            continue
+        every = {f"{p}:{line}" for p, line, _ in forward_sites(root)}
+        unsure = {s for s in every if labels.get((name, s), (False, ""))[0] is None}
+        if unsure:
+            print(f"  {name}: {len(unsure)} sites labelled '?' left out")
+        sites = every - unsure
         found = {
             f"{os.path.relpath(f.path, root)}:{f.line}"
             for f in lint([root], select=codes, config=False)
@@ -117,7 +144,7 @@ def score(
         missing = sorted(s for s in sites if (name, s) not in labels)
         if missing:
             print(f"  {name}: {len(missing)} unlabelled sites (other commit?): {missing[:5]}")
-        positives = {s for s in sites if labels.get((name, s), (False, ""))[0]}
+        positives = {s for s in sites if labels.get((name, s), (False, ""))[0] is True}
         tp = len(found & positives)
         for miss in sorted(positives - found):
             print(f"  missed {name}/{miss}: {labels[(name, miss)][1]}")
@@ -148,6 +175,9 @@ def same_findings(folder: Path, repos: dict[str, tuple[str, str]]) -> bool:
     equal = True
     for name in repos:
         root = folder / name
+        if not root.is_dir():
+            print(f"{name:18s} not found in {folder}, skipped")
+            continue
         files = sorted({str(root / p) for p, _, _ in forward_sites(root)})
 
         def key(path: str, line: int, code: str, root: Path = root) -> tuple[str, int, str]:
@@ -212,12 +242,20 @@ def main() -> None:
         action="store_true",
         help="check that DIR, FILE and flake8 runs give the same findings instead of scoring",
     )
+    parser.add_argument(
+        "--labels",
+        type=Path,
+        metavar="FILE",
+        help="score this label file; its '# repo-commit' header lines name the repositories",
+    )
     args = parser.parse_args()
     if args.sites:
         show_sites(args.folder / args.sites, args.sites)
         return
     codes = CODES + (["HS104"] if args.guesses else [])
     repos, labels = (FRESH, FRESH_LABELS) if args.fresh else (REPOS, LABELS)
+    if args.labels is not None:
+        repos, labels = read_repos(args.labels), args.labels
     if args.same:
         sys.exit(0 if same_findings(args.folder, repos) else 1)
     flagged, tp, positives = score(args.folder, codes, repos, labels)

@@ -29,3 +29,20 @@ def test_each_finding_says_what_its_resolution_rests_on(fixtures: Path) -> None:
     assert at("return model.forward(x)").startswith("model.eval(...) at ")
     assert at("self.inner.forward").startswith("a submodule: `self` is a module")
     assert at("make().forward").startswith("make() -> nn.Module at ")
+
+
+def test_receivers_known_from_the_calls_that_pass_them(fixtures: Path) -> None:
+    path = fixtures / "project" / "passed.py"
+    found = lint([fixtures / "project"], select=["HS1", "HS104"], config=False)
+    assert {(f.line, f.code) for f in found if f.path.endswith("passed.py")} == expected_codes(path)
+    by_line = {f.line: f.resolution for f in found if f.path.endswith("passed.py")}
+    lines = path.read_text(encoding="utf-8").splitlines()
+    at = {text: by_line[lines.index(text) + 1] for text in lines if text.strip().endswith("HS101")}
+    assert at["    return net.forward(x)  # HS101"].startswith(
+        "passed to eval_mode(nets: nn.Module) declared at "
+    )
+    assert at["    return model.forward(x)  # HS101"].startswith(
+        "every call passes a module: check(Layer(), x) at "
+    )
+    built = at["    model.forward(x)  # HS101"]
+    assert built.startswith("classmethod Built.build() at ") and "base.py:" in built

@@ -193,3 +193,27 @@ def test_a_nested_project_is_linted_against_its_own_index(tmp_path: Path) -> Non
     alone = {(Path(f.path).name, f.line, f.code) for f in lint(inner / "use.py", select=codes)}
     assert alone == {("use.py", 4, "HS104")}
     assert {item for item in whole if item[0] == "use.py"} == alone
+
+
+def test_relative_imports_name_their_package(tmp_path: Path) -> None:
+    # Inside gpytorch itself, `from ..module import Module` is gpytorch's hookless
+    # Module: its subclasses' .forward skips no torch hook (calling runs none either).
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'gpytorch'\n", encoding="utf-8")
+    pkg = tmp_path / "gpytorch"
+    (pkg / "kernels").mkdir(parents=True)
+    (pkg / "__init__.py").touch()
+    (pkg / "kernels" / "__init__.py").touch()
+    (pkg / "module.py").write_text(
+        "from torch import nn\n\n\nclass Module(nn.Module):\n    pass\n", encoding="utf-8"
+    )
+    (pkg / "kernels" / "kernel.py").write_text(
+        "from ..module import Module\n\n\nclass Kernel(Module):\n"
+        "    def run(self, x):\n        return self.forward(x)\n",
+        encoding="utf-8",
+    )
+    (pkg / "kernels" / "use.py").write_text(
+        "from .kernel import Kernel\n\n\ndef f(x):\n    return Kernel().forward(x)\n",
+        encoding="utf-8",
+    )
+    assert lint(tmp_path, config=False) == []
+    assert lint(pkg / "kernels" / "kernel.py", config=False) == []

@@ -8,7 +8,7 @@ from hookscope.lint import runner
 from hookscope.lint.analysis import Analysis
 from hookscope.lint.index import ClassIndex, merge, scan_classes
 from hookscope.lint.pyfile import PyFile
-from hookscope.lint.regions import mask
+from hookscope.lint.regions import _statement_starts, mask
 from hookscope.lint.registry import select_codes
 
 FILLER = '''
@@ -104,3 +104,15 @@ def test_unsure_rules_ask_for_the_whole_file() -> None:
 def test_small_or_all_interesting_files_are_not_masked() -> None:
     assert mask("import torch\nm.forward(1)\n") is None
     assert mask("x = 1\n") is None
+
+
+def test_a_decorated_statement_ends_where_the_next_statement_starts() -> None:
+    # Once, every statement after a decorated one was taken for part of it, so files
+    # with a decorated function near the top were never masked.
+    lines = ["@dec", "@dec2(1)", "def a():", "    pass", "", "def b():", "    pass", "x = 1"]
+    assert _statement_starts(lines, 0, len(lines), "") == [0, 5, 7]
+    text = "import torch\n\n@dec\ndef a():\n    pass\n" + "".join(
+        f"\n\ndef f{i}(x):\n    return x + {i}\n" for i in range(20)
+    )
+    masked = mask(text + "\n\ndef g(m):\n    return m.forward(1)\n")
+    assert masked is not None and "def f3(x):" not in masked and "def g(m):" in masked

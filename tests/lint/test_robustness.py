@@ -106,11 +106,12 @@ def test_jobs_are_capped_at_cpus_and_files(tmp_path: Path) -> None:
     # Record the size of every process pool the run starts (on a "2-CPU machine").
     code = (
         "import os, sys\n"
-        "from concurrent.futures import ProcessPoolExecutor\n"
-        "from hookscope.lint import lint, runner\n"
+        "import concurrent.futures as futures\n"
+        "from hookscope.lint import lint\n"
         "os.cpu_count = lambda: 2\n"
         "sizes = []\n"
-        "runner.ProcessPoolExecutor = lambda n, **kw: (sizes.append(n), ProcessPoolExecutor(n, **kw))[1]\n"
+        "Pool = futures.ProcessPoolExecutor\n"
+        "futures.ProcessPoolExecutor = lambda n, **kw: (sizes.append(n), Pool(n, **kw))[1]\n"
         "lint(sys.argv[1], jobs=40, config=False)\n"
         "print(sizes)\n"
     )
@@ -144,3 +145,19 @@ def test_empty_path_is_refused(
     (tmp_path / "m.py").write_text(BYPASS, encoding="utf-8")
     assert main(["lint", ""]) == 2
     assert "empty path" in capsys.readouterr().err
+
+
+def test_a_single_file_run_does_not_import_multiprocessing(tmp_path: Path) -> None:
+    # The pre-commit hook and editors lint one file at a time: start-up is most of it.
+    path = tmp_path / "m.py"
+    path.write_text(BYPASS, encoding="utf-8")
+    code = (
+        "import sys\n"
+        "from hookscope.lint import lint\n"
+        "found = lint(sys.argv[1], config=False)\n"
+        "print(len(found), 'multiprocessing' in sys.modules)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True
+    )
+    assert proc.stdout.split() == ["1", "False"]

@@ -29,7 +29,9 @@ class Analysis:
 
         ``partial`` says the tree was parsed from a masked text (see `regions`).
         """
-        return cls(pyfile, Resolver(pyfile, index), partial=partial)
+        resolver = Resolver(pyfile, index)
+        resolver.complete = not partial
+        return cls(pyfile, resolver, partial=partial)
 
     def unsure(self) -> None:
         """A rule needed facts a masked parse may lack: the whole file must be parsed."""

@@ -2,7 +2,8 @@
 
 A binding is the expression a name was given, in the scope that gave it:
 ``x = Linear(...)`` (value), ``x: nn.Module`` (annotation), ``for x in self.layers``
-(element of an iterable), ``import torch.nn as nn`` (namespace).
+(element of an iterable), ``task, x = build()`` (unpacked: element 1 of what ``build()``
+gives), ``import torch.nn as nn`` (namespace).
 """
 
 from __future__ import annotations
@@ -13,7 +14,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 BindingKind = Literal[
-    "value", "annotation", "element", "namespace", "import", "class", "function", "opaque"
+    "value",
+    "annotation",
+    "element",
+    "unpacked",
+    "namespace",
+    "import",
+    "class",
+    "function",
+    "opaque",
 ]
 
 
@@ -25,7 +34,8 @@ class Binding:
         kind: how the name was bound.
         expr: the value, annotation or iterable expression (``None`` for opaque ones).
         owner: the function, class or module node in whose scope ``expr`` is evaluated.
-        position: for ``element`` bindings of tuple targets, the index in the tuple.
+        position: for ``element`` and ``unpacked`` bindings of tuple targets, the index
+            in the tuple.
         origin: for ``import`` bindings, the dotted name imported.
         where: ``path:line`` of a binding made in another file (project index).
     """
@@ -119,10 +129,14 @@ def _bind_target(target: ast.expr, value: ast.expr, owner: ast.AST, add: _Add) -
     elif isinstance(target, (ast.Tuple, ast.List)):
         values = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
         for i, elt in enumerate(target.elts):
-            if isinstance(elt, ast.Name):
-                sub = values[i] if values and len(values) == len(target.elts) else None
-                kind: BindingKind = "value" if sub is not None else "opaque"
-                add(elt.id, Binding(kind, sub, owner))
+            if not isinstance(elt, ast.Name):
+                continue
+            if values is None and not any(isinstance(e, ast.Starred) for e in target.elts):
+                add(elt.id, Binding("unpacked", value, owner, position=i))
+                continue
+            sub = values[i] if values and len(values) == len(target.elts) else None
+            kind: BindingKind = "value" if sub is not None else "opaque"
+            add(elt.id, Binding(kind, sub, owner))
 
 
 def _bind_element(target: ast.expr, iterable: ast.expr, owner: ast.AST, add: _Add) -> None:

@@ -9,10 +9,11 @@ libraries' module bases, containers, hookless modules).
 from __future__ import annotations
 
 import ast
+import os
 
 from hookscope.lint import known
 from hookscope.lint.bindings import dotted
-from hookscope.lint.index import ClassIndex
+from hookscope.lint.index import ClassIndex, absolute_module
 from hookscope.lint.kinds import Kind
 from hookscope.lint.pyfile import PyFile
 
@@ -36,8 +37,13 @@ class ClassKinds:
         """Bare base names with the module they are imported from, as the index keeps them
         (``from gpytorch.models import ExactGP`` → ``gpytorch.models.ExactGP``)."""
         if self._from_imports is None:
+            root = self.index.root
+            where = os.path.relpath(self.file.path, root) if root else self.file.path
             self._from_imports = {
-                alias.asname or alias.name: f"{'.' * node.level}{node.module or ''}.{alias.name}"
+                alias.asname or alias.name: absolute_module(
+                    f"{'.' * node.level}{node.module or ''}", where
+                ).rstrip(".")
+                + f".{alias.name}"
                 for node in self.file.tree.body
                 if isinstance(node, ast.ImportFrom)
                 for alias in node.names
@@ -55,6 +61,8 @@ class ClassKinds:
         module = module or prefix
         if module.partition(".")[0] in known.HOOKLESS_LIBRARIES:
             return Kind.HOOKLESS, False
+        if known.library_model_class(module, last):
+            return Kind.MODULE, False
         key = f"{module}:{last}"
         if key in self._class_kinds:
             return self._class_kinds[key]

@@ -1,4 +1,4 @@
-"""Resolution through other files of the project: factories, fixtures, attributes.
+"""Resolution through other files and imports: factories, fixtures, attributes, origins.
 
 What a function of another file returns is read from the project index (its
 return annotation, or the calls every ``return`` makes); a parameter named like
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from hookscope.lint import known
 from hookscope.lint.bindings import dotted
 from hookscope.lint.kinds import UNKNOWN, Kind, Resolved
-from hookscope.lint.pyfile import PyFile
+from hookscope.lint.pyfile import PyFile, Scope
 from hookscope.lint.source import DEFAULT_MAX_FILE_SIZE, Unreadable, decode_python, read_bytes
 
 if TYPE_CHECKING:
@@ -86,9 +86,28 @@ def foreign(resolver: Resolver, cls_name: str) -> Resolver | None:
     """A resolver for the one project file that defines ``cls_name``; ``None`` if there is
     no such single file (unknown, defined in several files, unreadable, this file)."""
     files = {where.rpartition(":")[0] for _, where in resolver.index.defs.get(cls_name, ())}
-    if len(files) != 1:
+    return _resolver_of(resolver, files.pop()) if len(files) == 1 else None
+
+
+def foreign_function(
+    resolver: Resolver, factory: str
+) -> tuple[Resolver, ast.FunctionDef | ast.AsyncFunctionDef] | None:
+    """The definition of the project function ``module:name`` (one only) in its own file."""
+    module, _, name = factory.partition(":")
+    chosen = resolver.index.functions_in(name, module) or resolver.index.functions.get(name, ())
+    if len(chosen) != 1:
         return None
-    where = files.pop()
+    other = _resolver_of(resolver, chosen[0][3].rpartition(":")[0])
+    if other is None:
+        return None
+    for stmt in other.file.tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
+            return other, stmt
+    return None
+
+
+def _resolver_of(resolver: Resolver, where: str) -> Resolver | None:
+    """A resolver for the project file ``where`` (parsed once per index), not this one."""
     path = os.path.join(resolver.index.root, where) if resolver.index.root else where
     if os.path.abspath(path) == os.path.abspath(resolver.file.path):
         return None
@@ -104,3 +123,23 @@ def foreign(resolver: Resolver, cls_name: str) -> Resolver | None:
             return None
         _FOREIGN[path] = type(resolver)(pyfile, resolver.index)
     return _FOREIGN[path]
+
+
+def import_origin(resolver: Resolver, path: str, scope: Scope) -> str:
+    """``path`` with its first name replaced by what an import bound it to
+    (``models.resnet18`` after ``import torchvision.models as models``); ``""`` when
+    that name is not (only) an import."""
+    first, dot, rest = path.partition(".")
+    current: Scope | None = scope
+    while current is not None:
+        bindings = resolver.bindings_of(current.node).get(first)
+        if bindings:
+            origins = {b.origin for b in bindings if b.kind in ("import", "namespace")}
+            if len(origins) != 1 or len(bindings) != 1:
+                return ""
+            origin = origins.pop()
+            if origin.partition(".")[0] == first:  # ``import a.b`` binds ``a``
+                origin = first
+            return f"{origin}{dot}{rest}"
+        current = current.parent
+    return ""

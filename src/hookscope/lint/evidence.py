@@ -7,7 +7,9 @@ narrowing, the other kind, is part of resolution: `narrowing`):
 - **use**: the same function (for ``self.x``, any method of the class) calls a method
   that only ``torch.nn.Module`` has on it (``x.parameters()``, ``x.eval()``,
   ``x.load_state_dict(...)``, ``x.register_forward_hook(...)``...) or wraps it in
-  ``DistributedDataParallel``/``torch.compile``/...;
+  ``DistributedDataParallel``/``torch.compile``/..., or passes it to a parameter the
+  callee declares a module (``eval_mode(net)`` with ``def eval_mode(*nets: nn.Module)``,
+  `passing`);
 - **submodule**: ``owner.x.forward(...)`` where ``owner`` is a module instance: an
   attribute of a module that has a ``forward`` is one of its submodules
   (``nn.Module.__setattr__`` registers them), unless its name reads like an RPC
@@ -17,10 +19,13 @@ narrowing, the other kind, is part of resolution: `narrowing`):
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
+from dataclasses import replace
 
 from hookscope.lint import known
 from hookscope.lint.bindings import dotted
 from hookscope.lint.kinds import Kind, Resolved
+from hookscope.lint.passing import declared_by_callee
 from hookscope.lint.pyfile import CallSite, Scope
 from hookscope.lint.resolve import Resolver
 
@@ -34,16 +39,14 @@ def from_context(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Reso
 
 
 def _used_as_module(resolver: Resolver, receiver: ast.expr, scope: Scope) -> Resolved | None:
-    """A module-only method called on the receiver, or the receiver wrapped as a module."""
+    """A module-only method called on the receiver, the receiver wrapped as a module, or
+    passed to a parameter declared a module."""
     path = dotted(receiver)
     if path is None:
         return None
     self_name = scope.self_name
     is_self_attr = bool(self_name) and path.startswith(f"{self_name}.") and scope.cls is not None
-    where = scope.cls if is_self_attr and scope.cls is not None else scope.node
-    for node in ast.walk(where):
-        if not isinstance(node, ast.Call):
-            continue
+    for node, where in _calls(resolver, scope, is_self_attr):
         func = node.func
         hit = ""
         if (
@@ -62,7 +65,25 @@ def _used_as_module(resolver: Resolver, receiver: ast.expr, scope: Scope) -> Res
                 name=path.rsplit(".", 1)[-1],
                 via=f"{hit} at {resolver.file.path}:{node.lineno}: only torch modules have it",
             )
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            if _same(arg, path, is_self_attr):
+                declared = declared_by_callee(resolver, node, arg, where)
+                if declared is not None:
+                    return replace(declared, name=path.rsplit(".", 1)[-1])
     return None
+
+
+def _calls(resolver: Resolver, scope: Scope, whole_class: bool) -> Iterator[tuple[ast.Call, Scope]]:
+    """The calls in ``scope``'s function (in every method of its class: ``whole_class``),
+    each with the scope of the method it is in."""
+    if not whole_class or scope.cls is None:
+        owners = [(scope.node, scope)]
+    else:
+        owners = [(stmt, resolver.file.scopes.get(id(stmt), scope)) for stmt in scope.cls.body]
+    for owner, where in owners:
+        for node in ast.walk(owner):
+            if isinstance(node, ast.Call):
+                yield node, where
 
 
 def _same(node: ast.expr, path: str, is_self_attr: bool) -> bool:

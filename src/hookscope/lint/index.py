@@ -27,12 +27,15 @@ _JIT_INTERFACE = re.compile(rb"@(?:torch\.)?jit\.interface[ \t]*\r?\n[ \t]*$")
 # through ``.forward()`` only); `known.HOOKLESS_MODULES` lists it.
 JIT_INTERFACE = "@torch.jit.interface"
 
-_DEF = re.compile(rb"\n(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(")
+# Literal-prefixed patterns (no leading "\n" or "\b"): the regex engine then skips to
+# each "def"/"return" with a fast search; line starts and word starts are checked by hand.
+_DEF = re.compile(rb"def[ \t]+(\w+)[ \t]*\(")
+_ASYNC = re.compile(rb"async[ \t]+")
 # The end of a signature, with its return annotation if any: ") -> T:" or "):".
 _SIGNATURE_END = re.compile(rb"\)[ \t]*(?:->[ \t]*([^\n]+?)[ \t]*)?:[ \t]*(?:#[^\n]*)?\r?\n")
 _TOP_LEVEL = re.compile(rb"\n(?=[^\s#)\]}])")  # not the ")" closing a signature
-_RETURN = re.compile(rb"\breturn\b")
-_RETURN_CALL = re.compile(rb"\breturn[ \t]+([A-Za-z_][\w.]*)[ \t]*\(")
+_RETURN = re.compile(rb"return\b")
+_RETURN_CALL = re.compile(rb"return[ \t]+([A-Za-z_][\w.]*)[ \t]*\(")
 _MAX_SIGNATURE = 4000
 
 # (name, bases, annotated attributes, "path:line")
@@ -93,7 +96,7 @@ def scan_classes(data: bytes, path: str = "") -> list[ClassEntry]:
     starts: list[int] = []
     entries: list[tuple[str, tuple[str, ...], list[tuple[str, str]], str]] = []
     line, counted = 1, 0
-    imported = _from_imports(data)
+    imported = _from_imports(data, path)
     for match in _CLASS.finditer(data):
         start = match.start()
         if data[data.rfind(b"\n", 0, start) + 1 : start].strip(b" \t"):
@@ -116,46 +119,68 @@ def scan_classes(data: bytes, path: str = "") -> list[ClassEntry]:
     return [(name, bases, tuple(attrs), where) for name, bases, attrs, where in entries]
 
 
-def _from_imports(data: bytes) -> dict[str, str]:
+def _from_imports(data: bytes, path: str = "") -> dict[str, str]:
     """``{local name: "module.Name"}`` of the ``from module import Name [as local]`` lines.
 
     Bases are recorded with the module they come from, so that ``class Net(Base)``
     after ``from pkg.layers import Block as Base`` resolves to ``pkg/layers.py``'s
-    ``Block``, even when other files define classes called ``Block`` too.
+    ``Block``, even when other files define classes called ``Block`` too. Relative
+    imports are made absolute from ``path`` (relative to the project root).
     """
     out: dict[str, str] = {}
     if b"import" not in data:
         return out
     for module, names in _FROM_IMPORT.findall(data):
-        prefix = module.decode("ascii", "replace")
+        prefix = absolute_module(module.decode("ascii", "replace"), path)
         for name, alias in _IMPORTED.findall(names.decode("ascii", "replace").strip("()")):
             if name != "import":
                 out[alias or name] = f"{prefix}.{name}"
     return out
 
 
+def absolute_module(module: str, path: str) -> str:
+    """``..module`` imported in ``pkg/sub/file.py`` is ``pkg.module``; others unchanged."""
+    level = len(module) - len(module.lstrip("."))
+    if not level or not path or path.startswith(("/", "..")):
+        return module
+    package = path.replace("\\", "/").split("/")[:-1]
+    if level - 1 > len(package):
+        return module
+    parts = package[: len(package) - (level - 1)] + [p for p in [module.lstrip(".")] if p]
+    return ".".join(parts) or module
+
+
 def scan_functions(data: bytes, path: str = "") -> list[FunctionEntry]:
     """Every top-level ``def`` of ``data`` with its return annotation and returned calls."""
     if b"def" not in data:
         return []
-    data = b"\n" + data  # so that a "def" on the first line starts with "\n" too
     out: list[FunctionEntry] = []
-    tops = [m.start() for m in _TOP_LEVEL.finditer(data)] + [len(data)]
     line, counted = 1, 0  # lines counted up to ``counted``, incrementally (defs come in order)
     for match in _DEF.finditer(data):
-        end = tops[bisect.bisect_right(tops, match.start())]
-        body = data[match.end() : end]
-        signature = _SIGNATURE_END.search(body, 0, _MAX_SIGNATURE)
+        start = match.start()
+        line_start = data.rfind(b"\n", 0, start) + 1
+        if line_start != start and not _ASYNC.fullmatch(data, line_start, start):
+            continue  # not a top-level def
+        begin = match.end()
+        top = _TOP_LEVEL.search(data, begin)
+        end = top.start() if top else len(data)
+        signature = _SIGNATURE_END.search(data, begin, min(end, begin + _MAX_SIGNATURE))
         arrow = signature.group(1) if signature else None
         annotation = arrow.decode("utf-8", "replace") if arrow else ""
-        calls = _RETURN_CALL.findall(body)
-        every = len(calls) == len(_RETURN.findall(body))
+        calls = [m.group(1) for m in _RETURN_CALL.finditer(data, begin, end) if _starts(data, m)]
+        every = len(calls) == sum(_starts(data, m) for m in _RETURN.finditer(data, begin, end))
         returns = tuple(c.decode("ascii", "replace") for c in calls) if every else ()
-        line, counted = line + data.count(b"\n", counted, match.start()), match.start()
+        line, counted = line + data.count(b"\n", counted, line_start), line_start
         out.append(
             (match.group(1).decode("ascii", "replace"), annotation, returns, f"{path}:{line}")
         )
     return out
+
+
+def _starts(data: bytes, match: re.Match[bytes]) -> bool:
+    """The match starts a word (what a leading ``\\b`` would check, only slower)."""
+    before = data[match.start() - 1 : match.start()]
+    return not before or not (before.isalnum() or before == b"_")
 
 
 def _bases(raw: str) -> tuple[str, ...]:

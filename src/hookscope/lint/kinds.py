@@ -8,6 +8,10 @@ from dataclasses import dataclass
 
 from hookscope.lint import known
 
+# How many steps (names, attributes, calls, returns) one resolution may take: enough for
+# a factory that returns a class method's result through ``super()``, and a bound on cycles.
+MAX_DEPTH = 12
+
 
 class Kind(enum.Enum):
     """What an expression is, as far as hooks are concerned."""

@@ -338,3 +338,58 @@ RREF_VALUE = frozenset({"to_here", "local_value"})
 # (``gpytorch.Module.__call__`` calls ``self.forward`` itself): a ``.forward`` call on
 # their classes skips nothing that calling would run.
 HOOKLESS_LIBRARIES = frozenset({"gpytorch"})
+
+# Model libraries whose public model classes are torch modules and say so in their
+# names: ``BertModel``, ``GPT2LMHeadModel``, ``AutoModelForCausalLM``,
+# ``T5ForConditionalGeneration`` (transformers), ``PeftModel`` (peft),
+# ``UNet2DConditionModel`` (diffusers). Their TensorFlow/Flax twins (``TF*``,
+# ``Flax*``) are not torch modules.
+MODEL_LIBRARIES = frozenset({"transformers", "peft", "diffusers"})
+_LIBRARY_MODEL = re.compile(r"(?:Model|For[A-Z]\w*)$")
+
+# Packages whose public lowercase functions build models: ``torchvision.models.resnet50()``,
+# ``torchvision.models.detection.fasterrcnn_resnet50_fpn()``, ``get_model("vit_b_16")``.
+MODEL_FUNCTION_PACKAGES = (
+    "torchvision.models",
+    "torchvision.models.detection",
+    "torchvision.models.segmentation",
+    "torchvision.models.video",
+    "torchvision.models.optical_flow",
+    "torchvision.models.quantization",
+    "torchaudio.models",
+)
+_NOT_MODEL_FUNCTIONS = ("get_model_weights", "get_weight", "list_models")
+
+
+# Packages whose every public class is a torch module: torchmetrics' metrics
+# (``Accuracy``, ``MetricCollection``), torchaudio's transforms and models.
+MODULE_PACKAGES = ("torchmetrics", "torchaudio.transforms", "torchaudio.models")
+_NOT_MODULE_SUBPACKAGES = (".functional", ".utilities")
+
+
+# tensordict's module classes say so in their names (``TensorDictModule``,
+# ``TensorDictModuleBase``, ``TensorDictSequential``); the package has enums too.
+_TENSORDICT_NN = re.compile(r"Module|Sequential")
+
+
+def library_model_class(module: str, name: str) -> bool:
+    """Whether ``name`` imported from ``module`` is a module class of a known library."""
+    if module == "tensordict.nn" or module.startswith("tensordict.nn."):
+        return bool(_TENSORDICT_NN.search(name))
+    if any(module == p or module.startswith(f"{p}.") for p in MODULE_PACKAGES):
+        return name[:1].isupper() and not any(s in module for s in _NOT_MODULE_SUBPACKAGES)
+    return (
+        module.partition(".")[0] in MODEL_LIBRARIES
+        and not name.startswith(("TF", "Flax"))
+        and bool(_LIBRARY_MODEL.search(name))
+    )
+
+
+def library_model_function(qualified: str) -> bool:
+    """Whether the function ``package.name`` builds a model (see `MODEL_FUNCTION_PACKAGES`)."""
+    package, _, name = qualified.rpartition(".")
+    return (
+        package in MODEL_FUNCTION_PACKAGES
+        and name[:1].islower()
+        and name not in _NOT_MODEL_FUNCTIONS
+    )

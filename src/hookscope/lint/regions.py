@@ -6,7 +6,7 @@ is not blank, a comment or a closing bracket, and whose first word is not
 top-level statement that calls ``.forward`` (not ``super().forward``), registers
 a hook or compiles; inside a kept class, its header, its class-level statements,
 ``__init__``/``forward``/``__call__``, methods that assign ``self.x``, and the
-members that are themselves of interest. Other lines are blanked, so line and
+members that are themselves of interest (a nested class: the same, recursively). Other lines are blanked, so line and
 column numbers stay those of the file.
 
 A wrong guess (a column-0 line inside a string) makes the masked text fail to
@@ -29,6 +29,7 @@ _WORTH_IT = 0.9  # mask only when it drops more than 10% of the lines
 def _statement_starts(lines: list[str], begin: int, end: int, indent: str) -> list[int]:
     starts: list[int] = []
     width = len(indent)
+    decorated = False  # inside a statement's decorators, before its def/class line
     for i in range(begin, end):
         line = lines[i]
         if not line.startswith(indent) or len(line) <= width or line[width] in " \t#)]}\r\f":
@@ -36,9 +37,11 @@ def _statement_starts(lines: list[str], begin: int, end: int, indent: str) -> li
         word = line[width:].split(None, 1)[0].rstrip(":")
         if word in _CONTINUATION:
             continue
-        if starts and lines[starts[-1]][width:].startswith("@"):
-            continue  # a decorator and what it decorates are one statement
+        if decorated:  # decorators and what they decorate are one statement
+            decorated = line[width] == "@"
+            continue
         starts.append(i)
+        decorated = line[width] == "@"
     return starts
 
 
@@ -66,14 +69,15 @@ def mask(text: str) -> str | None:
 def _keep_class_members(lines: list[str], begin: int, end: int, keep: list[bool]) -> bool:
     """Keep the useful members of a class statement; ``False`` if it is not a plain class."""
     header = begin
-    while header < end and lines[header].startswith("@"):
+    while header < end and lines[header].lstrip().startswith("@"):
         header += 1
     if (
         header >= end
-        or not lines[header].startswith("class ")
+        or not lines[header].lstrip().startswith("class ")
         or not lines[header].rstrip().endswith(":")
     ):
         return False
+    outer = lines[header][: len(lines[header]) - len(lines[header].lstrip())]
     body = header + 1
     while body < end and (not lines[body].strip() or lines[body].lstrip().startswith("#")):
         body += 1
@@ -81,10 +85,12 @@ def _keep_class_members(lines: list[str], begin: int, end: int, keep: list[bool]
         return False
     indent = lines[body][: len(lines[body]) - len(lines[body].lstrip())]
     members = _statement_starts(lines, body, end, indent)
-    if not indent or not members or members[0] != body:
+    if len(indent) <= len(outer) or not members or members[0] != body:
         return False
     keep[begin:body] = [True] * (body - begin)
     for m_begin, m_end in zip(members, [*members[1:], end], strict=True):
+        if _keep_class_members(lines, m_begin, m_end, keep):
+            continue  # a nested class: its own useful members are kept
         if _useful_member(lines, m_begin, m_end):
             keep[m_begin:m_end] = [True] * (m_end - m_begin)
     return True

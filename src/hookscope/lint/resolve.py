@@ -1,7 +1,8 @@
 """Decide whether an expression is a torch module, without running anything.
 
 Resolution, in order: ``self.x`` from the class's ``self.x = ...`` assignments and
-annotations (also in same-file base classes); local and module-level assignments,
+annotations (also in base classes; for a mixin that assigns none, in its same-file
+subclasses); local and module-level assignments,
 parameters' annotations, ``for`` loops over ``ModuleList``/``Sequential``/
 ``ModuleDict``/``.modules()``/``.children()``; imports; class hierarchies through
 the same file, the project-wide class index and the ``torch.nn`` classes.
@@ -21,14 +22,22 @@ from dataclasses import replace
 from hookscope.lint import known
 from hookscope.lint.bindings import Binding, class_attributes, dotted, returned, scope_bindings
 from hookscope.lint.classes import ClassKinds, base_names
-from hookscope.lint.crossfile import factory_returns, fixture, foreign
+from hookscope.lint.containers import (
+    collection,
+    element,
+    getattr_value,
+    literal_element,
+    rref_value,
+)
+from hookscope.lint.crossfile import factory_returns, fixture, foreign, import_origin
 from hookscope.lint.index import ClassIndex
-from hookscope.lint.kinds import NAMESPACE, UNKNOWN, Kind, Resolved
+from hookscope.lint.kinds import MAX_DEPTH, NAMESPACE, UNKNOWN, Kind, Resolved
+from hookscope.lint.methods import built_by_classmethod, is_classmethod
 from hookscope.lint.narrowing import Guard, guards, narrowed
+from hookscope.lint.passing import calls_by_name, given_by_callers, unpacked
 from hookscope.lint.pyfile import PyFile, Scope
 from hookscope.lint.typehints import annotation_kind, instance_class
 
-_MAX_DEPTH = 8
 _SELF_RETURNING = frozenset(
     {
         "to",
@@ -45,7 +54,20 @@ _SELF_RETURNING = frozenset(
         "share_memory",
     }
 )
-_PASS_THROUGH = frozenset({"deepcopy", "copy", "compile", "cast"})
+_COLLECTIONS = (
+    ast.List,
+    ast.Tuple,
+    ast.Set,
+    ast.Dict,
+    ast.ListComp,
+    ast.SetComp,
+    ast.GeneratorExp,
+    ast.DictComp,
+)
+# Calls that return their first argument (or a copy of it): ``weight_norm(m)`` is ``m``.
+_PASS_THROUGH = frozenset(
+    {"deepcopy", "copy", "compile", "cast", "weight_norm", "spectral_norm", "remove_weight_norm"}
+)
 
 
 class Resolver(ClassKinds):
@@ -56,11 +78,15 @@ class Resolver(ClassKinds):
         self._scope_bindings: dict[int, dict[str, list[Binding]]] = {}
         self._attrs: dict[str, dict[str, list[Binding]]] = {}
         self._guards: dict[int, list[Guard]] = {}
+        self._calls: dict[str, list[tuple[ast.Call, Scope]]] | None = None
+        self._inferring: set[tuple[int, str]] = set()
+        # False while the tree comes from a masked text (`regions`): calls may be missing.
+        self.complete = True
 
     # -- expressions -------------------------------------------------------
     def resolve(self, expr: ast.expr, scope: Scope, depth: int = 0) -> Resolved:
         """Resolve ``expr`` evaluated in ``scope``."""
-        if depth > _MAX_DEPTH:
+        if depth > MAX_DEPTH:
             return UNKNOWN
         if isinstance(expr, ast.Name):
             return self._narrow(self._name(expr.id, scope, depth), expr, scope)
@@ -68,7 +94,7 @@ class Resolver(ClassKinds):
             return self._narrow(self._attribute(expr, scope, depth), expr, scope)
         if isinstance(expr, ast.Subscript):
             if isinstance(expr.value, (ast.Dict, ast.List, ast.Tuple)):
-                return self._literal_element(expr.value, scope, depth)
+                return literal_element(self, expr.value, scope, depth)
             base = self.resolve(expr.value, scope, depth + 1)
             if isinstance(expr.slice, ast.Slice) and base.container:
                 return base  # a slice of a ModuleList or Sequential is one too
@@ -77,23 +103,11 @@ class Resolver(ClassKinds):
             return Resolved(base.elem or Kind.UNKNOWN, name=base.name)
         if isinstance(expr, ast.Call):
             return self._call(expr, scope, depth)
-        if isinstance(
-            expr,
-            (ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Dict, ast.BinOp, ast.Compare),
-        ):
+        if isinstance(expr, _COLLECTIONS):
+            return collection(self, expr, scope, depth)
+        if isinstance(expr, (ast.Constant, ast.JoinedStr, ast.BinOp, ast.Compare)):
             return Resolved(Kind.OTHER)
         return UNKNOWN
-
-    def _literal_element(
-        self, literal: ast.Dict | ast.List | ast.Tuple, scope: Scope, depth: int
-    ) -> Resolved:
-        """An element of ``{k: A, ...}`` or ``[A, B]``: their kind when they all agree."""
-        elements = literal.values if isinstance(literal, ast.Dict) else literal.elts
-        results = [self.resolve(e, scope, depth + 1) for e in elements if e is not None]
-        if not results or len({(r.kind, r.is_class) for r in results}) != 1:
-            return UNKNOWN
-        first = results[0]
-        return first if len({r.name for r in results}) == 1 else replace(first, cls="")
 
     def _narrow(self, result: Resolved, expr: ast.expr, scope: Scope) -> Resolved:
         """An unresolved ``expr`` narrowed by an ``isinstance`` guard around it."""
@@ -108,23 +122,48 @@ class Resolver(ClassKinds):
     def _name(self, name: str, scope: Scope, depth: int) -> Resolved:
         if name == scope.self_name and scope.cls is not None:
             kind, container = self.class_kind(scope.cls.name)
+            if is_classmethod(scope.method):  # ``cls``: the class itself
+                return Resolved(kind, is_class=True, container=container, name=scope.cls.name)
             return Resolved(kind, container=container, name=name, cls=scope.cls.name)
         current: Scope | None = scope
         while current is not None:
             if not isinstance(current.node, ast.ClassDef):
-                bindings = self._bindings(current.node).get(name)
+                bindings = self.bindings_of(current.node).get(name)
                 if bindings and all(b.kind == "opaque" and b.expr is None for b in bindings):
-                    found = fixture(self, name, depth)
+                    found = fixture(self, name, depth) or self._parameter(current, name, depth)
                     if found is not None:
                         return found
                 if bindings:
-                    result = self._combine(bindings, depth, name)
+                    result = self.combine(bindings, depth, name)
                     return result if result is NAMESPACE else replace(result, name=name)
             current = current.parent
         if name in self.file.classes or name in self.index or name in known.TORCH_NN_MODULES:
             kind, container = self.class_kind(name)
             return Resolved(kind, is_class=True, container=container, name=name)
         return Resolved(Kind.UNKNOWN, is_class=name[:1].isupper(), name=name)
+
+    def _parameter(self, scope: Scope, name: str, depth: int) -> Resolved | None:
+        """An unannotated parameter, from what the file's calls of its function pass."""
+        func = scope.node
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        if name not in {a.arg for a in [*func.args.posonlyargs, *func.args.args]}:
+            return None
+        key = (id(func), name)
+        if key in self._inferring:
+            return None  # a recursive call passes the parameter on
+        self._inferring.add(key)
+        try:
+            return given_by_callers(self, func, name, depth)
+        finally:
+            self._inferring.discard(key)
+
+    def calls_named(self, name: str) -> list[tuple[ast.Call, Scope]]:
+        """The file's calls of callees named ``name`` (none when the name is also used
+        other than as a callee), with their scopes."""
+        if self._calls is None:
+            self._calls = calls_by_name(self.file)
+        return self._calls.get(name, [])
 
     def _attribute(self, expr: ast.Attribute, scope: Scope, depth: int) -> Resolved:
         path = dotted(expr) or ""
@@ -135,14 +174,17 @@ class Resolver(ClassKinds):
             owner, bindings = self._class_attr(base.cls, expr.attr)
             if bindings:
                 label = f"{base.name}.{expr.attr}" if base.name else expr.attr
-                return replace(owner._combine(bindings, depth + 1, label), name=expr.attr)
+                return replace(owner.combine(bindings, depth + 1, label), name=expr.attr)
             method = self._method(base.cls, expr.attr)
             if method is not None:
                 return Resolved(Kind.OTHER, name=expr.attr, function=method)
         if expr.attr[:1].isupper() and (
             base.is_class or base is NAMESPACE or base.kind is Kind.UNKNOWN
         ):
-            kind, container = self.class_kind(expr.attr)
+            prefix = dotted(expr.value)
+            # ``torchaudio.transforms.Resample``: the class of that imported package.
+            module = import_origin(self, prefix, scope) if prefix else ""
+            kind, container = self.class_kind(expr.attr, module)
             return Resolved(kind, is_class=True, container=container, name=expr.attr)
         return Resolved(Kind.UNKNOWN, name=expr.attr)
 
@@ -151,6 +193,8 @@ class Resolver(ClassKinds):
         if isinstance(func, ast.Name) and func.id == "type" and len(expr.args) == 1:
             return replace(self.resolve(expr.args[0], scope, depth + 1), is_class=True)
         last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if isinstance(func, ast.Name) and func.id == "getattr":
+            return getattr_value(self, expr, scope, depth)
         if last in _PASS_THROUGH and expr.args:
             return self.resolve(expr.args[0], scope, depth + 1)
         if isinstance(func, ast.Attribute) and last in _SELF_RETURNING:
@@ -158,7 +202,7 @@ class Resolver(ClassKinds):
             if inner.kind is Kind.MODULE and not inner.is_class:
                 return inner
         if last in known.RREF_VALUE and isinstance(func, ast.Attribute):
-            return self._rref_value(func.value, scope, depth + 1)
+            return rref_value(self, func.value, scope, depth + 1)
         if last == "get_submodule":
             return Resolved(Kind.MODULE, name=last)
         if last == "module" and isinstance(func, ast.Attribute):
@@ -170,6 +214,9 @@ class Resolver(ClassKinds):
         path = dotted(func) or ""
         if path in known.MODULE_FACTORIES or f".{path}".endswith(known.MODULE_FACTORY_SUFFIXES):
             return Resolved(Kind.MODULE, name=last, via=f"{path}(...) returns a module")
+        origin = import_origin(self, path, scope) if path else ""
+        if known.library_model_function(origin):
+            return Resolved(Kind.MODULE, name=last, via=f"{origin}(...) builds a model")
         if isinstance(func, ast.Attribute) and last.startswith(known.CONSTRUCTOR_PREFIXES):
             owner = self.resolve(func.value, scope, depth + 1)
             if owner.is_class and owner.kind is not Kind.UNKNOWN:
@@ -179,6 +226,10 @@ class Resolver(ClassKinds):
                     name=last,
                     cls=instance_class(self.file, self.index, owner.name),
                 )
+        if isinstance(func, ast.Attribute):
+            built = built_by_classmethod(self, func, scope, depth)
+            if built is not None:
+                return built
         callee = self.resolve(func, scope, depth + 1)
         if callee.function is not None:
             return replace(self.returns_of(callee.function, depth), name=last)
@@ -195,24 +246,6 @@ class Resolver(ClassKinds):
             )
         return Resolved(Kind.UNKNOWN, name=last)
 
-    def _rref_value(self, node: ast.expr, scope: Scope, depth: int) -> Resolved:
-        """The value an ``RRef(value, ...)`` holds (``rref.to_here()``), through one name."""
-        if isinstance(node, ast.Call) and (dotted(node.func) or "").endswith("RRef"):
-            return self.resolve(node.args[0], scope, depth + 1) if node.args else UNKNOWN
-        current: Scope | None = scope
-        while isinstance(node, ast.Name) and current is not None and depth <= _MAX_DEPTH:
-            bindings = self._bindings(current.node).get(node.id)
-            if bindings:
-                results = {
-                    self._rref_value(b.expr, self._scope_of(b.owner), depth + 1)
-                    if b.kind == "value" and b.expr is not None
-                    else UNKNOWN
-                    for b in bindings
-                }
-                return results.pop() if len(results) == 1 else UNKNOWN
-            current = current.parent
-        return UNKNOWN
-
     def returns_of(self, func: ast.FunctionDef | ast.AsyncFunctionDef, depth: int) -> Resolved:
         """What calling a same-file function gives: its return annotation if it says, else
         its returns, or a generator of its yields."""
@@ -227,7 +260,7 @@ class Resolver(ClassKinds):
         if scope is None:
             return UNKNOWN
         as_bindings = [Binding("value", e, func) for e in (returns or yields)]
-        result = self._combine(as_bindings, depth + 1) if as_bindings else Resolved(Kind.OTHER)
+        result = self.combine(as_bindings, depth + 1) if as_bindings else Resolved(Kind.OTHER)
         if returns or not yields:
             return result
         return Resolved(Kind.OTHER, elem=Kind.MODULE if result.kind is Kind.MODULE else result.kind)
@@ -248,7 +281,7 @@ class Resolver(ClassKinds):
         return None
 
     # -- bindings ----------------------------------------------------------
-    def _bindings(self, owner: ast.AST) -> dict[str, list[Binding]]:
+    def bindings_of(self, owner: ast.AST) -> dict[str, list[Binding]]:
         key = id(owner)
         if key not in self._scope_bindings:
             self._scope_bindings[key] = scope_bindings(owner)
@@ -273,7 +306,16 @@ class Resolver(ClassKinds):
             owner, found = self._class_attr(base.rsplit(".", 1)[-1], attr, seen | {cls_name})
             if found:
                 return owner, found
-        return self, []
+        return (self, []) if seen else (self, self._in_subclasses(cls_name, attr))
+
+    def _in_subclasses(self, cls_name: str, attr: str) -> list[Binding]:
+        """``attr`` that a mixin uses and only its subclasses in this file assign."""
+        out = []
+        for other in self.file.classes.values():
+            if cls_name in {b.rsplit(".", 1)[-1] for b in base_names(other)}:
+                owner, found = self._class_attr(other.name, attr, frozenset({cls_name}))
+                out.extend(found if owner is self else [])
+        return out
 
     def _indexed_attr(
         self, cls_name: str, attr: str, seen: frozenset[str]
@@ -297,7 +339,7 @@ class Resolver(ClassKinds):
                     return owner, found
         return self, []
 
-    def _combine(self, bindings: list[Binding], depth: int, label: str = "") -> Resolved:
+    def combine(self, bindings: list[Binding], depth: int, label: str = "") -> Resolved:
         pairs = [(b, r) for b, r in ((b, self._binding(b, depth)) for b in bindings) if r]
         if not pairs:
             return UNKNOWN
@@ -325,7 +367,7 @@ class Resolver(ClassKinds):
         return f"{shown} at {where}"
 
     def _binding(self, binding: Binding, depth: int) -> Resolved | None:
-        scope = self._scope_of(binding.owner)
+        scope = self.scope_of(binding.owner)
         if binding.kind == "namespace":
             return NAMESPACE
         if binding.kind == "function" and isinstance(
@@ -350,39 +392,16 @@ class Resolver(ClassKinds):
         if binding.kind == "annotation":
             return self.annotation(binding.expr)
         if binding.kind == "element":
-            return self._element(binding.expr, binding.position, scope, depth)
+            return element(self, binding.expr, binding.position, scope, depth)
+        if binding.kind == "unpacked":
+            return unpacked(self, binding.expr, binding.position or 0, scope, depth)
         return self.resolve(binding.expr, scope, depth + 1)
 
-    def _scope_of(self, owner: ast.AST) -> Scope:
+    def scope_of(self, owner: ast.AST) -> Scope:
         scope = self.file.scopes.get(id(owner))
         if scope is None:  # a class body: evaluate in the module scope
             scope = self.file.scopes[id(self.file.tree)]
         return scope
-
-    def _element(
-        self, iterable: ast.expr, position: int | None, scope: Scope, depth: int
-    ) -> Resolved:
-        if isinstance(iterable, ast.Call):
-            func = iterable.func
-            attr = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if attr in known.MODULE_ITERATORS and position is None:
-                return Resolved(Kind.MODULE)
-            if attr in known.NAMED_MODULE_ITERATORS and position == 1:
-                return Resolved(Kind.MODULE)
-            if attr == "enumerate" and iterable.args and position == 1:
-                return self._element(iterable.args[0], None, scope, depth)
-            if attr == "values" and isinstance(func, ast.Attribute):
-                return self._element(func.value, position, scope, depth)
-            if attr == "items" and isinstance(func, ast.Attribute) and position == 1:
-                return self._element(func.value, None, scope, depth)
-        if isinstance(iterable, (ast.List, ast.Tuple)):
-            return self._literal_element(iterable, scope, depth) if position is None else UNKNOWN
-        inner = self.resolve(iterable, scope, depth + 1)
-        if position is not None:
-            return UNKNOWN
-        if inner.container or inner.elem is Kind.MODULE:
-            return Resolved(Kind.MODULE)
-        return Resolved(inner.elem or Kind.UNKNOWN)
 
     def annotation(self, node: ast.expr) -> Resolved:
         """The kind of a value annotated with ``node``."""

@@ -17,7 +17,6 @@ import gc
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -333,6 +332,8 @@ def _check_all(
             f for r in _progress(results, len(candidates), "check", progress) for f in r
         )
     else:
+        from concurrent.futures import ProcessPoolExecutor  # imported late: see _scan_all
+
         init = (index, codes, max_bytes)
         with ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=init) as pool:
             results = pool.map(_analyze_worker, candidates)
@@ -365,6 +366,10 @@ def _scan_all(
         if jobs == 1:
             parts: Iterable[dict[str, Scan]] = map(work, chunks)
         else:
+            # Imported here: it pulls in multiprocessing (~30-70 ms), which a single-file
+            # run (the pre-commit hook, an editor) never needs.
+            from concurrent.futures import ProcessPoolExecutor
+
             pool = stack.enter_context(ProcessPoolExecutor(jobs, initializer=_init_worker))
             parts = pool.map(work, chunks)
         for part in parts:

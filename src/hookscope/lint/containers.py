@@ -1,0 +1,151 @@
+"""What containers hold: elements of iterables and literals, the value of an ``RRef``,
+the attribute ``getattr(obj, name)`` gives when every ``name`` it can take is known.
+
+``for m in self.layers`` (a ``ModuleList``), ``for name, m in x.named_children()``,
+``for i, m in enumerate(...)``, ``for a, b in zip(xs, ys)``, ``d.values()`` /
+``d.items()``, ``[A(), B()][i]``, and ``rref.to_here()`` for ``rref = RRef(value)``.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from hookscope.lint import known
+from hookscope.lint.bindings import class_attributes, dotted
+from hookscope.lint.kinds import MAX_DEPTH, UNKNOWN, Kind, Resolved
+from hookscope.lint.pyfile import Scope
+
+if TYPE_CHECKING:
+    from hookscope.lint.resolve import Resolver
+
+
+def literal_element(
+    resolver: Resolver, literal: ast.Dict | ast.List | ast.Tuple | ast.Set, scope: Scope, depth: int
+) -> Resolved:
+    """An element of ``{k: A, ...}`` or ``[A, B]``: their kind when they all agree."""
+    elements = literal.values if isinstance(literal, ast.Dict) else literal.elts
+    results = [resolver.resolve(e, scope, depth + 1) for e in elements if e is not None]
+    if not results or len({(r.kind, r.is_class) for r in results}) != 1:
+        return UNKNOWN
+    first = results[0]
+    return first if len({r.name for r in results}) == 1 else replace(first, cls="")
+
+
+def collection(resolver: Resolver, expr: ast.expr, scope: Scope, depth: int) -> Resolved:
+    """A list, tuple, set or dict display or comprehension: not a module, with the kind of
+    its elements (values) when they all agree (``[Block() for _ in range(3)]``)."""
+    if isinstance(expr, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
+        inner = literal_element(resolver, expr, scope, depth)
+    elif isinstance(expr, ast.DictComp):
+        inner = resolver.resolve(expr.value, scope, depth + 1)
+    elif isinstance(expr, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+        inner = resolver.resolve(expr.elt, scope, depth + 1)
+    else:
+        return UNKNOWN
+    known_kind = inner.kind is not Kind.UNKNOWN and not inner.is_class
+    return Resolved(Kind.OTHER, elem=inner.kind if known_kind else None)
+
+
+def element(
+    resolver: Resolver, iterable: ast.expr, position: int | None, scope: Scope, depth: int
+) -> Resolved:
+    """An element of ``iterable`` (``position``: the index in a tuple target, if any)."""
+    if isinstance(iterable, ast.Call):
+        func = iterable.func
+        attr = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if attr in known.MODULE_ITERATORS and position is None:
+            return Resolved(Kind.MODULE)
+        if attr in known.NAMED_MODULE_ITERATORS and position == 1:
+            return Resolved(Kind.MODULE)
+        if attr == "enumerate" and iterable.args and position == 1:
+            return element(resolver, iterable.args[0], None, scope, depth)
+        if attr == "zip" and position is not None and position < len(iterable.args):
+            return element(resolver, iterable.args[position], None, scope, depth)
+        if attr == "values" and isinstance(func, ast.Attribute):
+            return element(resolver, func.value, position, scope, depth)
+        if attr == "items" and isinstance(func, ast.Attribute) and position == 1:
+            return element(resolver, func.value, None, scope, depth)
+    if isinstance(iterable, (ast.List, ast.Tuple)):
+        return literal_element(resolver, iterable, scope, depth) if position is None else UNKNOWN
+    inner = resolver.resolve(iterable, scope, depth + 1)
+    if position is not None:
+        return UNKNOWN
+    if inner.container or inner.elem is Kind.MODULE:
+        return Resolved(Kind.MODULE)
+    return Resolved(inner.elem or Kind.UNKNOWN)
+
+
+def rref_value(resolver: Resolver, node: ast.expr, scope: Scope, depth: int) -> Resolved:
+    """The value an ``RRef(value, ...)`` holds (``rref.to_here()``), through one name."""
+    if isinstance(node, ast.Call) and (dotted(node.func) or "").endswith("RRef"):
+        return resolver.resolve(node.args[0], scope, depth + 1) if node.args else UNKNOWN
+    current: Scope | None = scope
+    while isinstance(node, ast.Name) and current is not None and depth <= MAX_DEPTH:
+        bindings = resolver.bindings_of(current.node).get(node.id)
+        if bindings:
+            results = {
+                rref_value(resolver, b.expr, resolver.scope_of(b.owner), depth + 1)
+                if b.kind == "value" and b.expr is not None
+                else UNKNOWN
+                for b in bindings
+            }
+            return results.pop() if len(results) == 1 else UNKNOWN
+        current = current.parent
+    return UNKNOWN
+
+
+def getattr_value(resolver: Resolver, call: ast.Call, scope: Scope, depth: int) -> Resolved:
+    """``getattr(obj, name)`` when every attribute ``name`` can be is known and all resolve
+    alike: a string, a loop variable over literal strings, or an f-string prefix of the
+    attributes the (same-file) class of ``obj`` assigns."""
+    if len(call.args) < 2:
+        return UNKNOWN
+    obj, name = call.args[0], call.args[1]
+    names = _attribute_names(resolver, obj, name, scope, depth)
+    if not names:
+        return UNKNOWN
+    results = [
+        resolver.resolve(
+            ast.copy_location(ast.Attribute(value=obj, attr=n, ctx=ast.Load()), call),
+            scope,
+            depth + 1,
+        )
+        for n in names
+    ]
+    kinds = {(r.kind, r.is_class) for r in results}
+    if len(kinds) != 1 or results[0].kind is Kind.UNKNOWN:
+        return UNKNOWN
+    shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+    what = ast.unparse(call)
+    return replace(results[0], via=f"{what} is one of {shown}, all alike ({results[0].via})")
+
+
+def _attribute_names(
+    resolver: Resolver, obj: ast.expr, name: ast.expr, scope: Scope, depth: int
+) -> list[str]:
+    if isinstance(name, ast.Constant) and isinstance(name.value, str):
+        return [name.value]
+    if isinstance(name, ast.Name):
+        bindings = resolver.bindings_of(scope.node).get(name.id, [])
+        values: list[str] = []
+        for b in bindings:
+            literal = b.expr if b.kind == "element" and b.position is None else None
+            if not isinstance(literal, (ast.List, ast.Tuple, ast.Set)):
+                return []
+            strings = [e.value for e in literal.elts if isinstance(e, ast.Constant)]
+            if len(strings) != len(literal.elts) or not all(isinstance(s, str) for s in strings):
+                return []
+            values.extend(str(s) for s in strings)
+        return values
+    if isinstance(name, ast.JoinedStr) and name.values:
+        prefix = name.values[0]
+        if not (isinstance(prefix, ast.Constant) and isinstance(prefix.value, str)):
+            return []
+        owner = resolver.resolve(obj, scope, depth + 1)
+        cls = resolver.file.classes.get(owner.cls) if owner.cls and not owner.is_class else None
+        if cls is None:
+            return []
+        return sorted(a for a in class_attributes(cls) if a.startswith(prefix.value))
+    return []

@@ -1,0 +1,90 @@
+"""Class methods that build instances: ``Net.build(cfg)`` and ``super().build(cfg)``.
+
+A ``@classmethod`` whose returns resolve to instances (``return cls(...)``, with
+``cls`` the class it was called on) is a factory of its class: ``model =
+TransformerModel.build_model(args, task)`` is a module when the returns of
+``build_model`` are, followed through ``super().build_model(...)`` into the base
+classes, in this file or in the project files that define them.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from hookscope.lint.bindings import dotted
+from hookscope.lint.classes import base_names
+from hookscope.lint.crossfile import foreign
+from hookscope.lint.kinds import Kind, Resolved
+from hookscope.lint.pyfile import Scope
+from hookscope.lint.typehints import instance_class
+
+if TYPE_CHECKING:
+    from hookscope.lint.resolve import Resolver
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def is_classmethod(func: ast.AST | None) -> bool:
+    """Whether ``func`` is decorated ``@classmethod``."""
+    return any(dotted(d) == "classmethod" for d in getattr(func, "decorator_list", ()))
+
+
+def find_method(
+    resolver: Resolver, cls_name: str, name: str, seen: frozenset[str] = frozenset()
+) -> tuple[Resolver, Function] | None:
+    """The method ``name`` of the class ``cls_name`` or of its nearest base that has one,
+    with the resolver of the file that defines it."""
+    cls = resolver.file.classes.get(cls_name)
+    if cls is None:
+        other = foreign(resolver, cls_name)
+        return None if other is None else find_method(other, cls_name, name, seen)
+    if cls_name in seen:
+        return None
+    for stmt in cls.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
+            return resolver, stmt
+    return _in_bases(resolver, cls, name, seen | {cls_name})
+
+
+def _in_bases(
+    resolver: Resolver, cls: ast.ClassDef, name: str, seen: frozenset[str]
+) -> tuple[Resolver, Function] | None:
+    for base in base_names(cls):
+        found = find_method(resolver, base.rsplit(".", 1)[-1], name, seen)
+        if found is not None:
+            return found
+    return None
+
+
+def built_by_classmethod(
+    resolver: Resolver, func: ast.Attribute, scope: Scope, depth: int
+) -> Resolved | None:
+    """What ``Cls.method(...)`` or ``super().method(...)`` returns when ``method`` is a
+    class method of a known class; ``None`` when it is not one."""
+    receiver = func.value
+    if isinstance(receiver, ast.Call) and dotted(receiver.func) == "super":
+        if scope.cls is None or not is_classmethod(scope.method):
+            return None
+        located = _in_bases(resolver, scope.cls, func.attr, frozenset({scope.cls.name}))
+        cls_name = scope.cls.name
+    else:
+        owner = resolver.resolve(receiver, scope, depth + 1)
+        if not owner.is_class or owner.kind is Kind.UNKNOWN or not owner.name:
+            return None
+        cls_name = owner.name.rsplit(".", 1)[-1]
+        located = find_method(resolver, cls_name, func.attr)
+    if located is None or not is_classmethod(located[1]):
+        return None
+    where, method = located
+    result = where.returns_of(method, depth + 1)
+    if result.kind is Kind.UNKNOWN or result.is_class:
+        return None
+    shown = f"classmethod {cls_name}.{method.name}() at {where.file.path}:{method.lineno}"
+    return replace(
+        result,
+        name=func.attr,
+        cls=instance_class(resolver.file, resolver.index, cls_name) or result.cls,
+        via=f"{shown} returns an instance",
+    )

@@ -1,0 +1,208 @@
+"""What calls say about the values they pass and return: parameters, call sites, tuples.
+
+Two pieces of evidence a reader accepts when a value's own type is not written:
+
+- **declared by the callee**: ``eval_mode(net)`` where the project declares
+  ``def eval_mode(*nets: nn.Module)``: ``net`` is a module (a type-correct program
+  passes one). The callee is a function or method of the same file, a function of
+  another project file (found through the index, parsed on demand), or a project
+  class (the parameters of its ``__init__``);
+- **unpacked from a return**: ``task, model = build(...)`` where every ``return`` of
+  the project function ``build`` is a tuple: ``model`` is what its element 1 is;
+- **given by every caller**: an unannotated parameter ``def check(model)`` is a
+  module when the file calls ``check`` at least once and every call passes a value
+  that resolves to a module instance (an instance of one plain class: that class,
+  whose attributes then resolve). Only calls in the same file count (a name
+  used nowhere else), and only once the whole file was parsed.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from hookscope.lint.bindings import Binding, returned
+from hookscope.lint.crossfile import foreign_function
+from hookscope.lint.kinds import UNKNOWN, Kind, Resolved
+from hookscope.lint.methods import find_method
+from hookscope.lint.pyfile import PyFile, Scope
+
+if TYPE_CHECKING:
+    from hookscope.lint.resolve import Resolver
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def declared_by_callee(
+    resolver: Resolver, call: ast.Call, argument: ast.expr, scope: Scope
+) -> Resolved | None:
+    """``argument`` of ``call`` is a module because the callee's parameter says so."""
+    found = _callee(resolver, call, scope)
+    if found is None:
+        return None
+    owner, func, skip = found
+    param = _parameter(func, skip, call, argument)
+    if param is None or param.annotation is None:
+        return None
+    declared = owner.annotation(param.annotation)
+    if declared.kind is not Kind.MODULE or declared.is_class:
+        return None
+    shown = " ".join(ast.unparse(param.annotation).split())
+    where = f"{owner.file.path}:{func.lineno}"
+    return Resolved(
+        Kind.MODULE, via=f"passed to {func.name}({param.arg}: {shown}) declared at {where}"
+    )
+
+
+def given_by_callers(resolver: Resolver, func: Function, name: str, depth: int) -> Resolved | None:
+    """The unannotated parameter ``name`` of ``func``: what every call passes, when the
+    calls all pass the same kind (a module, or instances of one plain class)."""
+    scope = resolver.file.scopes.get(id(func))
+    if scope is None or not resolver.complete:
+        return None
+    skip = 1 if scope.self_name else 0
+    calls = resolver.calls_named(func.name)
+    if not calls or not all(_callee_is(resolver, c, func) for c in calls):
+        return None  # a call that may be another function's or may run this one unseen
+    results = []
+    for call, caller in calls:
+        argument = _argument(func, skip, call, name)
+        if argument is None:
+            return None
+        if caller.node is func and isinstance(argument, ast.Name) and argument.id == name:
+            continue  # a recursive call passes the parameter on
+        result = resolver.resolve(argument, caller, depth + 1)
+        if result.kind is Kind.UNKNOWN or result.is_class:
+            return None
+        results.append((call, result))
+    if not results or len({(r.kind, r.container, r.elem) for _, r in results}) != 1:
+        return None
+    call, first = results[0]
+    where = f"{resolver.file.path}:{call.lineno}"
+    shown = " ".join(ast.unparse(call).split())
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    what = "a module" if first.kind is Kind.MODULE else f"the same kind ({first.kind.value})"
+    return replace(
+        first,
+        name=name,
+        cls=first.cls if len({r.cls for _, r in results}) == 1 else "",
+        via=f"every call passes {what}: {shown} at {where}",
+    )
+
+
+def unpacked(
+    resolver: Resolver, value: ast.expr, position: int, scope: Scope, depth: int
+) -> Resolved:
+    """Element ``position`` of what ``value`` (a call of a project function) returns, when
+    every ``return`` of that function is a tuple."""
+    if not isinstance(value, ast.Call):
+        return UNKNOWN
+    found = _callee(resolver, value, scope)
+    if found is None:
+        return UNKNOWN
+    owner, func, _ = found
+    returns, yields = returned(func)
+    elements = [
+        r.elts[position]
+        for r in returns
+        if isinstance(r, ast.Tuple)
+        and position < len(r.elts)
+        and not any(isinstance(e, ast.Starred) for e in r.elts)
+    ]
+    if yields or not returns or len(elements) != len(returns):
+        return UNKNOWN
+    result = owner.combine([Binding("value", e, func) for e in elements], depth + 1)
+    if result.kind is Kind.UNKNOWN:
+        return result
+    where = f"{owner.file.path}:{func.lineno}"
+    shown = f"element {position} of what {func.name}() returns at {where}"
+    return replace(result, via=f"{shown} ({result.via})" if result.via else shown)
+
+
+def _callee(
+    resolver: Resolver, call: ast.Call, scope: Scope
+) -> tuple[Resolver, Function, int] | None:
+    """The function ``call`` runs, the resolver of its file, and the parameters that the
+    call fills implicitly (1 for ``self``/``cls`` of a bound method)."""
+    found = resolver.resolve(call.func, scope)
+    if found.is_class and found.name:  # a constructor: the parameters of __init__
+        located = find_method(resolver, found.name.rsplit(".", 1)[-1], "__init__")
+        return None if located is None else (*located, 1)
+    if found.function is not None:
+        owner, func = resolver, found.function
+    elif found.factory:
+        located = foreign_function(resolver, found.factory)
+        if located is None:
+            return None
+        owner, func = located
+    else:
+        return None
+    defined = owner.file.scopes.get(id(func))
+    bound = isinstance(call.func, ast.Attribute) and defined is not None and defined.self_name
+    return owner, func, 1 if bound else 0
+
+
+def _callee_is(resolver: Resolver, site: tuple[ast.Call, Scope], func: Function) -> bool:
+    call, scope = site
+    return resolver.resolve(call.func, scope).function is func
+
+
+def _parameter(func: Function, skip: int, call: ast.Call, argument: ast.expr) -> ast.arg | None:
+    """The parameter of ``func`` that ``argument`` of ``call`` is bound to."""
+    params = [*func.args.posonlyargs, *func.args.args][skip:]
+    for position, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            return None  # the positions after it are unknown
+        if arg is argument:
+            return params[position] if position < len(params) else func.args.vararg
+    for keyword in call.keywords:
+        if keyword.value is argument and keyword.arg is not None:
+            named = [*func.args.args[skip:], *func.args.kwonlyargs]
+            return next((p for p in named if p.arg == keyword.arg), None)
+    return None
+
+
+def _argument(func: Function, skip: int, call: ast.Call, name: str) -> ast.expr | None:
+    """The value ``call`` passes to the parameter ``name`` of ``func`` (``None``: unknown,
+    a default, or passed through ``*args``/``**kwargs``)."""
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    params = [p.arg for p in [*func.args.posonlyargs, *func.args.args][skip:]]
+    if name not in params:
+        return None
+    position = params.index(name)
+    before = call.args[: position + 1]
+    if any(isinstance(a, ast.Starred) for a in before) or position >= len(call.args):
+        return None
+    return call.args[position]
+
+
+def calls_by_name(pyfile: PyFile) -> dict[str, list[tuple[ast.Call, Scope]]]:
+    """Every call in the file by the last name of its callee, with the calling scope.
+
+    A name that is also used other than as a callee (``callbacks.append(check)``,
+    ``fn = self.check``) maps to ``None``: its calls cannot all be seen.
+    """
+    out: dict[str, list[tuple[ast.Call, Scope]]] = {}
+    escaped: set[str] = set()
+    stack: list[tuple[ast.AST, Scope]] = [(pyfile.tree, pyfile.scopes[id(pyfile.tree)])]
+    callees: set[int] = set()
+    while stack:
+        node, scope = stack.pop()
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name:
+                out.setdefault(name, []).append((node, scope))
+                callees.add(id(func))
+        elif isinstance(node, (ast.Name, ast.Attribute)) and id(node) not in callees:
+            escaped.add(node.id if isinstance(node, ast.Name) else node.attr)
+        inner = pyfile.scopes.get(id(node), scope)
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+    return {
+        name: sorted(calls, key=lambda c: (c[0].lineno, c[0].col_offset))
+        for name, calls in out.items()
+        if name not in escaped
+    }
