@@ -254,14 +254,20 @@ def test_forked_children_start_their_own_helpers(tmp_path: Path) -> None:
     assert got["codes"] == [0, 0]
 
 
-THREADS_PROBE = """
-import json, os, torch
+#: Start of a probe that counts this process's threads (``tasks()``); ``before`` is the count.
+TASKS_PROBE = """
+import json, os, subprocess, sys, time, torch
 from hookscope.stats import native
-torch.set_num_threads(3)
+torch.set_num_threads({threads})
 def tasks():
     return len(os.listdir("/proc/self/task"))
 native.moments(torch.randn(10))  # load the kernel
 before = tasks()
+"""
+
+THREADS_PROBE = (
+    TASKS_PROBE.format(threads=3)
+    + """
 for _ in range(50):
     native.moments(torch.randn(131_071))  # below two parts of 64 Ki: the caller alone
 small = tasks()
@@ -271,6 +277,7 @@ native.moments(torch.randn(4_000_000))
 large = tasks()
 print(json.dumps({"before": before, "small": small, "one": one, "large": large}))
 """
+)
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc")
@@ -282,14 +289,9 @@ def test_helper_threads_start_only_for_large_tensors_and_stay_bounded(tmp_path: 
     assert got["large"] - got["before"] == 2  # torch.get_num_threads() - 1, never more
 
 
-BUSY_PROBE = """
-import json, os, subprocess, sys, time, torch
-from hookscope.stats import native
-torch.set_num_threads(2)
-def tasks():
-    return len(os.listdir("/proc/self/task"))
-native.moments(torch.randn(10))  # load the kernel
-before = tasks()
+BUSY_PROBE = (
+    TASKS_PROBE.format(threads=2)
+    + """
 burn = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
 try:
     time.sleep(1.0)  # every core taken
@@ -301,6 +303,7 @@ finally:
         p.wait()
 print(json.dumps({"before": before, "after": tasks()}))
 """
+)
 
 
 @pytest.mark.skipif(not Path("/proc/loadavg").is_file(), reason="needs /proc/loadavg")
