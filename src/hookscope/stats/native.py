@@ -67,6 +67,7 @@ class _State:
     codes: dict[torch.dtype, int] = field(default_factory=dict)  # dtypes this build reduces
     reason: str | None = None  # why loading failed (it is not retried)
     off: bool = False  # set_enabled(False)
+    helpers: int | None = None  # set_helpers' mode; None: $HOOKSCOPE_KERNEL_HELPERS
 
 
 _lock = threading.Lock()
@@ -118,6 +119,7 @@ def set_helpers(policy: str) -> None:
     mode = _HELPER_MODES.get(policy)
     if mode is None:
         raise ValueError(f"policy must be one of {', '.join(_HELPER_MODES)}, got {policy!r}")
+    _state.helpers = mode  # also for a kernel loaded later
     lib = _library()
     if lib is not None:
         lib.hs_set_helpers(mode)
@@ -213,7 +215,7 @@ def _library() -> ctypes.CDLL | None:
                 try:
                     lib = _load()
                     codes = {d: c for d, c in _CODES.items() if lib.hs_supports(c)}
-                    lib.hs_set_helpers(_helper_mode())
+                    lib.hs_set_helpers(_helper_mode() if _state.helpers is None else _state.helpers)
                 except Exception as exc:  # any failure: eager reductions, once, with the reason
                     _state.reason = str(exc) or type(exc).__name__
                 else:
