@@ -31,6 +31,8 @@ class ClassKinds:
         self.file = pyfile
         self.index = index
         self._class_kinds: dict[str, tuple[Kind, bool]] = {}
+        self._computing: set[str] = set()  # look-ups under way, to cut cycles
+        self._cycle = False  # the look-up under way met one of them
         self._from_imports: dict[str, str] | None = None
 
     def _imported(self, bases: tuple[str, ...]) -> tuple[str, ...]:
@@ -66,15 +68,28 @@ class ClassKinds:
         key = f"{module}:{last}"
         if key in self._class_kinds:
             return self._class_kinds[key]
-        self._class_kinds[key] = (Kind.UNKNOWN, False)  # cycle guard
-        result = None
-        variants = self.index.in_module(last, module) if module and last not in known.FIXED else ()
-        if variants and last not in self.file.classes:
-            kinds = {self._bases_kind(bases) for bases in variants}
-            result = kinds.pop() if len(kinds) == 1 else None
-        if result is None:
-            result = self.class_kind(last) if module else self._class_kind(last)
-        self._class_kinds[key] = result
+        if key in self._computing:
+            self._cycle = True  # a base names a class being resolved: unknown on this path
+            return Kind.UNKNOWN, False
+        self._computing.add(key)
+        outer, self._cycle = self._cycle, False
+        try:
+            result = None
+            variants = (
+                self.index.in_module(last, module) if module and last not in known.FIXED else ()
+            )
+            if variants and last not in self.file.classes:
+                kinds = {self._bases_kind(bases) for bases in variants}
+                result = kinds.pop() if len(kinds) == 1 else None
+            if result is None:
+                result = self.class_kind(last) if module else self._class_kind(last)
+        finally:
+            self._computing.discard(key)
+        # A result that met a cycle depends on where the look-up started: kept only for the
+        # class that started it, so resolvers shared between files answer alike in any order.
+        if not self._cycle or not self._computing:
+            self._class_kinds[key] = result
+        self._cycle = outer or (self._cycle and bool(self._computing))
         return result
 
     def _class_kind(self, last: str) -> tuple[Kind, bool]:

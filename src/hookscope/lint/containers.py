@@ -72,9 +72,36 @@ def element(
     inner = resolver.resolve(iterable, scope, depth + 1)
     if position is not None:
         return UNKNOWN
-    if inner.container or inner.elem is Kind.MODULE:
-        return Resolved(Kind.MODULE)
-    return Resolved(inner.elem or Kind.UNKNOWN)
+    return member(resolver, inner, scope)
+
+
+def member(resolver: Resolver, base: Resolved, scope: Scope) -> Resolved:
+    """An element of ``base`` (indexed or iterated): the kind of its elements when known.
+
+    The elements of a ``ModuleList``/``Sequential``/``ModuleDict`` whose contents are not
+    known are modules, but in a class whose own ``__call__`` runs no torch hooks
+    (gpytorch's ``Module``) they are most likely of its family, so they stay unknown.
+    """
+    if base.elem is not None:
+        return Resolved(base.elem, name=base.name)
+    if not base.container:
+        return Resolved(Kind.UNKNOWN, name=base.name)
+    if scope.cls is not None and resolver.class_kind(scope.cls.name)[0] is Kind.HOOKLESS:
+        return Resolved(Kind.UNKNOWN, name=base.name)
+    return Resolved(Kind.MODULE, name=base.name)
+
+
+def contents(resolver: Resolver, call: ast.Call, scope: Scope, depth: int) -> Kind | None:
+    """The kind of the modules a container class is built from, when they all agree
+    (``ModuleList([Kernel() for ...])``, ``Sequential(A(), B())``); ``None`` if unknown."""
+    kinds = set()
+    for arg in call.args:
+        starred = isinstance(arg, ast.Starred)
+        inner = resolver.resolve(arg.value if starred else arg, scope, depth + 1)  # type: ignore[attr-defined]
+        many = starred or inner.container or (inner.kind is Kind.OTHER and len(call.args) == 1)
+        kinds.add(inner.elem if many else None if inner.is_class else inner.kind)
+    kind = kinds.pop() if len(kinds) == 1 else None
+    return kind if kind in (Kind.MODULE, Kind.HOOKLESS) else None
 
 
 def rref_value(resolver: Resolver, node: ast.expr, scope: Scope, depth: int) -> Resolved:

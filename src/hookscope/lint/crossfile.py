@@ -24,10 +24,12 @@ if TYPE_CHECKING:
     from hookscope.lint.resolve import Resolver
 
 
-def fixture(resolver: Resolver, name: str, depth: int) -> Resolved | None:
-    """A parameter named like a pytest fixture of this file or of a ``conftest.py``."""
+def fixture(resolver: Resolver, name: str, scope: Scope, depth: int) -> Resolved | None:
+    """A parameter named like a pytest fixture of the test class around ``scope`` (which
+    shadows the others, as in pytest), of this file, or of a ``conftest.py``."""
     pyfile = resolver.file
-    for stmt in pyfile.tree.body:
+    owners = [*([scope.cls.body] if scope.cls is not None else []), pyfile.tree.body]
+    for stmt in (stmt for body in owners for stmt in body):
         if (
             isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
             and stmt.name == name

@@ -228,8 +228,9 @@ MODULE_FACTORIES = frozenset(
 # create_feature_extractor(...)`` returns a GraphModule.
 MODULE_FACTORY_SUFFIXES = (".create_feature_extractor", ".symbolic_trace")
 
-# Alternate constructors: ``Cls.from_pretrained(...)`` is an instance of ``Cls``.
-CONSTRUCTOR_PREFIXES = ("from_",)
+# Alternate constructors: ``Cls.from_pretrained(...)`` and ``Cls.__new__(Cls)`` (an
+# instance whose ``__init__`` is run by hand) are instances of ``Cls``.
+CONSTRUCTOR_PREFIXES = ("from_", "__new__")
 
 # Classes that are torch modules but refuse hooks, so ``.forward`` is their API:
 # ``_RemoteModule.register_*_hook`` raises; its ``forward`` is the RPC entry point.

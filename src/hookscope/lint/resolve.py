@@ -26,7 +26,9 @@ from hookscope.lint.containers import (
     collection,
     element,
     getattr_value,
+    contents,
     literal_element,
+    member,
     rref_value,
 )
 from hookscope.lint.crossfile import factory_returns, fixture, foreign, import_origin
@@ -98,9 +100,7 @@ class Resolver(ClassKinds):
             base = self.resolve(expr.value, scope, depth + 1)
             if isinstance(expr.slice, ast.Slice) and base.container:
                 return base  # a slice of a ModuleList or Sequential is one too
-            if base.container or base.elem is Kind.MODULE:
-                return Resolved(Kind.MODULE, name=base.name)
-            return Resolved(base.elem or Kind.UNKNOWN, name=base.name)
+            return member(self, base, scope)
         if isinstance(expr, ast.Call):
             return self._call(expr, scope, depth)
         if isinstance(expr, _COLLECTIONS):
@@ -130,7 +130,9 @@ class Resolver(ClassKinds):
             if not isinstance(current.node, ast.ClassDef):
                 bindings = self.bindings_of(current.node).get(name)
                 if bindings and all(b.kind == "opaque" and b.expr is None for b in bindings):
-                    found = fixture(self, name, depth) or self._parameter(current, name, depth)
+                    found = fixture(self, name, current, depth) or self._parameter(
+                        current, name, depth
+                    )
                     if found is not None:
                         return found
                 if bindings:
@@ -241,6 +243,7 @@ class Resolver(ClassKinds):
             return Resolved(
                 callee.kind,
                 container=callee.container,
+                elem=contents(self, expr, scope, depth) if callee.container else None,
                 name=callee.name,
                 cls=instance_class(self.file, self.index, callee.name),
             )

@@ -128,7 +128,12 @@ def receivers(analysis: Analysis) -> Iterator[tuple[CallSite, ast.Attribute, Res
     found = []
     for site, func in forward_calls(analysis):
         receiver = func.value
-        if is_super_call(receiver) or _is_self(receiver, site) or in_scripting_branch(site):
+        if (
+            is_super_call(receiver)
+            or _is_self(receiver, site)
+            or in_scripting_branch(site)
+            or _in_own_forward_hook(receiver, site)
+        ):
             continue
         resolved = analysis.resolver.resolve(receiver, site.scope)
         if resolved.is_class:
@@ -174,6 +179,33 @@ def in_scripting_branch(site: CallSite) -> bool:
             and isinstance(node.test, ast.Call)
             and (dotted(node.test.func) or "").endswith("is_scripting")
             and node.body[0].lineno <= line <= (node.body[-1].end_lineno or line)
+        ):
+            return True
+    return False
+
+
+_FORWARD_HOOK_REGISTRARS = frozenset({"register_forward_pre_hook", "register_forward_hook"})
+
+
+def _in_own_forward_hook(receiver: ast.expr, site: CallSite) -> bool:
+    """Whether the call sits in a function that the enclosing function registers as a
+    forward (pre-)hook of ``receiver`` itself (``m.register_forward_pre_hook(fn)``; or the
+    hook's own module parameter): calling ``receiver(...)`` there would run the hook again."""
+    func, parent = site.scope.node, site.scope.parent
+    if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) or parent is None:
+        return False
+    spelled = dotted(receiver)
+    params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+    for node in ast.walk(parent.node):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _FORWARD_HOOK_REGISTRARS
+            and node.args
+            and isinstance(node.args[0], ast.Name)
+            and node.args[0].id == func.name
+            and spelled is not None
+            and spelled in (dotted(node.func.value), params[0] if params else None)
         ):
             return True
     return False
