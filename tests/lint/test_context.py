@@ -5,6 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from hookscope.lint import lint
+from hookscope.lint.classes import ClassKinds
+from hookscope.lint.index import merge, scan_classes
+from hookscope.lint.kinds import Kind
+from hookscope.lint.pyfile import PyFile
 from tests.lint.conftest import expected_codes
 
 
@@ -46,3 +50,25 @@ def test_receivers_known_from_the_calls_that_pass_them(fixtures: Path) -> None:
     )
     built = at["    model.forward(x)  # HS101"]
     assert built.startswith("classmethod Built.build() at ") and "base.py:" in built
+
+
+def test_fixtures_constructors_container_families_and_own_hooks(fixtures: Path) -> None:
+    path = fixtures / "project" / "families.py"
+    found = lint([fixtures / "project"], select=["HS1", "HS104"], config=False)
+    assert {(f.line, f.code) for f in found if f.path.endswith("families.py")} == expected_codes(
+        path
+    )
+
+
+def test_class_kinds_do_not_depend_on_the_order_of_look_ups() -> None:
+    # A's kind does not depend on B (nn.Module decides it), but B's depends on A: asking
+    # for A first once left B cached as unknown (a cycle guard leaking into the cache).
+    a = b"from ext import B\nfrom torch import nn\n\n\nclass A(B, nn.Module):\n    pass\n"
+    b = b"from ext import A\n\n\nclass B(A):\n    pass\n"
+    index = merge([*scan_classes(a, "pkg/a.py"), *scan_classes(b, "pkg/b.py")])
+
+    def kinds(order: list[str]) -> dict[str, tuple[Kind, bool]]:
+        resolver = ClassKinds(PyFile.parse("pkg/c.py", "import torch\n"), index)
+        return {name: resolver.class_kind(name) for name in order}
+
+    assert kinds(["A", "B"]) == kinds(["B", "A"]) == {n: (Kind.MODULE, False) for n in "AB"}
