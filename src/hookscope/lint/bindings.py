@@ -146,6 +146,22 @@ def _bind_element(target: ast.expr, iterable: ast.expr, owner: ast.AST, add: _Ad
         for i, elt in enumerate(target.elts):
             if isinstance(elt, ast.Name):
                 add(elt.id, Binding("element", iterable, owner, position=i))
+            elif isinstance(elt, (ast.Tuple, ast.List)):
+                # ``for i, (a, b) in enumerate(zip(xs, ys))``: ``(a, b)`` runs over ``zip(...)``
+                inner = _spread(iterable, i)
+                if inner is not None:
+                    _bind_element(elt, inner, owner, add)
+
+
+def _spread(iterable: ast.expr, i: int) -> ast.expr | None:
+    """What element ``i`` of each item of ``enumerate(xs)`` / ``zip(xs, ...)`` runs over."""
+    if not isinstance(iterable, ast.Call) or not isinstance(iterable.func, ast.Name):
+        return None
+    if iterable.func.id == "enumerate" and i == 1 and iterable.args:
+        return iterable.args[0]
+    if iterable.func.id == "zip" and i < len(iterable.args):
+        return iterable.args[i]
+    return None
 
 
 def class_attributes(cls: ast.ClassDef) -> dict[str, list[Binding]]:
@@ -198,3 +214,40 @@ def returned(func: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[list[ast.exp
         elif isinstance(node, ast.Yield) and node.value is not None:
             yields.append(node.value)
     return returns, yields
+
+
+def reaching(owner: ast.AST, bindings: list[Binding], line: int) -> list[Binding]:
+    """The bindings of a name that can reach its use at ``line`` in the function ``owner``.
+
+    An assignment among the function's top-level statements, before the use, hides the
+    bindings above it (``mods = {...}`` ... ``mods = [a, b]`` ... ``for m in mods``); the
+    ones after it and before the use (in branches), and those later in a loop around the
+    use, still reach it. Anywhere else, every binding counts.
+    """
+    if not isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef)) or len(bindings) < 2:
+        return bindings
+    top = {
+        id(stmt.value): stmt
+        for stmt in owner.body
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None
+    }
+    before = [
+        top[id(b.expr)]
+        for b in bindings
+        if id(b.expr) in top and (top[id(b.expr)].end_lineno or line) < line
+    ]
+    if not before:
+        return bindings
+    start = max(stmt.lineno for stmt in before)
+    loops = [
+        (n.lineno, n.end_lineno or n.lineno)
+        for n in ast.walk(owner)
+        if isinstance(n, (ast.For, ast.AsyncFor, ast.While))
+        and n.lineno <= line <= (n.end_lineno or n.lineno)
+    ]
+
+    def reaches(binding: Binding) -> bool:
+        at = getattr(binding.expr, "lineno", 0)
+        return start <= at < line or any(first <= at <= last for first, last in loops)
+
+    return [b for b in bindings if reaches(b)]

@@ -41,7 +41,7 @@ def from_context(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Reso
 def _used_as_module(resolver: Resolver, receiver: ast.expr, scope: Scope) -> Resolved | None:
     """A module-only method called on the receiver, the receiver wrapped as a module, or
     passed to a parameter declared a module."""
-    path = dotted(receiver)
+    path = _spelled(receiver)
     if path is None:
         return None
     self_name = scope.self_name
@@ -88,10 +88,19 @@ def _calls(resolver: Resolver, scope: Scope, whole_class: bool) -> Iterator[tupl
 
 def _same(node: ast.expr, path: str, is_self_attr: bool) -> bool:
     """``node`` spells ``path`` (``self.x`` in any method, whatever its self name)."""
-    spelled = dotted(node)
+    spelled = _spelled(node)
     if spelled is None or not is_self_attr:
         return spelled == path
     return spelled.partition(".")[2] == path.partition(".")[2] and "." in spelled
+
+
+def _spelled(node: ast.expr) -> str | None:
+    """``a.b`` for a dotted name, ``a.b[0]`` for one indexed by a constant (the same
+    element each time: ``models[0].eval()`` says ``models[0]`` is a module)."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        inner = dotted(node.value)
+        return f"{inner}[{node.slice.value!r}]" if inner is not None else None
+    return dotted(node)
 
 
 def _submodule(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolved | None:

@@ -190,6 +190,11 @@ EXTERNAL_MODULES = frozenset(
         "ModelMixin",
         "LightningModule",
         "InterpreterModule",
+        # fbgemm_gpu's table-batched embedding kernels (nn.Module subclasses)
+        "SplitTableBatchedEmbeddingBagsCodegen",
+        "IntNBitTableBatchedEmbeddingBagsCodegen",
+        "DenseTableBatchedEmbeddingBagsCodegen",
+        "PermutePooledEmbeddingsSplit",
         # torch.nn's private bases (torch.nn.modules.*), which projects subclass too
         "_Loss",
         "_WeightedLoss",

@@ -26,6 +26,14 @@ if TYPE_CHECKING:
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
+def is_property(func: Function) -> bool:
+    """``@property`` / ``@functools.cached_property``: reading the attribute calls it."""
+    return any(
+        (dotted(d) or "").rsplit(".", 1)[-1] in ("property", "cached_property")
+        for d in func.decorator_list
+    )
+
+
 def is_classmethod(func: ast.AST | None) -> bool:
     """Whether ``func`` is decorated ``@classmethod``."""
     return any(dotted(d) == "classmethod" for d in getattr(func, "decorator_list", ()))

@@ -20,13 +20,20 @@ import ast
 from dataclasses import replace
 
 from hookscope.lint import known
-from hookscope.lint.bindings import Binding, class_attributes, dotted, returned, scope_bindings
+from hookscope.lint.bindings import (
+    Binding,
+    class_attributes,
+    dotted,
+    reaching,
+    returned,
+    scope_bindings,
+)
 from hookscope.lint.classes import ClassKinds, base_names
 from hookscope.lint.containers import (
     collection,
+    contents,
     element,
     getattr_value,
-    contents,
     literal_element,
     member,
     rref_value,
@@ -34,7 +41,7 @@ from hookscope.lint.containers import (
 from hookscope.lint.crossfile import factory_returns, fixture, foreign, import_origin
 from hookscope.lint.index import ClassIndex
 from hookscope.lint.kinds import MAX_DEPTH, NAMESPACE, UNKNOWN, Kind, Resolved
-from hookscope.lint.methods import built_by_classmethod, is_classmethod
+from hookscope.lint.methods import built_by_classmethod, is_classmethod, is_property
 from hookscope.lint.narrowing import Guard, guards, narrowed
 from hookscope.lint.passing import calls_by_name, given_by_callers, unpacked
 from hookscope.lint.pyfile import PyFile, Scope
@@ -91,7 +98,7 @@ class Resolver(ClassKinds):
         if depth > MAX_DEPTH:
             return UNKNOWN
         if isinstance(expr, ast.Name):
-            return self._narrow(self._name(expr.id, scope, depth), expr, scope)
+            return self._narrow(self._name(expr.id, scope, depth, expr.lineno), expr, scope)
         if isinstance(expr, ast.Attribute):
             return self._narrow(self._attribute(expr, scope, depth), expr, scope)
         if isinstance(expr, ast.Subscript):
@@ -119,7 +126,7 @@ class Resolver(ClassKinds):
         found = narrowed(self, self._guards[key], expr, scope)
         return replace(result, kind=found.kind, via=found.via) if found else result
 
-    def _name(self, name: str, scope: Scope, depth: int) -> Resolved:
+    def _name(self, name: str, scope: Scope, depth: int, line: int = 0) -> Resolved:
         if name == scope.self_name and scope.cls is not None:
             kind, container = self.class_kind(scope.cls.name)
             if is_classmethod(scope.method):  # ``cls``: the class itself
@@ -136,6 +143,8 @@ class Resolver(ClassKinds):
                     if found is not None:
                         return found
                 if bindings:
+                    if current is scope and line:
+                        bindings = reaching(current.node, bindings, line)
                     result = self.combine(bindings, depth, name)
                     return result if result is NAMESPACE else replace(result, name=name)
             current = current.parent
@@ -178,6 +187,8 @@ class Resolver(ClassKinds):
                 label = f"{base.name}.{expr.attr}" if base.name else expr.attr
                 return replace(owner.combine(bindings, depth + 1, label), name=expr.attr)
             method = self._method(base.cls, expr.attr)
+            if method is not None and is_property(method):
+                return replace(self.returns_of(method, depth + 1), name=expr.attr)
             if method is not None:
                 return Resolved(Kind.OTHER, name=expr.attr, function=method)
         if expr.attr[:1].isupper() and (
