@@ -191,6 +191,16 @@ def _method_attributes(
             for target in node.targets:
                 if isinstance(target, ast.Attribute) and _is_self_attr(target, self_name):
                     out.setdefault(target.attr, []).append(Binding("value", node.value, method))
+                elif isinstance(target, (ast.Tuple, ast.List)):  # self.a, self.b = make()
+                    values = node.value.elts if isinstance(node.value, ast.Tuple) else None
+                    for i, elt in enumerate(target.elts):
+                        if isinstance(elt, ast.Attribute) and _is_self_attr(elt, self_name):
+                            bound = (
+                                Binding("value", values[i], method)
+                                if values is not None and len(values) == len(target.elts)
+                                else Binding("unpacked", node.value, method, position=i)
+                            )
+                            out.setdefault(elt.attr, []).append(bound)
         elif isinstance(node, ast.AnnAssign) and _is_self_attr(node.target, self_name):
             attr = node.target.attr  # type: ignore[union-attr]  # checked by _is_self_attr
             out.setdefault(attr, []).append(Binding("annotation", node.annotation, method))
