@@ -262,7 +262,9 @@ def _entry_methods(analysis: Analysis, cls: ast.ClassDef) -> set[str]:
     """``forward``, ``__call__``, methods aliased to ``__call__`` and what they call on self.
 
     A method reached from ``__call__`` (``nn.Module._call_impl`` → ``_slow_forward``)
-    runs inside the hook machinery, so its ``self.forward`` call skips nothing.
+    runs inside the hook machinery, so its ``self.forward`` call skips nothing. An own
+    ``__call__`` that also calls ``super().__call__(...)`` is not that machinery: the
+    methods it calls on its other paths (a CUDA-graph capture) skip the hooks.
     """
     key = f"entry:{id(cls)}"
     cached = analysis.cache.get(key)
@@ -282,6 +284,14 @@ def _entry_methods(analysis: Analysis, cls: ast.ClassDef) -> set[str]:
         if isinstance(target, ast.Name) and target.id == "__call__" and isinstance(value, ast.Name):
             entry.add(value.id)
     todo = [m for m in entry if m in methods]
+    if "__call__" in methods and any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == "__call__"
+        and is_super_call(n.func.value)
+        for n in ast.walk(methods["__call__"])
+    ):
+        todo.remove("__call__")
     while todo:
         method = methods[todo.pop()]
         for node in ast.walk(method):
