@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from hookscope.lint import known
 from hookscope.lint.bindings import dotted
-from hookscope.lint.kinds import UNKNOWN, Kind, Resolved
+from hookscope.lint.kinds import MAX_DEPTH, UNKNOWN, Kind, Resolved
 from hookscope.lint.pyfile import PyFile, Scope
 from hookscope.lint.source import DEFAULT_MAX_FILE_SIZE, Unreadable, decode_python, read_bytes
 
@@ -49,13 +49,15 @@ def _is_fixture(decorator: ast.expr) -> bool:
     return (dotted(target) or "").endswith("fixture")
 
 
-def factory_returns(resolver: Resolver, factory: str) -> Resolved:
-    """What ``module:function`` of another project file returns, from the index."""
+def factory_returns(resolver: Resolver, factory: str, depth: int = 0) -> Resolved:
+    """What ``module:function`` of another project file returns: from the index (its
+    annotation or returned calls), else from its body, read in its own file."""
     module, _, name = factory.partition(":")
     chosen = resolver.index.functions_in(name, module) or resolver.index.functions.get(name, ())
     kinds = {_indexed_return(resolver, annotation, calls) for _, annotation, calls, _ in chosen}
     if len(kinds) != 1 or Kind.UNKNOWN in kinds:
-        return UNKNOWN
+        found = foreign_function(resolver, factory) if depth < MAX_DEPTH else None
+        return UNKNOWN if found is None else found[0].returns_of(found[1], depth + 1)
     _, annotation, calls, where = chosen[0]
     shown = f"-> {annotation}" if annotation else f"returns {calls[0]}(...)"
     return Resolved(kinds.pop(), via=f"{name}() {shown} at {where}")

@@ -348,9 +348,9 @@ HOOKLESS_LIBRARIES = frozenset({"gpytorch"})
 # Model libraries whose public model classes are torch modules and say so in their
 # names: ``BertModel``, ``GPT2LMHeadModel``, ``AutoModelForCausalLM``,
 # ``T5ForConditionalGeneration`` (transformers), ``PeftModel`` (peft),
-# ``UNet2DConditionModel`` (diffusers). Their TensorFlow/Flax twins (``TF*``,
-# ``Flax*``) are not torch modules.
-MODEL_LIBRARIES = frozenset({"transformers", "peft", "diffusers"})
+# ``UNet2DConditionModel`` (diffusers), ``ComposerModel``/``HuggingFaceModel``
+# (composer). Their TensorFlow/Flax twins (``TF*``, ``Flax*``) are not torch modules.
+MODEL_LIBRARIES = frozenset({"transformers", "peft", "diffusers", "composer"})
 _LIBRARY_MODEL = re.compile(r"(?:Model|For[A-Z]\w*)$")
 
 # Packages whose public lowercase functions build models: ``torchvision.models.resnet50()``,

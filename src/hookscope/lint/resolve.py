@@ -247,7 +247,7 @@ class Resolver(ClassKinds):
         if callee.function is not None:
             return replace(self.returns_of(callee.function, depth), name=last)
         if callee.factory:
-            return replace(factory_returns(self, callee.factory), name=last)
+            return replace(factory_returns(self, callee.factory, depth + 1), name=last)
         if path.endswith("export.export"):  # torch.export.export(...): an ExportedProgram
             return Resolved(Kind.OTHER, name=last, cls="ExportedProgram")
         if callee.is_class:
