@@ -53,21 +53,35 @@ class Scan:
 Scanner = Callable[[list[str]], dict[str, Scan]]
 
 
-def find_root(path: str | os.PathLike[str]) -> Path | None:
+def find_root(
+    path: str | os.PathLike[str], known: dict[str, Path | None] | None = None
+) -> Path | None:
     """The nearest folder at or above ``path`` holding a project marker, or ``None``.
 
     Installed code (under ``site-packages``) belongs to no project: the folder that
-    holds the virtual environment is not its project.
+    holds the virtual environment is not its project. ``known`` (folder → root) is
+    filled on the way, so that the folders of a tree are each looked at once.
     """
     folder = Path(os.path.abspath(path))
     if not folder.is_dir():
         folder = folder.parent
+    seen = known if known is not None else {}
+    passed: list[str] = []
+    root: Path | None = None
     for candidate in (folder, *folder.parents):
+        key = str(candidate)
+        if key in seen:
+            root = seen[key]
+            break
+        passed.append(key)
         if candidate.name in _INSTALLED:
-            return None
-        if any((candidate / marker).exists() for marker in ROOT_MARKERS):
-            return candidate
-    return None
+            break
+        if any(os.path.exists(os.path.join(key, marker)) for marker in ROOT_MARKERS):
+            root = candidate
+            break
+    for key in passed:
+        seen[key] = root
+    return root
 
 
 def group_by_root(files: Iterable[str]) -> dict[Path | None, list[str]]:
@@ -77,7 +91,7 @@ def group_by_root(files: Iterable[str]) -> dict[Path | None, list[str]]:
     for path in files:
         folder = os.path.dirname(os.path.abspath(path))
         if folder not in roots:
-            roots[folder] = find_root(folder)
+            roots[folder] = find_root(folder, roots)
         groups.setdefault(roots[folder], []).append(path)
     return groups
 

@@ -192,8 +192,9 @@ def _in_own_forward_hook(receiver: ast.expr, site: CallSite) -> bool:
     forward (pre-)hook of ``receiver`` itself (``m.register_forward_pre_hook(fn)``; or the
     hook's own module parameter): calling ``receiver(...)`` there would run the hook again."""
     func, parent = site.scope.node, site.scope.parent
-    if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) or parent is None:
-        return False
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+    if not isinstance(func, functions) or parent is None or not isinstance(parent.node, functions):
+        return False  # only a nested function can be registered by its bare name
     spelled = dotted(receiver)
     params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
     for node in ast.walk(parent.node):
