@@ -210,6 +210,9 @@ class Resolver(ClassKinds):
             return getattr_value(self, expr, scope, depth)
         if last in _PASS_THROUGH and expr.args:
             return self.resolve(expr.args[0], scope, depth + 1)
+        if last == "partial" and expr.args:  # partial(Block, dim=8) builds what Block builds
+            made = self.resolve(expr.args[0], scope, depth + 1)
+            return made if made.is_class or made.function or made.factory else UNKNOWN
         if isinstance(func, ast.Attribute) and last in _SELF_RETURNING:
             inner = self.resolve(func.value, scope, depth + 1)
             if inner.kind is Kind.MODULE and not inner.is_class:
