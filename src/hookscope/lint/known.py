@@ -365,6 +365,10 @@ MODEL_FUNCTION_PACKAGES = (
     "torchaudio.models",
 )
 _NOT_MODEL_FUNCTIONS = ("get_model_weights", "get_weight", "list_models")
+# Single functions of other libraries that build a model: mmdet's and mmseg's APIs.
+MODEL_FUNCTIONS = frozenset(
+    {"mmdet.apis.init_detector", "mmseg.apis.init_model", "mmseg.apis.init_segmentor"}
+)
 
 
 # Packages whose every public class is a torch module: torchmetrics' metrics
@@ -384,17 +388,29 @@ def library_model_class(module: str, name: str) -> bool:
         return bool(_TENSORDICT_NN.search(name))
     if any(module == p or module.startswith(f"{p}.") for p in MODULE_PACKAGES):
         return name[:1].isupper() and not any(s in module for s in _NOT_MODULE_SUBPACKAGES)
+    if module.partition(".")[0] not in MODEL_LIBRARIES or name.startswith(("TF", "Flax")):
+        return False
+    return bool(_LIBRARY_MODEL.search(name)) or _transformers_layer(module, name)
+
+
+def _transformers_layer(module: str, name: str) -> bool:
+    """A layer class of a transformers model file (``transformers.models.llama.
+    modeling_llama.LlamaRMSNorm``): everything there but outputs and caches is a module."""
+    last = module.rpartition(".")[2]
     return (
-        module.partition(".")[0] in MODEL_LIBRARIES
-        and not name.startswith(("TF", "Flax"))
-        and bool(_LIBRARY_MODEL.search(name))
+        module.startswith("transformers.")
+        and last.startswith("modeling_")
+        and not last.startswith(("modeling_tf_", "modeling_flax_"))
+        and not last.endswith(("_utils", "_outputs"))
+        and name[:1].isupper()
+        and not any(part in name for part in ("Output", "Cache", "Config"))
     )
 
 
 def library_model_function(qualified: str) -> bool:
     """Whether the function ``package.name`` builds a model (see `MODEL_FUNCTION_PACKAGES`)."""
     package, _, name = qualified.rpartition(".")
-    return (
+    return qualified in MODEL_FUNCTIONS or (
         package in MODEL_FUNCTION_PACKAGES
         and name[:1].islower()
         and name not in _NOT_MODEL_FUNCTIONS

@@ -234,7 +234,9 @@ class Resolver(ClassKinds):
         if known.library_model_function(origin):
             return Resolved(Kind.MODULE, name=last, via=f"{origin}(...) builds a model")
         if isinstance(func, ast.Attribute) and last.startswith(known.CONSTRUCTOR_PREFIXES):
-            owner = self.resolve(func.value, scope, depth + 1)
+            # ``object.__new__(Cls)`` / ``Cls.__new__(Cls)``: an instance of its argument
+            made = func.value if last != "__new__" or not expr.args else expr.args[0]
+            owner = self.resolve(made, scope, depth + 1)
             if owner.is_class and owner.kind is not Kind.UNKNOWN:
                 return replace(
                     owner,
