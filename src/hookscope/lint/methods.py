@@ -28,10 +28,16 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 def is_property(func: Function) -> bool:
     """``@property`` / ``@functools.cached_property``: reading the attribute calls it."""
-    return any(
-        (dotted(d) or "").rsplit(".", 1)[-1] in ("property", "cached_property")
-        for d in func.decorator_list
-    )
+    return _decorated(func, ("property", "cached_property"))
+
+
+def is_staticmethod(func: Function) -> bool:
+    """``@staticmethod``: called on its class, it is a plain function."""
+    return _decorated(func, ("staticmethod",))
+
+
+def _decorated(func: Function, names: tuple[str, ...]) -> bool:
+    return any((dotted(d) or "").rsplit(".", 1)[-1] in names for d in func.decorator_list)
 
 
 def is_classmethod(func: ast.AST | None) -> bool:

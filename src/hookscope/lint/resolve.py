@@ -41,7 +41,12 @@ from hookscope.lint.containers import (
 from hookscope.lint.crossfile import factory_returns, fixture, foreign, import_origin
 from hookscope.lint.index import ClassIndex
 from hookscope.lint.kinds import MAX_DEPTH, NAMESPACE, UNKNOWN, Kind, Resolved
-from hookscope.lint.methods import built_by_classmethod, is_classmethod, is_property
+from hookscope.lint.methods import (
+    built_by_classmethod,
+    is_classmethod,
+    is_property,
+    is_staticmethod,
+)
 from hookscope.lint.narrowing import Guard, guards, narrowed
 from hookscope.lint.passing import calls_by_name, given_by_callers, unpacked
 from hookscope.lint.pyfile import PyFile, Scope
@@ -190,6 +195,10 @@ class Resolver(ClassKinds):
             if method is not None and is_property(method):
                 return replace(self.returns_of(method, depth + 1), name=expr.attr)
             if method is not None:
+                return Resolved(Kind.OTHER, name=expr.attr, function=method)
+        if base.is_class and base.name in self.file.classes:
+            method = self._method(base.name, expr.attr)
+            if method is not None and is_staticmethod(method):  # ``Utils.create_layer(...)``
                 return Resolved(Kind.OTHER, name=expr.attr, function=method)
         if expr.attr[:1].isupper() and (
             base.is_class or base is NAMESPACE or base.kind is Kind.UNKNOWN
