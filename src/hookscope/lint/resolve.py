@@ -244,8 +244,8 @@ class Resolver(ClassKinds):
             return Resolved(Kind.MODULE, name=last, via=f"{origin}(...) builds a model")
         if isinstance(func, ast.Attribute) and last.startswith(known.CONSTRUCTOR_PREFIXES):
             # ``object.__new__(Cls)`` / ``Cls.__new__(Cls)``: an instance of its argument
-            made = func.value if last != "__new__" or not expr.args else expr.args[0]
-            owner = self.resolve(made, scope, depth + 1)
+            of = func.value if last != "__new__" or not expr.args else expr.args[0]
+            owner = self.resolve(of, scope, depth + 1)
             if owner.is_class and owner.kind is not Kind.UNKNOWN:
                 return replace(
                     owner,
