@@ -217,3 +217,20 @@ def test_relative_imports_name_their_package(tmp_path: Path) -> None:
     )
     assert lint(tmp_path, config=False) == []
     assert lint(pkg / "kernels" / "kernel.py", config=False) == []
+
+
+def test_a_class_of_a_compiled_extension_is_not_the_same_named_python_class(
+    tmp_path: Path,
+) -> None:
+    # pkg._C is a compiled extension (no pkg/_C.py): its Tok is not pkg/layers.py's Tok.
+    pkg = _package(tmp_path, marker=True)
+    layers = "from torch import nn\n\n\nclass Tok(nn.Module):\n    def forward(self, x):\n        return x\n"
+    (pkg / "layers.py").write_text(layers, encoding="utf-8")
+    use = (
+        "from pkg._C import Tok\nfrom pkg.layers import Tok as PyTok\n\n\n"
+        "def run(x):\n    PyTok().forward(x)\n    return Tok().forward(x)\n"
+    )
+    (pkg / "use.py").write_text(use, encoding="utf-8")
+    for target in (tmp_path, pkg / "use.py"):
+        found = lint([target], select=["HS101"], config=False)
+        assert [(Path(f.path).name, f.line) for f in found] == [("use.py", 6)]

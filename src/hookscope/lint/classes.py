@@ -81,6 +81,8 @@ class ClassKinds:
             if variants and last not in self.file.classes:
                 kinds = {self._bases_kind(bases) for bases in variants}
                 result = kinds.pop() if len(kinds) == 1 else None
+            if result is None and not variants and self._compiled(module):
+                result = (Kind.UNKNOWN, False)  # not the project's same-named Python class
             if result is None:
                 result = self.class_kind(last) if module else self._class_kind(last)
         finally:
@@ -91,6 +93,18 @@ class ClassKinds:
             self._class_kinds[key] = result
         self._cycle = outer or (self._cycle and bool(self._computing))
         return result
+
+    def _compiled(self, module: str) -> bool:
+        """Whether ``module`` is a compiled extension of this project (``pkg._C``): its
+        package is a folder under the project root, but no Python file or folder is it."""
+        root = self.index.root
+        parts = module.split(".")
+        if not root or not module or module.startswith(".") or len(parts) < 2:
+            return False
+        if not os.path.isdir(os.path.join(root, *parts[:-1])):
+            return False  # not a package of this project (or a class nested in a module)
+        path = os.path.join(root, *parts)
+        return not (os.path.exists(f"{path}.py") or os.path.isdir(path))
 
     def _class_kind(self, last: str) -> tuple[Kind, bool]:
         if last in known.HOOKLESS_MODULES:
