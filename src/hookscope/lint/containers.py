@@ -94,12 +94,18 @@ def member(resolver: Resolver, base: Resolved, scope: Scope) -> Resolved:
 def contents(resolver: Resolver, call: ast.Call, scope: Scope, depth: int) -> Kind | None:
     """The kind of the modules a container class is built from, when they all agree
     (``ModuleList([Kernel() for ...])``, ``Sequential(A(), B())``); ``None`` if unknown."""
-    kinds = set()
+    kinds: set[Kind | None] = set()
     for arg in call.args:
-        starred = isinstance(arg, ast.Starred)
-        inner = resolver.resolve(arg.value if starred else arg, scope, depth + 1)  # type: ignore[attr-defined]
-        many = starred or inner.container or (inner.kind is Kind.OTHER and len(call.args) == 1)
-        kinds.add(inner.elem if many else None if inner.is_class else inner.kind)
+        value = arg.value if isinstance(arg, ast.Starred) else arg
+        inner = resolver.resolve(value, scope, depth + 1)
+        if (
+            value is not arg
+            or inner.container
+            or (inner.kind is Kind.OTHER and len(call.args) == 1)
+        ):
+            kinds.add(inner.elem)  # a collection (or *collection) of modules
+        else:
+            kinds.add(None if inner.is_class else inner.kind)  # one module
     kind = kinds.pop() if len(kinds) == 1 else None
     return kind if kind in (Kind.MODULE, Kind.HOOKLESS) else None
 
