@@ -59,8 +59,11 @@ def given_by_callers(resolver: Resolver, func: Function, name: str, depth: int) 
     """The unannotated parameter ``name`` of ``func``: what every call passes, when the
     calls all pass the same kind (a module, or instances of one plain class)."""
     scope = resolver.file.scopes.get(id(func))
-    if scope is None or not resolver.complete or resolver.file.text.count(func.name) < 2:
+    if scope is None or resolver.file.text.count(func.name) < 2:
         return None  # (a name written once, in its ``def``, is never called here)
+    if not resolver.complete:
+        resolver.missed = True  # the calls may be in what a masked parse dropped
+        return None
     skip = 1 if scope.self_name else 0
     calls = resolver.calls_named(func.name)
     if not calls or not all(_callee_is(resolver, c, func) for c in calls):

@@ -96,6 +96,8 @@ class Resolver(ClassKinds):
         self._inferring: set[tuple[int, str]] = set()
         # False while the tree comes from a masked text (`regions`): calls may be missing.
         self.complete = True
+        # A resolution gave up for want of what the masked text dropped: parse it all.
+        self.missed = False
 
     # -- expressions -------------------------------------------------------
     def resolve(self, expr: ast.expr, scope: Scope, depth: int = 0) -> Resolved:

@@ -154,7 +154,7 @@ def analyze_text(path: str, text: str, index: ClassIndex, codes: frozenset[str])
         if tree is not None:
             analysis = Analysis.of(PyFile.from_tree(path, text, tree), index, partial=True)
             findings = _check(analysis, codes)
-            if not analysis.needs_full:
+            if not analysis.needs_full and not analysis.resolver.missed:
                 return findings
     try:
         pyfile = PyFile.parse(path, text)
