@@ -16,6 +16,8 @@ import torch
 
 #: How deep nested containers are followed.
 MAX_DEPTH = 6
+#: ``prefix -> prefix[0]``, the path of a lone argument.
+_FIRST: dict[str, str] = {}
 
 
 def tensors_in(obj: Any, prefix: str) -> list[tuple[str, torch.Tensor]]:
@@ -30,6 +32,11 @@ def tensors_in(obj: Any, prefix: str) -> list[tuple[str, torch.Tensor]]:
     """
     if isinstance(obj, torch.Tensor):
         return [(prefix, obj)]
+    if type(obj) is tuple and len(obj) == 1 and isinstance(obj[0], torch.Tensor):
+        first = _FIRST.get(prefix)  # a module's usual arguments: one tensor
+        if first is None:
+            first = _FIRST[prefix] = f"{prefix}[0]"
+        return [(first, obj[0])]
     found: list[tuple[str, torch.Tensor]] = []
     _walk(obj, prefix, 0, found)
     return found
@@ -40,6 +47,10 @@ def _walk(obj: Any, path: str, depth: int, found: list[tuple[str, torch.Tensor]]
         found.append((path, obj))
         return
     if depth >= MAX_DEPTH or obj is None:
+        return
+    if type(obj) is tuple or type(obj) is list:  # the common case first (no dataclass check)
+        for index, value in enumerate(obj):
+            _walk(value, f"{path}[{index}]", depth + 1, found)
         return
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         # ModelOutput is both a dataclass and a dict: attribute paths read better.
