@@ -179,6 +179,15 @@ def _ranges(ranks: Sequence[int]) -> str:
     return ", ".join(parts)
 
 
+def gathers_parameters(model: nn.Module) -> bool:
+    """True when ``model`` holds FSDP (1 or 2) modules: its forward all-gathers parameter shards."""
+    fsdp = sys.modules.get("torch.distributed.fsdp")
+    if fsdp is None:
+        return False
+    sharded = tuple(getattr(fsdp, name) for name in ("FullyShardedDataParallel", "FSDPModule"))
+    return any(isinstance(module, sharded) for module in model.modules())
+
+
 def collective_reason(model: nn.Module, backward: bool) -> str | None:
     """Why running ``model`` (forward, and backward if asked) enters collectives, or None.
 
@@ -187,14 +196,10 @@ def collective_reason(model: nn.Module, backward: bool) -> str | None:
     """
     if not initialized() or world_size() == 1:
         return None
-    fsdp = sys.modules.get("torch.distributed.fsdp")
+    if gathers_parameters(model):
+        return "FSDP all-gathers parameters in the forward"
     ddp = sys.modules.get("torch.nn.parallel.distributed")
-    sharded = tuple(
-        getattr(fsdp, name) for name in ("FullyShardedDataParallel", "FSDPModule") if fsdp
-    )
     for module in model.modules():
-        if sharded and isinstance(module, sharded):
-            return f"{type(module).__name__} all-gathers parameters in the forward"
         if ddp is not None and isinstance(module, ddp.DistributedDataParallel):
             if backward:
                 return "DistributedDataParallel all-reduces gradients in the backward"

@@ -169,7 +169,7 @@ def hooks(rank: int, port: int, out: str) -> None:
     init(rank, port)
     saved: dict[str, Any] = {}
     for variant, ref, wrapped in models(rank):
-        seen: dict[str, Any] = {"grad": [], "forward": 0, "backward": 0}
+        seen: dict[str, Any] = {"grad": [], "forward": 0, "backward": 0, "names": []}
 
         def on_grad(name: str, param: torch.Tensor, seen: dict[str, Any] = seen) -> None:
             grad = param.grad
@@ -180,20 +180,26 @@ def hooks(rank: int, port: int, out: str) -> None:
         def count(kind: str, seen: dict[str, Any] = seen) -> Any:
             return lambda *_args: seen.__setitem__(kind, seen[kind] + 1)
 
+        def named(name: str, *_args: Any, seen: dict[str, Any] = seen) -> None:
+            seen["names"].append(name)
+
         with hookscope.session(wrapped) as session:
             session.add_grad_hook(on_grad, "layer.linear1.weight")
             session.add_forward_hook(count("forward"), "*linear1")
             session.add_backward_hook(count("backward"), "*linear1")
+            session.add_forward_pre_hook(named, "*linear1")
             wrapped(batch(0, rank)).square().mean().backward()
             report = hookscope.doctor(wrapped, batch(0, rank), backward=True)
+        with hookscope.session(wrapped, keep_wrappers=True) as session:
+            (kept,) = session.add_forward_hook(count("forward"), "*linear1").registrations
         with hookscope.capture(wrapped, "*head", keep=True) as cache:
             logits = wrapped(batch(0, rank))
         silent = [(h.module, h.kind, h.fired, str(h.reason)) for h in report.hooks if not h.fired]
-        rows = None  # FSDP2: nn.MultiheadAttention's eval fast path mixes DTensors (summary: eval)
-        if variant != "fsdp2":
-            rows = [row.name for row in hookscope.summary(wrapped, batch(0, rank)).rows]
+        rows = [row.name for row in hookscope.summary(wrapped, batch(0, rank)).rows]
         saved[variant] = {
-            "doctor": sorted({(h.module, h.kind) for h in report.hooks if h.by_hookscope}),
+            "doctor": sorted({(h.module, h.kind, h.fired) for h in report.hooks if h.by_hookscope}),
+            "names": seen.pop("names"),
+            "kept": kept.shown,
             "rows": rows,
             "ref": ref["grads"]["layer.linear1.weight"],
             "seen": seen,

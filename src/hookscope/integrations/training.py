@@ -118,7 +118,7 @@ class TrainingMonitor:
             return
         # One forward pre-hook on every module: the first call the trainer makes
         # (whatever module its step calls first) runs the doctor with its inputs.
-        self._probe = hookscope.session(model, on_error="warn").__enter__()
+        self._probe = hookscope.session(model, on_error="warn", keep_wrappers=True).__enter__()
         self._probe.add_forward_pre_hook(self._first_call, with_kwargs=True)
 
     def _first_call(

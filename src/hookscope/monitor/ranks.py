@@ -177,7 +177,6 @@ class RankCombiner:
         outside = [key for key in keys if key not in self._index]
         self._outside += [key for key in outside if key not in self._outside]
         reds = [merged.get(key) for key in self._layout]
-        sums = packing.pack_sums(reds, [self._replicas(key) for key in self._layout])
         header = [float(step), -float(step), float(len(outside))]
         extrema = self.ranks == "reduce"
         slots = self.slots() if extrema and searching else 0
@@ -187,9 +186,8 @@ class RankCombiner:
                 code = _PHASES.index(first.phase) * dist.world_size() + dist.rank()
                 text = f"{first.module}\0{first.tensor}"
             header += packing.encode_first(code, text, slots)
-        maxes = torch.tensor(
-            header + (packing.pack_maxes(reds) if extrema else []), dtype=torch.float64
-        )
+        replicas = [self._replicas(key) for key in self._layout]
+        sums, maxes = packing.pack(reds, replicas, header, extrema)
         running = dist.start_reduce(sums, maxes, _WHAT)
         return Exchange(
             self,
