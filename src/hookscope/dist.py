@@ -181,11 +181,15 @@ def _ranges(ranks: Sequence[int]) -> str:
 
 def gathers_parameters(model: nn.Module) -> bool:
     """True when ``model`` holds FSDP (1 or 2) modules: its forward all-gathers parameter shards."""
+    return _fsdp_module(model) is not None
+
+
+def _fsdp_module(model: nn.Module) -> nn.Module | None:
     fsdp = sys.modules.get("torch.distributed.fsdp")
     if fsdp is None:
-        return False
+        return None
     sharded = tuple(getattr(fsdp, name) for name in ("FullyShardedDataParallel", "FSDPModule"))
-    return any(isinstance(module, sharded) for module in model.modules())
+    return next((module for module in model.modules() if isinstance(module, sharded)), None)
 
 
 def collective_reason(model: nn.Module, backward: bool) -> str | None:
@@ -196,8 +200,9 @@ def collective_reason(model: nn.Module, backward: bool) -> str | None:
     """
     if not initialized() or world_size() == 1:
         return None
-    if gathers_parameters(model):
-        return "FSDP all-gathers parameters in the forward"
+    sharded = _fsdp_module(model)
+    if sharded is not None:
+        return f"{type(sharded).__name__} all-gathers parameters in the forward"
     ddp = sys.modules.get("torch.nn.parallel.distributed")
     for module in model.modules():
         if ddp is not None and isinstance(module, ddp.DistributedDataParallel):

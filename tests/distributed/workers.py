@@ -16,6 +16,7 @@ from torch import nn
 
 import hookscope
 from hookscope.errors import DistributedError
+from hookscope.integrations.training import TrainingMonitor, total_grad_norm
 from hookscope.sinks import JsonlSink
 from hookscope.summary.params import model_totals
 from tests.distributed.harness import init
@@ -112,7 +113,30 @@ def train(rank: int, port: int, out: str) -> None:
         }
     torch.save(saved, Path(out) / f"rank{rank}.pt")
     nonfinite(rank, out)
+    callbacks(rank, out)
     tdist.destroy_process_group()
+
+
+def callbacks(rank: int, out: str) -> None:
+    """What the trainer callbacks share, under ranks="reduce": each step's scalars a step late."""
+    torch.manual_seed(0)
+    model = nn.parallel.DistributedDataParallel(Tiny())
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    run = TrainingMonitor(
+        doctor=False, log_stats=(), monitor_kwargs={"ranks": "reduce", "grads": "reduced"}
+    )
+    run.start(model, Path(out) / f"callbacks{rank}")
+    logged = []
+    for step in range(3):
+        opt.zero_grad()
+        model(batch(step, rank)).square().mean().backward()
+        opt.step()
+        logged.append(run.step(step).get("hookscope/grad_norm"))
+    logged.append(run.flush().get("hookscope/grad_norm"))  # the last step, as at train end
+    assert run.monitor is not None
+    norms = [total_grad_norm(result.records) for result in run.monitor.results]
+    run.close()
+    Path(out, f"callbacks{rank}.json").write_text(json.dumps([logged, norms]))
 
 
 def nonfinite(rank: int, out: str) -> None:
