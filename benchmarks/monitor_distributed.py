@@ -53,6 +53,8 @@ import torch.multiprocessing as mp
 from torch import nn
 
 import hookscope
+from hookscope.monitor.collector import Collector
+from hookscope.monitor.ranks import GradReader
 
 
 class LM(nn.Module):
@@ -70,6 +72,30 @@ class LM(nn.Module):
         return out
 
 
+#: id(collector or gradient reader) -> its variant's per-step gradient time list.
+_GRAD_TIME: dict[int, list[float]] = {}
+
+
+def _timed(cls: Any, method: str) -> None:
+    """Time ``cls.method`` per call into its owner's `_GRAD_TIME` list (patched once, by class)."""
+    original: Callable[..., Any] = getattr(cls, method)
+
+    def timed(self: Any, *args: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return original(self, *args)
+        finally:
+            spent = _GRAD_TIME.get(id(self))
+            if spent is not None:
+                spent[-1] += time.perf_counter() - start
+
+    setattr(cls, method, timed)
+
+
+_timed(Collector, "on_param_grad")
+_timed(GradReader, "_read_parts")
+
+
 class Variant:
     """One model copy, its optimizer and (maybe) its monitor."""
 
@@ -81,25 +107,21 @@ class Variant:
         self.model = model
         self.opt = torch.optim.SGD(model.parameters(), lr=1e-3)
         self.mon = None if monitor is None else hookscope.Monitor(model, **monitor).open()
-        self.times: list[float] = []  # whole steps
+        self.times: list[float] = []  # whole steps, wall-clock
+        self.cpu: list[float] = []  # whole steps, CPU time of the process (all its threads)
         self.step_time: list[float] = []  # inside mon.step()
-        self.read_time = [0.0]  # grads="reduced": reading the parameter gradients
-        reader = None if self.mon is None else self.mon._combiner.reader
-        if reader is not None:  # time the read that runs after each backward
-            self._wrap_read(reader)
-
-    def _wrap_read(self, reader: Any) -> None:
-        read: Callable[[], None] = reader._read_parts
-
-        def timed() -> None:
-            start = time.perf_counter()
-            read()
-            self.read_time[-1] += time.perf_counter() - start
-
-        reader._read_parts = timed
+        #: per step: the parameter-gradient hooks (grads="local") or the read after the
+        #: backward (grads="reduced"), the one part of the hooks that differs between them
+        self.grad_time = [0.0]
+        if self.mon is not None:
+            _GRAD_TIME[id(self.mon._collector)] = self.grad_time
+            reader = self.mon._combiner.reader
+            if reader is not None:
+                _GRAD_TIME[id(reader)] = self.grad_time
 
     def step(self, ids: torch.Tensor, targets: torch.Tensor) -> None:
-        self.read_time.append(0.0)
+        self.grad_time.append(0.0)
+        cpu = time.process_time()
         start = time.perf_counter()
         self.opt.zero_grad()
         logits = self.model(ids)
@@ -112,6 +134,7 @@ class Variant:
                 assert result.records
             self.step_time.append(time.perf_counter() - before)
         self.times.append(time.perf_counter() - start)
+        self.cpu.append(time.process_time() - cpu)
 
 
 def _variants(device: torch.device, extra: bool) -> list[Variant]:
@@ -173,13 +196,22 @@ def _fmt(values: list[float], scale: float = 100.0, unit: str = "%") -> str:
 
 
 def _report(by: dict[str, Variant], world: int, args: argparse.Namespace) -> None:
-    times = {name: _kept(v.times, args) for name, v in by.items()}
     print(
         f"{world} process(es), backend {args.backend}, {args.rounds} rounds of one step per "
         f"variant (after {args.warmup} warm-up rounds)"
     )
-    for name, steps in times.items():
-        print(f"  {name:16s} {1000 * statistics.median(steps):7.2f} ms/step (median)")
+    for name, v in by.items():
+        wall, cpu = statistics.median(_kept(v.times, args)), statistics.median(_kept(v.cpu, args))
+        print(f"  {name:16s} {1000 * wall:7.2f} ms/step wall, {1000 * cpu:7.2f} ms CPU (medians)")
+    for clock in ("wall", "cpu"):
+        _ratios(
+            {n: _kept(v.times if clock == "wall" else v.cpu, args) for n, v in by.items()}, clock
+        )
+    _own(by, args)
+
+
+def _ratios(times: dict[str, list[float]], clock: str) -> None:
+    """The paired per-step ratios on one clock."""
 
     def ratio(a: str, b: str) -> list[float]:
         return [x / y - 1 for x, y in zip(times[a], times[b], strict=True)]
@@ -191,7 +223,8 @@ def _report(by: dict[str, Variant], world: int, args: argparse.Namespace) -> Non
         ]
 
     ddp_local, single = ratio("ddp+local", "ddp"), ratio("single+monitor", "single")
-    print("per-step ratios, median and IQR over rounds:")
+    what = "wall-clock" if clock == "wall" else "CPU time of the process"
+    print(f"per-step ratios on {what}, median and IQR over rounds:")
     print(f"  local overhead (DDP)      {_fmt(ddp_local)}")
     print(f"  local overhead (no DDP)   {_fmt(single)}")
     diff = [a - b for a, b in zip(ddp_local, single, strict=True)]
@@ -200,17 +233,35 @@ def _report(by: dict[str, Variant], world: int, args: argparse.Namespace) -> Non
     for name in ("ddp+reduce/lg", "ddp+reduce/read"):
         if name in times:
             print(f"  {name + ' extra':25s} {_fmt(extra(name))}")
-    print("the Monitor's own time per step (median), and its share of the DDP step:")
-    plain = statistics.median(times["ddp"])
+
+
+def _own(by: dict[str, Variant], args: argparse.Namespace) -> None:
+    """The Monitor's parts that differ between local and reduce, timed inside each step."""
+    plain = _kept(by["ddp"].times, args)
+    own = {
+        name: [
+            a + b
+            for a, b in zip(_kept(v.step_time, args), _kept(v.grad_time[1:], args), strict=True)
+        ]
+        for name, v in by.items()
+        if v.mon is not None
+    }
+    print(
+        "the Monitor's own time per step where local and reduce differ (median): mon.step(),\n"
+        "and the parameter-gradient hooks (grads=local) or the read after the backward (reduced)"
+    )
     for name, variant in by.items():
-        if variant.mon is None:
-            continue
-        inside = statistics.median(_kept(variant.step_time, args))
-        read = statistics.median(_kept(variant.read_time[1:], args))
-        print(
-            f"  {name:16s} mon.step() {1000 * inside:5.2f} ms, gradient read "
-            f"{1000 * read:5.2f} ms  ({100 * (inside + read) / plain:4.1f} % of ddp)"
-        )
+        if variant.mon is not None:
+            inside = statistics.median(_kept(variant.step_time, args))
+            grads = statistics.median(_kept(variant.grad_time[1:], args))
+            print(
+                f"  {name:16s} mon.step() {1000 * inside:5.2f} ms, gradients {1000 * grads:5.2f} ms"
+            )
+    for name in own:
+        if name.startswith("ddp+reduce"):
+            local = own["ddp+local"]
+            extra = [(r - lo) / d for r, lo, d in zip(own[name], local, plain, strict=True)]
+            print(f"  {name} minus ddp+local, per DDP step  {_fmt(extra)}")
 
 
 def main() -> None:

@@ -35,7 +35,7 @@ def test_two_halves_combine_into_the_whole_tensor() -> None:
     sums, maxes = [s for s, _ in packed], [m for _, m in packed]
     mine = halves[0]
     merged = {keys[0]: mine}
-    packing.unpack(keys, merged, sums[0] + sums[1], torch.maximum(*maxes))
+    packing.unpack(keys, merged, sums[0] + sums[1], torch.maximum(*maxes).tolist())
     got, expected = summarize(mine), summarize(_reduced(whole))
     for stat in ("mean", "std", "min", "max", "absmax", "rms", "zero_frac"):
         assert got[stat] == pytest.approx(expected[stat], rel=1e-9), stat

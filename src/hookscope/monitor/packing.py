@@ -105,31 +105,32 @@ def unpack(
     keys: Sequence[Key],
     merged: dict[Key, Reduction],
     sums: torch.Tensor,
-    maxes: torch.Tensor | None,
+    maxes: Sequence[float] | None,
 ) -> None:
     """Write the combined values of ``keys`` into the reductions of ``merged`` that this rank holds.
 
-    Sums are written as sums of ``x`` (no shift, scale 1), as `pack` sent them.
+    Sums are written as sums of ``x`` (no shift, scale 1), as `pack` sent them;
+    ``maxes`` are the MAX-reduced extrema (two per key), if any.
     """
-    summed = sums.view(-1, 1 + len(SUMMED)).tolist()
-    extrema = None if maxes is None else maxes.view(-1, 2).tolist()
+    width = 1 + len(SUMMED)
+    summed = sums.tolist()
     for index, key in enumerate(keys):
         red = merged.get(key)
         if red is None:
             continue
-        values = summed[index]
+        row = index * width
         empty = red.numel == 0  # this rank held none of it: take what the others had
-        red.numel = round(values[0])
+        red.numel = round(summed[row])
         if isinstance(red.sum, float):
             red.shift, red.scale = None, 1.0
         if red.sumsq is None and isinstance(red.norm, float):
             red.sumsq = 0.0
         red.norm = None
-        for name, value in zip(SUMMED, values[1:], strict=True):
+        for offset, name in enumerate(SUMMED, row + 1):
             if isinstance(getattr(red, name), float) or (empty and name in _GRAD_FIELDS):
-                setattr(red, name, value)
-        if extrema is not None and isinstance(red.min, float):
-            red.min, red.max = -extrema[index][0], extrema[index][1]
+                setattr(red, name, summed[offset])
+        if maxes is not None and isinstance(red.min, float):
+            red.min, red.max = -maxes[2 * index], maxes[2 * index + 1]
 
 
 def text_slots(nbytes: int) -> int:

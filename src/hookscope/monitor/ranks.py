@@ -299,7 +299,8 @@ class Exchange:
             return self.local
         assert self.sums is not None and self.maxes is not None
         self.running.wait()
-        header = self.maxes[:_HEADER].tolist()
+        maxes = self.maxes.tolist()
+        header = maxes[:_HEADER]
         if header[0] != -header[1]:
             raise DistributedError(
                 f"rank {dist.rank()}: {_WHAT} out of step: the ranks are at steps "
@@ -314,8 +315,8 @@ class Exchange:
             packing.unpack(self.layout, self.merged, self.sums, None)
             return self.local
         extrema = _HEADER + self.slots
-        packing.unpack(self.layout, self.merged, self.sums, self.maxes[extrema:])
-        code, text = packing.decode_first(self.maxes[_HEADER:extrema].tolist())
+        packing.unpack(self.layout, self.merged, self.sums, maxes[extrema:])
+        code, text = packing.decode_first(maxes[_HEADER:extrema])
         if math.isinf(code):
             return None
         world = dist.world_size()
