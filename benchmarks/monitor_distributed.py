@@ -21,18 +21,21 @@ variants that ran a few milliseconds apart; rank 0 prints their median and
 interquartile range (IQR) over the rounds. A stall of the machine moves one
 round's ratio, not the median.
 
-Figures: ``local overhead (DDP)`` = ddp+local / ddp - 1 and ``local overhead
-(no DDP)`` = single+monitor / single - 1 (target: the first at most 5 points
-above the second); ``reduce extra`` = (ddp+reduce - ddp+local) / ddp (target
-at most 2 %).
+Figures, on wall-clock and on the CPU time of the process (all its threads;
+waiting and preemption excluded): ``local overhead (DDP)`` = ddp+local / ddp
+- 1 and ``local overhead (no DDP)`` = single+monitor / single - 1 (target:
+the first at most 5 points above the second); ``reduce extra`` = (ddp+reduce
+- ddp+local) / ddp (target at most 2 %).
 
-The Monitor's own share is also timed directly, beside the step: the time
-inside ``mon.step()`` (one transfer; for ``reduce`` also packing, starting
-its two all-reduces and completing the previous step's, which ran during
-this step's forward and backward) and, for ``grads="reduced"``, the read of
-the parameter gradients after each backward.
+The parts of the Monitor that differ between ``local`` and ``reduce`` are
+also timed directly, inside every step: ``mon.step()`` (one transfer; for
+``reduce`` also packing, starting its two all-reduces and completing the
+previous step's, which ran during this step's forward and backward) and the
+parameter gradients (``grads="local"``: the post-accumulate-grad hooks;
+``"reduced"``: the read after the backward). Their paired difference over
+the DDP step is ``reduce``'s extra measured without the step's own noise.
 
-    .venv/bin/python benchmarks/monitor_distributed.py [--rounds 300] [--warmup 20] [--nproc 2]
+    .venv/bin/python benchmarks/monitor_distributed.py [--rounds 300] [--warmup 20] [--extra]
     .venv/bin/python benchmarks/monitor_distributed.py --backend nccl --nproc 1  # on a GPU
 """
 
