@@ -33,8 +33,9 @@ _PAYLOAD = 1 << 24
 _TOP = (1 << 29) - 1
 _BYTES = 3
 
-
-_NONE = (0.0,) * (1 + len(SUMMED)) + (-math.inf, -math.inf)
+#: Numbers per tensor in the SUM vector; a tensor this rank does not hold.
+_WIDTH = 1 + len(SUMMED)
+_NONE = (0.0,) * _WIDTH + (-math.inf, -math.inf)
 
 
 def _float(value: object) -> float:
@@ -88,9 +89,9 @@ def pack(
     sums, maxes = array("d"), array("d", header)
     for red, copies in zip(reds, replicas, strict=True):
         row = _NONE if red is None else _row(red)
-        sums.extend(row[:6] if copies == 1 else [value / copies for value in row[:6]])
+        sums.extend(row[:_WIDTH] if copies == 1 else [value / copies for value in row[:_WIDTH]])
         if extrema:
-            maxes.extend(row[6:])
+            maxes.extend(row[_WIDTH:])
     return _tensor(sums), _tensor(maxes)
 
 
@@ -112,13 +113,12 @@ def unpack(
     Sums are written as sums of ``x`` (no shift, scale 1), as `pack` sent them;
     ``maxes`` are the MAX-reduced extrema (two per key), if any.
     """
-    width = 1 + len(SUMMED)
     summed = sums.tolist()
     for index, key in enumerate(keys):
         red = merged.get(key)
         if red is None:
             continue
-        row = index * width
+        row = index * _WIDTH
         empty = red.numel == 0  # this rank held none of it: take what the others had
         red.numel = round(summed[row])
         if isinstance(red.sum, float):
