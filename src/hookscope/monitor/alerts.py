@@ -66,28 +66,20 @@ class AlertRules:
         """The alerts that start at ``step``."""
         conditions: dict[tuple[_Key, Rule], float] = {}
         nonfinite: dict[_Key, float] = {}
+        dead_above = self.thresholds.dead_above
         for rec in records:
-            key: _Key = (rec.phase, rec.module, rec.tensor)
-            if rec.stat in ("nan_count", "inf_count"):
+            stat = rec.stat
+            if stat == "nan_count" or stat == "inf_count":
+                key: _Key = (rec.phase, rec.module, rec.tensor)
                 nonfinite[key] = nonfinite.get(key, 0.0) + rec.value
-            elif self._watched_magnitude(rec):
-                self._magnitude(key, rec.value, conditions)
-            elif (
-                rec.stat == "zero_frac"
-                and rec.phase == "forward"
-                and rec.value >= self.thresholds.dead_above
-            ):
-                conditions[(key, "dead")] = rec.value
+            elif stat == ("absmax" if rec.phase == "forward" else "norm"):  # magnitudes watched
+                self._magnitude((rec.phase, rec.module, rec.tensor), rec.value, conditions)
+            elif stat == "zero_frac" and rec.phase == "forward" and rec.value >= dead_above:
+                conditions[((rec.phase, rec.module, rec.tensor), "dead")] = rec.value
         for key, count in nonfinite.items():
             if count > 0:
                 conditions[(key, "nonfinite")] = count
         return self._edges(step, conditions, seen={(r.phase, r.module, r.tensor) for r in records})
-
-    @staticmethod
-    def _watched_magnitude(rec: Record) -> bool:
-        if rec.phase == "forward":
-            return rec.stat == "absmax"
-        return rec.stat == "norm"
 
     def _magnitude(
         self, key: _Key, value: float, conditions: dict[tuple[_Key, Rule], float]

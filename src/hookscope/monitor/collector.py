@@ -66,6 +66,9 @@ KEEPS_NONFINITE: tuple[type[nn.Module], ...] = (
     nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d,
 )  # fmt: skip
 
+#: A module output seen this step: (tensor, version, module name, plan, reduction or None).
+Produced = tuple["weakref.ref[torch.Tensor]", int, str, Plan, Reduction | None]
+
 #: (module or parameter name, tensor path, reported?) — one tensor can play
 #: several roles, e.g. output of one module and input of the next.
 Role = tuple[str, str, bool]
@@ -101,11 +104,15 @@ class Collector:
         self.grad_regs: dict[str, Registration] = {}
         self.entries: list[Entry] = []
         self.recording = True
-        #: Tensors monitored modules output this step: (tensor, version, module name).
-        self._produced: dict[int, tuple[weakref.ref[torch.Tensor], int, str]] = {}
+        #: Tensors monitored modules output this step: (tensor, version, module
+        #: name, the plan and reduction of its statistics if they were taken).
+        self._produced: dict[int, Produced] = {}
         #: Module name -> the name of the ``nn.ReLU`` its output went to (learned
         #: in a step, used in the next: see `_output_reduction`).
         self._feeds_relu: dict[str, str] = {}
+        #: Outputs whose moments were last taken around 0.0 (their mean cancelled:
+        #: layer norms, batch norms); taking them so again saves a second pass.
+        self._mean_free: set[str] = set()
         #: Reductions of ``relu(t)`` taken with ``t``'s, for that ReLU's output.
         self._relu_ready: dict[int, tuple[weakref.ref[torch.Tensor], int, Reduction]] = {}
         self._grad_roles: dict[int, tuple[weakref.ref[torch.Tensor], int, list[Role]]] = {}
@@ -178,12 +185,15 @@ class Collector:
         plan = self.options.plans[name]
         start = len(self.entries)
         for path, t in tensors_in(output, "output"):
+            red = None
             if self.options.outputs:
-                red = self._output_reduction(name, module, args, t, plan)
+                red = self._reused(t, plan)
+                if red is None:
+                    red = self._output_reduction(name, path, module, args, t, plan)
                 self.entries.append(
                     Entry("forward", [(name, path, True)], red, tuple(t.shape), t.dtype)
                 )
-            self._produced[id(t)] = (weakref.ref(t), t._version, name)
+            self._produced[id(t)] = (weakref.ref(t), t._version, name, plan, red)
             if grads and t.requires_grad:
                 self._grad_role(name, path, t, True)
         stack = self._deferred.get(name)
@@ -231,7 +241,13 @@ class Collector:
                 self._grad_role(name, path, t, shown)
 
     def _output_reduction(
-        self, name: str, module: nn.Module, args: tuple[Any, ...], t: torch.Tensor, plan: Plan
+        self,
+        name: str,
+        path: str,
+        module: nn.Module,
+        args: tuple[Any, ...],
+        t: torch.Tensor,
+        plan: Plan,
     ) -> Reduction:
         """Reductions of output ``t``: one kernel pass, or none for a ReLU's output.
 
@@ -248,12 +264,30 @@ class Collector:
                 accuracy.repair(t, ready[2])  # reads t only if the sums cancelled
                 return ready[2]
         relu = self._feeds_relu.get(name)
+        key = name if path == "output" else f"{name} {path}"
+        shift = 0.0 if key in self._mean_free else None
         if relu is None or type(t) is not torch.Tensor:
-            return _reduce_local(t, plan)
-        red, after = reduce_with_relu(t, plan, self.options.plans[relu])
-        if after is not None:
-            self._relu_ready[id(t)] = (weakref.ref(t), t._version, after)
+            red = _reduce_local(t, plan, shift)
+        else:
+            red, after = reduce_with_relu(t, plan, self.options.plans[relu], shift)
+            if after is not None:
+                self._relu_ready[id(t)] = (weakref.ref(t), t._version, after)
+        if type(red.shift) is float and red.shift == 0.0:
+            self._mean_free.add(key)
+        else:
+            self._mean_free.discard(key)
         return red
+
+    def _reused(self, t: torch.Tensor, plan: Plan) -> Reduction | None:
+        """The reduction already taken of ``t`` if an earlier module output it unchanged.
+
+        Modules that return their input as it is (eval-mode ``Dropout``,
+        ``Identity``) then cost no second read of the tensor.
+        """
+        seen = self._produced.get(id(t))
+        if seen is None or seen[4] is None or seen[3] != plan or seen[0]() is not t:
+            return None
+        return seen[4] if seen[1] == t._version else None
 
     def _learn_relu(self, relu: str, x: Any) -> None:
         """ReLU pre-hook part: note which monitored module made the ReLU's input."""
@@ -291,7 +325,7 @@ class Collector:
         self.entries.append(Entry("backward", roles, red, tuple(grad.shape), grad.dtype))
 
 
-def _reduce_local(t: torch.Tensor, plan: Plan) -> Reduction:
+def _reduce_local(t: torch.Tensor, plan: Plan, shift: float | None = None) -> Reduction:
     """`reduce_tensor` on the part of ``t`` this process holds (a ``DTensor``'s shard).
 
     Tensor subclasses never reach the kernels as they are: a ``DTensor``
@@ -302,7 +336,7 @@ def _reduce_local(t: torch.Tensor, plan: Plan) -> Reduction:
         if local is None:
             return Reduction("skip", 0)
         t = local
-    return reduce_tensor(t, plan)
+    return reduce_tensor(t, plan, shift)
 
 
 def _in_backward() -> bool:

@@ -110,7 +110,12 @@ def clean_keys(
     merged = {
         (phase, clean(phase, module), path): red for (phase, module, path), red in merged.items()
     }
-    infos = [replace(info, module=clean(info.phase, info.module)) for info in infos]
+    infos = [
+        info
+        if (name := clean(info.phase, info.module)) == info.module
+        else replace(info, module=name)
+        for info in infos
+    ]
     if first is not None:
         first = replace(first, module=clean(first.phase, first.module))
     return merged, infos, first

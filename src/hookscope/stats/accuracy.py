@@ -56,24 +56,40 @@ def repair(t: torch.Tensor, red: Reduction) -> None:
     if total is None or rms is None:
         return
     shift = _host(red.shift) or 0.0
-    m = total / red.numel
-    mean = shift + m
-    tiny_mean = abs(mean) < MEAN_CANCEL * max(abs(shift), rms)
-    if not tiny_mean and (rms - abs(m)) * (rms + abs(m)) >= VAR_CANCEL * rms * rms:
+    target = cancelled(red.numel, total, rms, shift)
+    if target is None:
         return
-    target = 0.0 if tiny_mean else mean
-    got = (
-        native.moments(t, float(torch.tensor(target, dtype=t.dtype))) if red.scale == 1.0 else None
-    )
-    if got is None:
+    if red.scale != 1.0 or not native.takes(t):
         _float64_pass(t, red, round(math.log2(red.scale)), target)
-    elif got.shift != shift or red.sumsq is None:  # the same shift again would change nothing
-        red.sum, red.sumsq, red.norm, red.shift = (
-            got.shifted_sum,
-            got.shifted_sumsq,
-            None,
-            got.shift,
-        )
+        return
+    start = float(torch.tensor(target, dtype=t.dtype))  # exact in t's precision
+    if start == shift and red.sumsq is not None:
+        return  # the same pass again would change nothing
+    got = native.moments(t, start)
+    assert got is not None
+    red.sum, red.sumsq, red.norm, red.shift = got.shifted_sum, got.shifted_sumsq, None, got.shift
+
+
+def cancelled(n: int, total: float, rms: float, shift: float) -> float | None:
+    """The shift for a second pass when the moments of ``d = x - shift`` lost digits, else None.
+
+    Args:
+        n: element count.
+        total: sum of ``d``.
+        rms: root mean square of ``d``.
+        shift: the shift of the first pass.
+
+    Returns:
+        0.0 when the mean cancelled, the mean when the variance did, None when
+        both kept their digits.
+    """
+    m = total / n
+    mean = shift + m
+    if abs(mean) < MEAN_CANCEL * max(abs(shift), rms):
+        return 0.0
+    if (rms - abs(m)) * (rms + abs(m)) < VAR_CANCEL * rms * rms:
+        return mean
+    return None
 
 
 def _float64_pass(t: torch.Tensor, red: Reduction, exponent: int, shift: float) -> None:

@@ -149,20 +149,33 @@ def moments(tensor: torch.Tensor, shift: float | None = None) -> Moments | None:
     skip NaN; a NaN or Inf makes ``shifted_sum`` or ``shifted_sumsq``
     non-finite, and so does a float64 sum of squares beyond the float64 range.
     """
-    if tensor.device.type != "cpu" or tensor.layout != torch.strided:
-        return None
-    lib = _library()
-    code = None if lib is None else _state.codes.get(tensor.dtype)
-    if lib is None or code is None or not _dense(tensor):
+    if not takes(tensor):
         return None
     out = (ctypes.c_double * 6)()
     n = tensor.numel()
     start = math.nan if shift is None else shift
-    lib.hs_reduce(code, tensor.data_ptr(), n, torch.get_num_threads(), start, out)
+    lib = _state.lib
+    assert lib is not None
+    lib.hs_reduce(
+        _state.codes[tensor.dtype], tensor.data_ptr(), n, torch.get_num_threads(), start, out
+    )
     return Moments(out[:], n)
 
 
-def moments_relu(tensor: torch.Tensor) -> tuple[Moments, Moments] | None:
+def takes(tensor: torch.Tensor) -> bool:
+    """True when `moments` can reduce ``tensor``: dense, on the CPU, a dtype the kernel has."""
+    return (
+        tensor.is_cpu
+        and tensor.layout == torch.strided
+        and _library() is not None
+        and tensor.dtype in _state.codes
+        and _dense(tensor)
+    )
+
+
+def moments_relu(
+    tensor: torch.Tensor, shift: float | None = None
+) -> tuple[Moments, Moments] | None:
     """`moments` of ``tensor`` and of ``relu(tensor)``, in one call (float32 only).
 
     Each part of the tensor is read from memory once; the ReLU sums re-read it
@@ -176,14 +189,14 @@ def moments_relu(tensor: torch.Tensor) -> tuple[Moments, Moments] | None:
     Returns None when the kernel cannot take ``tensor`` (see `moments`) or
     it is not float32.
     """
-    if tensor.dtype != torch.float32 or tensor.device.type != "cpu":
+    if tensor.dtype != torch.float32 or not takes(tensor):
         return None
-    lib = _library()
-    if lib is None or tensor.layout != torch.strided or not _dense(tensor):
-        return None
+    lib = _state.lib
+    assert lib is not None
     out = (ctypes.c_double * 9)()
     n = tensor.numel()
-    lib.hs_reduce_relu(0, tensor.data_ptr(), n, torch.get_num_threads(), math.nan, out)
+    start = math.nan if shift is None else shift
+    lib.hs_reduce_relu(0, tensor.data_ptr(), n, torch.get_num_threads(), start, out)
     x = Moments(out[:6], n)
     shift = max(x.shift, 0.0)
     positive = out[8]

@@ -186,13 +186,28 @@ def kind_of(tensor: torch.Tensor) -> Kind:
     return "int"
 
 
-def reduce_tensor(tensor: torch.Tensor, plan: Plan) -> Reduction:
+def reduce_tensor(tensor: torch.Tensor, plan: Plan, shift: float | None = None) -> Reduction:
     """Launch the reductions of ``plan`` on ``tensor``'s device; never synchronises.
 
     Empty tensors, meta tensors and non-strided layouts get no reductions.
     Bool tensors get only their sum (mean, min, max, zero fraction); integer
     tensors are reduced in float64; complex tensors by magnitude.
+
+    Args:
+        tensor: the tensor.
+        plan: which reductions.
+        shift: on CPU, the value the moments are taken around (exact in the
+            tensor's precision); None: its first element. A good guess (0.0 for
+            a tensor whose mean was tiny last step) saves `accuracy.repair`'s
+            second pass. Plans without the sum always use 0.0: a norm needs
+            no shift.
     """
+    got = native.moments(tensor, shift if plan.sum else 0.0)  # dense float CPU: one pass
+    if got is not None:
+        red = Reduction("float", got.n)
+        if got.n:
+            _from_moments(tensor, got, plan, red)
+        return red
     kind = kind_of(tensor)
     red = Reduction(kind, tensor.numel())
     if kind == "skip" or red.numel == 0:
@@ -222,7 +237,7 @@ def reduce_tensor(tensor: torch.Tensor, plan: Plan) -> Reduction:
 
 
 def reduce_with_relu(
-    tensor: torch.Tensor, plan: Plan, relu_plan: Plan
+    tensor: torch.Tensor, plan: Plan, relu_plan: Plan, shift: float | None = None
 ) -> tuple[Reduction, Reduction | None]:
     """`reduce_tensor` of ``tensor``, and the reductions of ``relu(tensor)`` from the same pass.
 
@@ -231,9 +246,9 @@ def reduce_with_relu(
     cannot be had this way: not a float32 CPU tensor the kernel takes, or a
     NaN or Inf in ``tensor`` (the output is then reduced on its own).
     """
-    got = native.moments_relu(tensor) if kind_of(tensor) == "float" else None
+    got = native.moments_relu(tensor, shift) if kind_of(tensor) == "float" else None
     if got is None or tensor.numel() == 0:
-        return reduce_tensor(tensor, plan), None
+        return reduce_tensor(tensor, plan, shift), None
     t = tensor.detach()
     red = Reduction("float", t.numel())
     _from_moments(t, got[0], plan, red)
@@ -257,9 +272,16 @@ def _native(t: torch.Tensor, plan: Plan, red: Reduction) -> bool:
 def _from_moments(t: torch.Tensor, got: native.Moments, plan: Plan, red: Reduction) -> None:
     """Fill ``red`` from the kernel's results for ``t``; exact NaN/Inf counts where needed."""
     _fill(got, plan, red)
-    # sum and sum of squares show any NaN or Inf (or a sum too large for float32)
-    _count_nonfinite(t, red, [got.shifted_sum, got.shifted_sumsq])
-    if plan.sum or plan.squares:
+    total, squares = got.shifted_sum, got.shifted_sumsq
+    if not (math.isfinite(total) and math.isfinite(squares)):
+        # a NaN or Inf, or a sum too large for float32: count them, sum again if finite
+        _count_nonfinite(t, red, [total, squares])
+        if plan.sum or plan.squares:
+            accuracy.repair(t, red)
+        return
+    red.nan = red.inf = 0.0
+    rms = math.sqrt(squares / got.n)  # without the mean (no plan.sum) no digits were lost
+    if plan.sum and plan.squares and accuracy.cancelled(got.n, total, rms, got.shift) is not None:
         accuracy.repair(t, red)
 
 
@@ -432,8 +454,20 @@ def summarize(red: Reduction) -> dict[str, float]:
         out.update(mean=trues / n, min=float(trues == n), max=float(trues > 0))
         out.update(zero_frac=1.0 - trues / n)
         return out
-    if any(isinstance(getattr(red, name), torch.Tensor) for name in _FIELDS):
-        raise ValueError("summarize() needs fetched reductions; call fetch() first")
+    values = (
+        red.sum,
+        red.norm,
+        red.sumsq,
+        red.shift,
+        red.min,
+        red.max,
+        red.nonzero,
+        red.nan,
+        red.inf,
+    )
+    for value in values:  # the `_FIELDS`
+        if isinstance(value, torch.Tensor):
+            raise ValueError("summarize() needs fetched reductions; call fetch() first")
     shift = _float(red.shift) or 0.0
     out.update(accuracy.moment_stats(n, _float(red.sum), accuracy.rms_of(red), shift, red.scale))
     low, high = _float(red.min), _float(red.max)

@@ -41,6 +41,10 @@ def _walk(obj: Any, path: str, depth: int, found: list[tuple[str, torch.Tensor]]
         return
     if depth >= MAX_DEPTH or obj is None:
         return
+    if type(obj) is tuple or type(obj) is list:  # the common case first (no dataclass check)
+        for index, value in enumerate(obj):
+            _walk(value, f"{path}[{index}]", depth + 1, found)
+        return
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         # ModelOutput is both a dataclass and a dict: attribute paths read better.
         for field in dataclasses.fields(obj):
