@@ -2,7 +2,9 @@
 
 ResNet-50-shaped CNN (``hookscope.zoo.resnet50_like``), batch 8, or with
 ``--model gpt2`` a GPT-2 built from a ``transformers`` config (6 layers, 768
-wide, no LM head, no weights downloaded), batch 4 x 128 tokens; CPU fp32,
+wide, no LM head, no weights downloaded), batch 4 x 128 tokens (``--model
+gpt2-narrow``: 64 wide, 1 x 8 tokens, so small that the kernel reads next to
+nothing and the us/call column is the Python cost of the hook path); CPU fp32,
 every leaf module, inference forward (``torch.no_grad``). ``--busy N``
 starts N processes that burn a CPU each for the whole run (what DataLoader
 workers or a second job do to a training machine); the load average is
@@ -84,12 +86,16 @@ def timed(fn: Callable[[], object]) -> tuple[float, float]:
 def build(name: str, batch: int | None, device: torch.device) -> tuple[nn.Module, Any]:
     """The model and its input: ResNet-50-shaped images, or GPT-2 token ids."""
     torch.manual_seed(0)
-    if name == "gpt2":
+    if name in ("gpt2", "gpt2-narrow"):
         from transformers import GPT2Config, GPT2Model
 
-        config = GPT2Config(n_layer=6, n_embd=768, n_head=12, n_positions=1024)
+        narrow = name == "gpt2-narrow"
+        width, heads, tokens = (64, 4, 8) if narrow else (768, 12, 128)
+        config = GPT2Config(n_layer=6, n_embd=width, n_head=heads, n_positions=1024)
         model: nn.Module = GPT2Model(config)
-        ids = torch.randint(0, config.vocab_size, (batch or 4, 128), device=device)
+        ids = torch.randint(
+            0, config.vocab_size, (batch or (1 if narrow else 4), tokens), device=device
+        )
         return model.eval().to(device), ids
     x = torch.randn(batch or 8, 3, 224, 224, device=device)
     return resnet50_like().eval().to(device), x
@@ -127,7 +133,7 @@ def module_calls(model: nn.Module, forward: Callable[[], None]) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", choices=["resnet50", "gpt2"], default="resnet50")
+    parser.add_argument("--model", choices=["resnet50", "gpt2", "gpt2-narrow"], default="resnet50")
     parser.add_argument("--busy", type=int, default=0, help="CPU-burning processes to start")
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--batch", type=int, default=None, help="default 8 (resnet50), 4 (gpt2)")
@@ -192,7 +198,9 @@ def main() -> None:
                 ratios[label].append(run())
     print(f"load average after: {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
     mode = "forward + backward" if args.train else "inference forward"
-    shape = "GPT-2 6L 768" if args.model == "gpt2" else "ResNet-50-shaped"
+    shape = {"gpt2": "GPT-2 6L 768", "gpt2-narrow": "GPT-2 6L 64"}.get(
+        args.model, "ResNet-50-shaped"
+    )
     print(
         f"{shape}, batch {tuple(x.shape)}, {device} fp32, {torch.get_num_threads()} threads,"
         f" {args.busy} busy processes, {calls} monitored module calls a forward,"

@@ -160,7 +160,7 @@ class Collector:
             if self.options.inputs:
                 self._reduce("forward", name, path, t, self.options.plans[name], True)
             elif t.is_floating_point() and not self._was_produced(t):
-                if defer and t.device.type == "cpu":
+                if defer and t.is_cpu:
                     deferred.append((path, t))
                 else:
                     self._reduce("forward", name, path, t, CHECK_PLAN, False)

@@ -72,6 +72,8 @@ class _State:
 
 _lock = threading.Lock()
 _state = _State()
+_Out6 = ctypes.c_double * 6
+_Out9 = ctypes.c_double * 9
 
 
 class Moments:
@@ -151,7 +153,7 @@ def moments(tensor: torch.Tensor, shift: float | None = None) -> Moments | None:
     """
     if not takes(tensor):
         return None
-    out = (ctypes.c_double * 6)()
+    out = _Out6()
     n = tensor.numel()
     start = math.nan if shift is None else shift
     lib = _state.lib
@@ -193,7 +195,7 @@ def moments_relu(
         return None
     lib = _state.lib
     assert lib is not None
-    out = (ctypes.c_double * 9)()
+    out = _Out9()
     n = tensor.numel()
     start = math.nan if shift is None else shift
     lib.hs_reduce_relu(0, tensor.data_ptr(), n, torch.get_num_threads(), start, out)

@@ -281,7 +281,8 @@ def _from_moments(t: torch.Tensor, got: native.Moments, plan: Plan, red: Reducti
         return
     red.nan = red.inf = 0.0
     rms = math.sqrt(squares / got.n)  # without the mean (no plan.sum) no digits were lost
-    if plan.sum and plan.squares and accuracy.cancelled(got.n, total, rms, got.shift) is not None:
+    target = accuracy.cancelled(got.n, total, rms, got.shift) if plan.sum and plan.squares else None
+    if target is not None and not target == got.shift == 0.0:  # (taken around 0.0 already)
         accuracy.repair(t, red)
 
 

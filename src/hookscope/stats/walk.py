@@ -16,6 +16,8 @@ import torch
 
 #: How deep nested containers are followed.
 MAX_DEPTH = 6
+#: ``prefix -> prefix[0]``, the path of a lone argument.
+_FIRST: dict[str, str] = {}
 
 
 def tensors_in(obj: Any, prefix: str) -> list[tuple[str, torch.Tensor]]:
@@ -30,6 +32,11 @@ def tensors_in(obj: Any, prefix: str) -> list[tuple[str, torch.Tensor]]:
     """
     if isinstance(obj, torch.Tensor):
         return [(prefix, obj)]
+    if type(obj) is tuple and len(obj) == 1 and isinstance(obj[0], torch.Tensor):
+        first = _FIRST.get(prefix)  # a module's usual arguments: one tensor
+        if first is None:
+            first = _FIRST[prefix] = f"{prefix}[0]"
+        return [(first, obj[0])]
     found: list[tuple[str, torch.Tensor]] = []
     _walk(obj, prefix, 0, found)
     return found
