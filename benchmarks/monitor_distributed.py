@@ -2,37 +2,40 @@
 
 Two processes (gloo on CPU, one thread each, by default) train a small
 transformer language model (2 encoder layers, d_model 128, batch 8 x 64
-tokens). Each rank holds seven copies of the same model:
+tokens). Each rank holds copies of the same model:
 
 * ``ddp``: DistributedDataParallel, no hooks;
 * ``ddp+local``: DDP under ``Monitor(ranks="local")`` (defaults otherwise);
 * ``ddp+reduce``: DDP under ``Monitor(ranks="reduce", grads="reduced")``;
-* ``ddp+reduce/lg``: DDP under ``Monitor(ranks="reduce")`` (local gradients:
-  the collectives' cost without the second read of the reduced gradients);
-* ``ddp+reduce/read``: as ``ddp+reduce``, but each step's records are read
-  right after ``step()``, which then waits for its all-reduces (what every
-  step cost before they were left running);
 * ``single`` and ``single+monitor``: the model without DDP, plain and under a
-  default Monitor: the Monitor's cost where no torch.distributed is involved.
+  default Monitor: the Monitor's cost where no torch.distributed is involved;
+* with ``--extra``: ``ddp+reduce/lg`` (``ranks="reduce"`` with local
+  gradients) and ``ddp+reduce/read`` (each step's records read right after
+  ``step()``, which then waits for its all-reduces).
 
-The time spent inside ``mon.step()`` is printed per variant: one transfer;
-for ``reduce`` also starting its two all-reduces (a SUM and a MAX) and
-completing the previous step's, which ran during this step's forward and
-backward (``step()`` does not wait for its own; the results are read after
-the timed repetitions).
+The variants take turns **one step each** (A B C D E, then B C D E A, ...:
+the order rotates every round so no variant always follows the same one).
+A step is ``zero_grad, forward, backward, optimizer step, mon.step()``.
+After ``--warmup`` rounds, every round gives paired per-step ratios between
+variants that ran a few milliseconds apart; rank 0 prints their median and
+interquartile range (IQR) over the rounds. A stall of the machine moves one
+round's ratio, not the median.
 
-A step is ``zero_grad, forward, backward, optimizer step, mon.step()``. Each
-repetition runs every variant's steps interleaved (ABBA order over the
-variants), so all see the same machine; each repetition gives each variant's
-median step time (one step stalled by another process moves nothing), and
-rank 0 prints the median over repetitions of each paired ratio (with min-max).
+Figures, on wall-clock and on the CPU time of the process (all its threads;
+waiting and preemption excluded): ``local overhead (DDP)`` = ddp+local / ddp
+- 1 and ``local overhead (no DDP)`` = single+monitor / single - 1 (target:
+the first at most 5 points above the second); ``reduce extra`` = (ddp+reduce
+- ddp+local) / ddp (target at most 2 %).
 
-Figures: ``local overhead (DDP)`` = ddp+local / ddp - 1 and ``local overhead
-(no DDP)`` = single+monitor / single - 1 (target: the first at most 5 points
-above the second); ``reduce extra`` = (ddp+reduce - ddp+local) / ddp (target
-at most 2 %), and the same for ddp+reduce/lg.
+The parts of the Monitor that differ between ``local`` and ``reduce`` are
+also timed directly, inside every step: ``mon.step()`` (one transfer; for
+``reduce`` also packing, starting its two all-reduces and completing the
+previous step's, which ran during this step's forward and backward) and the
+parameter gradients (``grads="local"``: the post-accumulate-grad hooks;
+``"reduced"``: the read after the backward). Their paired difference over
+the DDP step is ``reduce``'s extra measured without the step's own noise.
 
-    .venv/bin/python benchmarks/monitor_distributed.py [--reps 7] [--steps 4] [--nproc 2]
+    .venv/bin/python benchmarks/monitor_distributed.py [--rounds 300] [--warmup 20] [--extra]
     .venv/bin/python benchmarks/monitor_distributed.py --backend nccl --nproc 1  # on a GPU
 """
 
@@ -44,6 +47,7 @@ import os
 import socket
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -52,6 +56,8 @@ import torch.multiprocessing as mp
 from torch import nn
 
 import hookscope
+from hookscope.monitor.collector import Collector
+from hookscope.monitor.ranks import GradReader
 
 
 class LM(nn.Module):
@@ -69,6 +75,30 @@ class LM(nn.Module):
         return out
 
 
+#: id(collector or gradient reader) -> its variant's per-step gradient time list.
+_GRAD_TIME: dict[int, list[float]] = {}
+
+
+def _timed(cls: Any, method: str) -> None:
+    """Time ``cls.method`` per call into its owner's `_GRAD_TIME` list (patched once, by class)."""
+    original: Callable[..., Any] = getattr(cls, method)
+
+    def timed(self: Any, *args: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return original(self, *args)
+        finally:
+            spent = _GRAD_TIME.get(id(self))
+            if spent is not None:
+                spent[-1] += time.perf_counter() - start
+
+    setattr(cls, method, timed)
+
+
+_timed(Collector, "on_param_grad")
+_timed(GradReader, "_read_parts")
+
+
 class Variant:
     """One model copy, its optimizer and (maybe) its monitor."""
 
@@ -80,9 +110,21 @@ class Variant:
         self.model = model
         self.opt = torch.optim.SGD(model.parameters(), lr=1e-3)
         self.mon = None if monitor is None else hookscope.Monitor(model, **monitor).open()
-        self.step_time = 0.0  # inside mon.step(): the transfer, and the collectives of "reduce"
+        self.times: list[float] = []  # whole steps, wall-clock
+        self.cpu: list[float] = []  # whole steps, CPU time of the process (all its threads)
+        self.step_time: list[float] = []  # inside mon.step()
+        #: per step: the parameter-gradient hooks (grads="local") or the read after the
+        #: backward (grads="reduced"), the one part of the hooks that differs between them
+        self.grad_time = [0.0]
+        if self.mon is not None:
+            _GRAD_TIME[id(self.mon._collector)] = self.grad_time
+            reader = self.mon._combiner.reader
+            if reader is not None:
+                _GRAD_TIME[id(reader)] = self.grad_time
 
-    def step(self, ids: torch.Tensor, targets: torch.Tensor) -> float:
+    def step(self, ids: torch.Tensor, targets: torch.Tensor) -> None:
+        self.grad_time.append(0.0)
+        cpu = time.process_time()
         start = time.perf_counter()
         self.opt.zero_grad()
         logits = self.model(ids)
@@ -93,11 +135,12 @@ class Variant:
             result = self.mon.step()
             if self.read and result is not None:
                 assert result.records
-            self.step_time += time.perf_counter() - before
-        return time.perf_counter() - start
+            self.step_time.append(time.perf_counter() - before)
+        self.times.append(time.perf_counter() - start)
+        self.cpu.append(time.process_time() - cpu)
 
 
-def _variants(device: torch.device) -> list[Variant]:
+def _variants(device: torch.device, extra: bool) -> list[Variant]:
     torch.manual_seed(0)
     base = LM().to(device)
     ids = [device.index] if device.type == "cuda" else None
@@ -105,15 +148,20 @@ def _variants(device: torch.device) -> list[Variant]:
     def ddp() -> nn.Module:
         return nn.parallel.DistributedDataParallel(copy.deepcopy(base), device_ids=ids)
 
-    return [
+    reduce = {"ranks": "reduce", "grads": "reduced"}
+    variants = [
         Variant("ddp", ddp(), None),
-        Variant("ddp+local", ddp(), {"ranks": "local", "keep": True}),
-        Variant("ddp+reduce", ddp(), {"ranks": "reduce", "grads": "reduced", "keep": True}),
-        Variant("ddp+reduce/lg", ddp(), {"ranks": "reduce", "keep": True}),
-        Variant("ddp+reduce/read", ddp(), {"ranks": "reduce", "grads": "reduced"}, read=True),
+        Variant("ddp+local", ddp(), {"ranks": "local", "keep": False}),
+        Variant("ddp+reduce", ddp(), {**reduce, "keep": False}),
         Variant("single", copy.deepcopy(base), None),
-        Variant("single+monitor", copy.deepcopy(base), {"keep": True}),
+        Variant("single+monitor", copy.deepcopy(base), {"keep": False}),
     ]
+    if extra:
+        variants += [
+            Variant("ddp+reduce/lg", ddp(), {"ranks": "reduce", "keep": False}),
+            Variant("ddp+reduce/read", ddp(), {**reduce, "keep": False}, read=True),
+        ]
+    return variants
 
 
 def worker(rank: int, world: int, port: int, args: argparse.Namespace) -> None:
@@ -123,113 +171,114 @@ def worker(rank: int, world: int, port: int, args: argparse.Namespace) -> None:
     device = torch.device("cuda", rank) if args.backend == "nccl" else torch.device("cpu")
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    variants = _variants(device)
+    variants = _variants(device, args.extra)
     generator = torch.Generator().manual_seed(rank)
     ids = torch.randint(0, 1000, (args.batch, 64), generator=generator).to(device)
     targets = torch.randint(0, 1000, (args.batch, 64), generator=generator).to(device)
-    for variant in variants:  # warm-up: kernel build, DDP buckets, allocator
-        for _ in range(2):
-            variant.step(ids, targets)
-    per_rep: dict[str, list[float]] = {v.name: [] for v in variants}
-    for rep in range(args.reps):
-        order = variants if rep % 2 == 0 else variants[::-1]
-        times: dict[str, list[float]] = {name: [] for name in per_rep}
-        for _ in range(args.steps):
-            for variant in [*order, *order[::-1]]:
-                if device.type == "cuda":
-                    torch.cuda.synchronize()
-                times[variant.name].append(variant.step(ids, targets))
-        for name, steps in times.items():  # the median step: one stalled step moves nothing
-            per_rep[name].append(statistics.median(steps))
+    n = len(variants)
+    for turn in range(args.warmup + args.rounds):
+        for k in range(n):  # one step each, the order rotated every round
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            variants[(turn + k) % n].step(ids, targets)
     for variant in variants:
         if variant.mon is not None:
             variant.mon.close()
-    reduce = variants[2].mon
-    keys = len(reduce.results[-1].tensors) if reduce is not None and reduce.results else 0
-    start, trip = _collectives_alone(max(keys, 100))
     if rank == 0:
-        print(
-            f"  reduce's all-reduces alone, after a barrier ({max(keys, 100)} tensors): "
-            f"starting them {1000 * start:.2f} ms, round trip {1000 * trip:.2f} ms"
-        )
-        _report(per_rep, world, args)
-        total = args.reps * 2 * args.steps
-        for variant in variants:
-            if variant.mon is not None:
-                print(
-                    f"  {variant.name:15s} mon.step() {1000 * variant.step_time / total:6.2f} ms/step"
-                )
+        _report({v.name: v for v in variants}, world, args)
     tdist.destroy_process_group()
 
 
-def _collectives_alone(keys: int, rounds: int = 20) -> tuple[float, float]:
-    """Median times to start a ``ranks="reduce"`` step's all-reduces, and to complete them.
-
-    What `hookscope.monitor.ranks.RankCombiner` does at each step once the
-    ranks agree on the tensors: one SUM all-reduce of 6 numbers per tensor and
-    one MAX of 2 per tensor plus a header, started in ``step()``; the wait is
-    timed here right after a barrier (all ranks there), the full round trip
-    that ``step()`` no longer waits for.
-    """
-    from hookscope import dist
-
-    starts, trips = [], []
-    for _ in range(rounds):
-        tdist.barrier()
-        begin = time.perf_counter()
-        running = dist.start_reduce(
-            torch.zeros(6 * keys, dtype=torch.float64),
-            torch.zeros(3 + 2 * keys, dtype=torch.float64),
-            "benchmark",
-        )
-        started = time.perf_counter()
-        running.wait()
-        starts.append(started - begin)
-        trips.append(time.perf_counter() - begin)
-    return statistics.median(starts), statistics.median(trips)
+def _kept(values: list[float], args: argparse.Namespace) -> list[float]:
+    return values[args.warmup :]
 
 
-def _ratio(per_rep: dict[str, list[float]], a: str, b: str) -> list[float]:
-    return [x / y for x, y in zip(per_rep[a], per_rep[b], strict=True)]
+def _fmt(values: list[float], scale: float = 100.0, unit: str = "%") -> str:
+    q1, med, q3 = statistics.quantiles([scale * v for v in values], n=4)
+    return f"{med:+7.2f} {unit}  (IQR {q1:+.2f} .. {q3:+.2f})"
 
 
-def _fmt(values: list[float]) -> str:
-    pct = [100 * v for v in values]
-    return f"{statistics.median(pct):+6.1f} %  (min {min(pct):+.1f}, max {max(pct):+.1f})"
-
-
-def _report(per_rep: dict[str, list[float]], world: int, args: argparse.Namespace) -> None:
-    steps = 2 * args.steps
-    print(f"{world} process(es), backend {args.backend}, {args.reps} reps x {steps} steps each")
-    for name, times in per_rep.items():
-        print(f"  {name:15s} {1000 * statistics.median(times):8.1f} ms/step (median)")
-    ddp_local = [r - 1 for r in _ratio(per_rep, "ddp+local", "ddp")]
-    single = [r - 1 for r in _ratio(per_rep, "single+monitor", "single")]
-    print(f"local overhead (DDP)     {_fmt(ddp_local)}")
-    print(f"local overhead (no DDP)  {_fmt(single)}")
+def _report(by: dict[str, Variant], world: int, args: argparse.Namespace) -> None:
     print(
-        f"DDP minus no-DDP         {_fmt([a - b for a, b in zip(ddp_local, single, strict=True)])}"
+        f"{world} process(es), backend {args.backend}, {args.rounds} rounds of one step per "
+        f"variant (after {args.warmup} warm-up rounds)"
     )
-    print(f"reduce extra (vs ddp)    {_fmt(_extra(per_rep, 'ddp+reduce'))}")
-    print(f"  same, local grads      {_fmt(_extra(per_rep, 'ddp+reduce/lg'))}")
-    print(f"  same, read at once     {_fmt(_extra(per_rep, 'ddp+reduce/read'))}")
+    for name, v in by.items():
+        wall, cpu = statistics.median(_kept(v.times, args)), statistics.median(_kept(v.cpu, args))
+        print(f"  {name:16s} {1000 * wall:7.2f} ms/step wall, {1000 * cpu:7.2f} ms CPU (medians)")
+    for clock in ("wall", "cpu"):
+        _ratios(
+            {n: _kept(v.times if clock == "wall" else v.cpu, args) for n, v in by.items()}, clock
+        )
+    _own(by, args)
 
 
-def _extra(per_rep: dict[str, list[float]], name: str) -> list[float]:
-    """(variant - ddp+local) / ddp per repetition: what a ``reduce`` variant adds to ``local``."""
-    local, plain = per_rep["ddp+local"], per_rep["ddp"]
-    return [(r - lo) / d for r, lo, d in zip(per_rep[name], local, plain, strict=True)]
+def _ratios(times: dict[str, list[float]], clock: str) -> None:
+    """The paired per-step ratios on one clock."""
+
+    def ratio(a: str, b: str) -> list[float]:
+        return [x / y - 1 for x, y in zip(times[a], times[b], strict=True)]
+
+    def extra(name: str) -> list[float]:
+        return [
+            (r - lo) / d
+            for r, lo, d in zip(times[name], times["ddp+local"], times["ddp"], strict=True)
+        ]
+
+    ddp_local, single = ratio("ddp+local", "ddp"), ratio("single+monitor", "single")
+    what = "wall-clock" if clock == "wall" else "CPU time of the process"
+    print(f"per-step ratios on {what}, median and IQR over rounds:")
+    print(f"  local overhead (DDP)      {_fmt(ddp_local)}")
+    print(f"  local overhead (no DDP)   {_fmt(single)}")
+    diff = [a - b for a, b in zip(ddp_local, single, strict=True)]
+    print(f"  DDP minus no-DDP          {_fmt(diff, unit='points')}")
+    print(f"  reduce extra (vs ddp)     {_fmt(extra('ddp+reduce'))}   target <= 2 %")
+    for name in ("ddp+reduce/lg", "ddp+reduce/read"):
+        if name in times:
+            print(f"  {name + ' extra':25s} {_fmt(extra(name))}")
+
+
+def _own(by: dict[str, Variant], args: argparse.Namespace) -> None:
+    """The Monitor's parts that differ between local and reduce, timed inside each step."""
+    plain = _kept(by["ddp"].times, args)
+    own = {
+        name: [
+            a + b
+            for a, b in zip(_kept(v.step_time, args), _kept(v.grad_time[1:], args), strict=True)
+        ]
+        for name, v in by.items()
+        if v.mon is not None
+    }
+    print(
+        "the Monitor's own time per step where local and reduce differ (median): mon.step(),\n"
+        "and the parameter-gradient hooks (grads=local) or the read after the backward (reduced)"
+    )
+    for name, variant in by.items():
+        if variant.mon is not None:
+            inside = statistics.median(_kept(variant.step_time, args))
+            grads = statistics.median(_kept(variant.grad_time[1:], args))
+            print(
+                f"  {name:16s} mon.step() {1000 * inside:5.2f} ms, gradients {1000 * grads:5.2f} ms"
+            )
+    for name in own:
+        if name.startswith("ddp+reduce"):
+            local = own["ddp+local"]
+            extra = [(r - lo) / d for r, lo, d in zip(own[name], local, plain, strict=True)]
+            print(f"  {name} minus ddp+local, per DDP step  {_fmt(extra)}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=7)
-    parser.add_argument("--steps", type=int, default=4, help="ABBA rounds per repetition")
+    parser.add_argument("--rounds", type=int, default=300, help="steps per variant, timed")
+    parser.add_argument("--warmup", type=int, default=20, help="rounds dropped first")
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--nproc", type=int, default=2)
     parser.add_argument("--threads", type=int, default=1, help="torch threads per process")
     parser.add_argument("--backend", default="gloo", choices=["gloo", "nccl"])
+    parser.add_argument("--extra", action="store_true", help="also reduce/lg and reduce/read")
     args = parser.parse_args()
+    if args.rounds < 4:
+        parser.error(f"--rounds must be at least 4, got {args.rounds}")
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 import torch
 from torch import nn
@@ -117,3 +119,22 @@ def test_summary_rows_match_the_unwrapped_model_unless_kept() -> None:
         ("module", 1),
         ("module.module", 2),
     ]
+
+
+def test_session_hooks_get_the_unwrapped_names_unless_kept() -> None:
+    x = torch.randn(3, 4)
+    for prefix in ("module", "_orig_mod"):
+        for keep in (False, True):
+            wrapped = _wrap(prefix)  # a fresh compile: traced with this session's hooks
+            seen: list[str] = []
+            with hookscope.session(wrapped, keep_wrappers=keep) as hooks:
+                hooks.add_forward_hook(partial(_note, seen), "*module", leaves_only=True)
+                hooks.add_grad_hook(partial(_note, seen), "*fc.bias")
+                wrapped(x).sum().backward()
+            # the selectors match either way; the names handed over follow keep_wrappers
+            mark = f"{prefix}." if keep else ""
+            assert seen == [f"{mark}module", f"{mark}fc.bias"], (prefix, keep)
+
+
+def _note(seen: list[str], name: str, *_args: object) -> None:
+    seen.append(name)

@@ -179,6 +179,19 @@ def _ranges(ranks: Sequence[int]) -> str:
     return ", ".join(parts)
 
 
+def gathers_parameters(model: nn.Module) -> bool:
+    """True when ``model`` holds FSDP (1 or 2) modules: its forward all-gathers parameter shards."""
+    return _fsdp_module(model) is not None
+
+
+def _fsdp_module(model: nn.Module) -> nn.Module | None:
+    fsdp = sys.modules.get("torch.distributed.fsdp")
+    if fsdp is None:
+        return None
+    sharded = tuple(getattr(fsdp, name) for name in ("FullyShardedDataParallel", "FSDPModule"))
+    return next((module for module in model.modules() if isinstance(module, sharded)), None)
+
+
 def collective_reason(model: nn.Module, backward: bool) -> str | None:
     """Why running ``model`` (forward, and backward if asked) enters collectives, or None.
 
@@ -187,14 +200,11 @@ def collective_reason(model: nn.Module, backward: bool) -> str | None:
     """
     if not initialized() or world_size() == 1:
         return None
-    fsdp = sys.modules.get("torch.distributed.fsdp")
+    sharded = _fsdp_module(model)
+    if sharded is not None:
+        return f"{type(sharded).__name__} all-gathers parameters in the forward"
     ddp = sys.modules.get("torch.nn.parallel.distributed")
-    sharded = tuple(
-        getattr(fsdp, name) for name in ("FullyShardedDataParallel", "FSDPModule") if fsdp
-    )
     for module in model.modules():
-        if sharded and isinstance(module, sharded):
-            return f"{type(module).__name__} all-gathers parameters in the forward"
         if ddp is not None and isinstance(module, ddp.DistributedDataParallel):
             if backward:
                 return "DistributedDataParallel all-reduces gradients in the backward"

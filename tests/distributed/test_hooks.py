@@ -35,13 +35,13 @@ def test_every_hook_fires_and_the_doctor_blames_none(
         got = hooked[rank][variant]
         # the training step and the doctor's run: each hook fired twice
         assert got["seen"]["forward"] == 2 and got["seen"]["backward"] == 2
-        assert [name for name, _shape, _grad in got["seen"]["grad"]] == [
-            "module.layer.linear1.weight"
-            if variant == "ddp"
-            else "layer.linear1.weight"
-            if variant == "fsdp2"
-            else "_fsdp_wrapped_module.layer._fsdp_wrapped_module.linear1.weight"
-        ] * 2
+        # names as in the unwrapped model (keep_wrappers=True: as the wrapper has them)
+        assert [name for name, _shape, _grad in got["seen"]["grad"]] == ["layer.linear1.weight"] * 2
+        assert got["names"] == ["layer.linear1"] * 2
+        assert got["kept"] == {
+            "ddp": "module.layer.linear1",
+            "fsdp2": "layer.linear1",
+        }.get(variant, "_fsdp_wrapped_module.layer._fsdp_wrapped_module.linear1")
         assert got["silent"] == [] and got["bypasses"] == 0
         assert [ok for _key, ok in got["captured"]] == [True]
 
@@ -76,12 +76,12 @@ def test_doctor_capture_and_summary_name_modules_as_the_unwrapped_model(
     plain = [row.name for row in hookscope.summary(workers.Tiny(), workers.batch(0, 0)).rows]
     for rank in (0, 1):
         got = hooked[rank][variant]
-        params = {  # FSDP1 hooks a flat parameter; with use_orig_params the doctor sees none
-            "fsdp1": [("layer._flat_param", "post_accumulate_grad")],
-            "fsdp1_orig": [],
-        }.get(variant, [("layer.linear1.weight", "post_accumulate_grad")])
-        assert got["doctor"] == sorted(
-            [("layer.linear1", "backward"), ("layer.linear1", "forward"), *params]
-        )
+        # FSDP1 (both modes) hooks the flat parameter: listed under the original parameter
+        assert got["doctor"] == [
+            ("layer.linear1", "backward", 1),
+            ("layer.linear1", "forward", 1),
+            ("layer.linear1", "forward_pre", 1),
+            ("layer.linear1.weight", "post_accumulate_grad", 1),
+        ]
         assert [key for key, _ok in got["captured"]] == ["head"]
-        assert got["rows"] == (None if variant == "fsdp2" else plain)
+        assert got["rows"] == plain

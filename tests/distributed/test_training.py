@@ -133,3 +133,16 @@ def test_a_doctor_or_summary_only_one_rank_runs_fails_fast_and_the_group_survive
     message = (tmp_path / "summary0.txt").read_text()
     assert message.startswith("rank 0: hookscope.summary() is a collective here (FSDPTiny ")
     assert "rank(s) 1 did not call it within 3 s" in message
+
+
+def test_callbacks_do_not_wait_for_a_reduce_step_and_keep_the_last(trained: Path) -> None:
+    for rank in (0, 1):
+        logged, norms = json.loads((trained / f"callbacks{rank}.json").read_text())
+        # step 0 is held (reading it would wait for its all-reduces); each step
+        # hands on the one before; flush (the callbacks' train end / log) the last
+        assert len(norms) == 3 and all(isinstance(n, float) for n in norms)
+        assert logged == [None, *norms]
+        lines = (
+            (trained / f"callbacks{rank}" / f"monitor.rank{rank}.jsonl").read_text().splitlines()
+        )
+        assert sorted({json.loads(line)["step"] for line in lines}) == [0, 1, 2]

@@ -16,6 +16,7 @@ from torch import nn
 
 import hookscope
 from hookscope.errors import DistributedError
+from hookscope.integrations.training import TrainingMonitor, total_grad_norm
 from hookscope.sinks import JsonlSink
 from hookscope.summary.params import model_totals
 from tests.distributed.harness import init
@@ -112,7 +113,30 @@ def train(rank: int, port: int, out: str) -> None:
         }
     torch.save(saved, Path(out) / f"rank{rank}.pt")
     nonfinite(rank, out)
+    callbacks(rank, out)
     tdist.destroy_process_group()
+
+
+def callbacks(rank: int, out: str) -> None:
+    """What the trainer callbacks share, under ranks="reduce": each step's scalars a step late."""
+    torch.manual_seed(0)
+    model = nn.parallel.DistributedDataParallel(Tiny())
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    run = TrainingMonitor(
+        doctor=False, log_stats=(), monitor_kwargs={"ranks": "reduce", "grads": "reduced"}
+    )
+    run.start(model, Path(out) / f"callbacks{rank}")
+    logged = []
+    for step in range(3):
+        opt.zero_grad()
+        model(batch(step, rank)).square().mean().backward()
+        opt.step()
+        logged.append(run.step(step).get("hookscope/grad_norm"))
+    logged.append(run.flush().get("hookscope/grad_norm"))  # the last step, as at train end
+    assert run.monitor is not None
+    norms = [total_grad_norm(result.records) for result in run.monitor.results]
+    run.close()
+    Path(out, f"callbacks{rank}.json").write_text(json.dumps([logged, norms]))
 
 
 def nonfinite(rank: int, out: str) -> None:
@@ -169,7 +193,7 @@ def hooks(rank: int, port: int, out: str) -> None:
     init(rank, port)
     saved: dict[str, Any] = {}
     for variant, ref, wrapped in models(rank):
-        seen: dict[str, Any] = {"grad": [], "forward": 0, "backward": 0}
+        seen: dict[str, Any] = {"grad": [], "forward": 0, "backward": 0, "names": []}
 
         def on_grad(name: str, param: torch.Tensor, seen: dict[str, Any] = seen) -> None:
             grad = param.grad
@@ -180,20 +204,26 @@ def hooks(rank: int, port: int, out: str) -> None:
         def count(kind: str, seen: dict[str, Any] = seen) -> Any:
             return lambda *_args: seen.__setitem__(kind, seen[kind] + 1)
 
+        def named(name: str, *_args: Any, seen: dict[str, Any] = seen) -> None:
+            seen["names"].append(name)
+
         with hookscope.session(wrapped) as session:
             session.add_grad_hook(on_grad, "layer.linear1.weight")
             session.add_forward_hook(count("forward"), "*linear1")
             session.add_backward_hook(count("backward"), "*linear1")
+            session.add_forward_pre_hook(named, "*linear1")
             wrapped(batch(0, rank)).square().mean().backward()
             report = hookscope.doctor(wrapped, batch(0, rank), backward=True)
+        with hookscope.session(wrapped, keep_wrappers=True) as session:
+            (kept,) = session.add_forward_hook(count("forward"), "*linear1").registrations
         with hookscope.capture(wrapped, "*head", keep=True) as cache:
             logits = wrapped(batch(0, rank))
         silent = [(h.module, h.kind, h.fired, str(h.reason)) for h in report.hooks if not h.fired]
-        rows = None  # FSDP2: nn.MultiheadAttention's eval fast path mixes DTensors (summary: eval)
-        if variant != "fsdp2":
-            rows = [row.name for row in hookscope.summary(wrapped, batch(0, rank)).rows]
+        rows = [row.name for row in hookscope.summary(wrapped, batch(0, rank)).rows]
         saved[variant] = {
-            "doctor": sorted({(h.module, h.kind) for h in report.hooks if h.by_hookscope}),
+            "doctor": sorted({(h.module, h.kind, h.fired) for h in report.hooks if h.by_hookscope}),
+            "names": seen.pop("names"),
+            "kept": kept.shown,
             "rows": rows,
             "ref": ref["grads"]["layer.linear1.weight"],
             "seen": seen,

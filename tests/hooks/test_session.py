@@ -349,7 +349,8 @@ def test_grad_hook_globs_match_names_without_wrapper_components() -> None:
 
     model = Compiled()
     calls: list[str] = []
-    with hookscope.session(model) as s:
-        s.add_grad_hook(lambda name, p: calls.append(name), "0.weight")
-        model._orig_mod(torch.randn(2, 8)).sum().backward()
-    assert calls == ["_orig_mod.0.weight"]
+    for keep in (False, True):
+        with hookscope.session(model, keep_wrappers=keep) as s:
+            s.add_grad_hook(lambda name, p: calls.append(name), "0.weight")
+            model._orig_mod(torch.randn(2, 8)).sum().backward()
+    assert calls == ["0.weight", "_orig_mod.0.weight"]  # the hook's name: unwrapped unless kept

@@ -31,11 +31,11 @@ def test_two_halves_combine_into_the_whole_tensor() -> None:
     whole[::7] = 0.0
     halves = [_reduced(whole[:400]), _reduced(whole[400:])]
     keys = [("forward", "fc", "output"), ("forward", "absent", "output")]
-    sums = [packing.pack_sums([red, None], [1, 1]) for red in halves]
-    maxes = [torch.tensor(packing.pack_maxes([red, None]), dtype=torch.float64) for red in halves]
+    packed = [packing.pack([red, None], [1, 1], [], True) for red in halves]
+    sums, maxes = [s for s, _ in packed], [m for _, m in packed]
     mine = halves[0]
     merged = {keys[0]: mine}
-    packing.unpack(keys, merged, sums[0] + sums[1], torch.maximum(*maxes))
+    packing.unpack(keys, merged, sums[0] + sums[1], torch.maximum(*maxes).tolist())
     got, expected = summarize(mine), summarize(_reduced(whole))
     for stat in ("mean", "std", "min", "max", "absmax", "rms", "zero_frac"):
         assert got[stat] == pytest.approx(expected[stat], rel=1e-9), stat

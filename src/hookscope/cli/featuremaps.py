@@ -94,7 +94,7 @@ def make_input(args: argparse.Namespace) -> torch.Tensor:
 def _forward(model: nn.Module, x: torch.Tensor, selector: Any, spec: str) -> tuple[Any, list[Any]]:
     """Run once with the capture and direct-``.forward()`` detection on."""
     with (
-        session(model, detect_bypass=True, bypass="record") as watch,
+        session(model, detect_bypass=True, bypass="record", keep_wrappers=True) as watch,
         capture(model, selector, keep=True) as cache,
     ):
         if not cache.selected:

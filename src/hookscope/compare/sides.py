@@ -193,7 +193,7 @@ def run(
     autocast: AbstractContextManager[Any] = (
         side.autocast if side.autocast is not None else nullcontext()
     )
-    with untouched(model), compiled_run(model), session(model) as s:
+    with untouched(model), compiled_run(model), session(model, keep_wrappers=True) as s:
         set_rng_state(rng)
         recorder = Recorder(
             s,

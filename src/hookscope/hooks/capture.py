@@ -118,7 +118,7 @@ class ActivationCapture(Mapping[str, torch.Tensor]):
         self._released = False
         self._overflow = None
         self._names = CleanNames(self.model, keep_wrappers=self.keep_wrappers)
-        self._session = session(self.model, on_error="raise")
+        self._session = session(self.model, on_error="raise", keep_wrappers=True)
         self._session.__enter__()
         try:
             self._session.add_forward_hook(self._hook, self.modules, leaves_only=self.leaves_only)

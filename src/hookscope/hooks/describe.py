@@ -8,6 +8,8 @@ from typing import Any
 
 #: Attribute hookscope sets on every wrapper it registers; holds the user's callable.
 WRAPPED_ATTR = "__hookscope_hook__"
+#: On a hook that FSDP1 runs on a flat parameter for one original parameter: its names.
+SLOT_ATTR = "__hookscope_slot_names__"
 
 
 def unwrap(fn: Any) -> Any:

@@ -22,8 +22,9 @@ from torch import nn
 from torch.nn.modules import module as torch_module
 
 from hookscope.errors import UsageError
-from hookscope.hooks.describe import callable_name, callable_source, is_hookscope_hook
+from hookscope.hooks.describe import SLOT_ATTR, callable_name, callable_source, is_hookscope_hook
 from hookscope.hooks.selection import module_names
+from hookscope.shards import flat_groups
 
 #: Attribute on a counting proxy holding the hook it counts.
 COUNTED_ATTR = "__hookscope_counted__"
@@ -99,7 +100,7 @@ class FiringCounter:
                 seen.add(id(module))
                 for attr, kind in _MODULE_DICTS:
                     self._wrap(getattr(module, attr), names[id(module)], kind, module)
-        for tnames, tensor in _tensors(self.model):
+        for tnames, tensor in model_tensors(self.model):
             for attr, kind in _TENSOR_DICTS:
                 hooks = getattr(tensor, attr, None)
                 if hooks:
@@ -127,7 +128,7 @@ class FiringCounter:
     ) -> None:
         for key, fn in list(hooks.items()):
             entry = CountedHook(
-                names=names,
+                names=getattr(fn, SLOT_ATTR, names),
                 kind=kind,
                 hook=callable_name(fn),
                 source=callable_source(fn),
@@ -140,7 +141,12 @@ class FiringCounter:
             self.hooks.append(entry)
 
 
-def _tensors(model: nn.Module) -> list[tuple[tuple[str, ...], torch.Tensor]]:
+def model_tensors(model: nn.Module) -> list[tuple[tuple[str, ...], torch.Tensor]]:
+    """Every parameter and buffer of ``model`` once, with all its names.
+
+    FSDP1 flat parameters are included also where ``use_orig_params=True``
+    hides them from ``named_parameters`` (gradient hooks go on them).
+    """
     names: dict[int, list[str]] = {}
     tensors: dict[int, torch.Tensor] = {}
     for tname, tensor in [
@@ -149,4 +155,8 @@ def _tensors(model: nn.Module) -> list[tuple[tuple[str, ...], torch.Tensor]]:
     ]:
         names.setdefault(id(tensor), []).append(tname)
         tensors[id(tensor)] = tensor
+    for group in flat_groups(model):
+        if id(group.flat) not in tensors:
+            names[id(group.flat)] = [f"{group.unit}._flat_param".lstrip(".")]
+            tensors[id(group.flat)] = group.flat
     return [(tuple(dict.fromkeys(names[key])), tensors[key]) for key in names]

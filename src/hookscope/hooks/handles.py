@@ -44,6 +44,9 @@ class Registration:
     warned: bool = False
     traced_calls: torch.Tensor | None = None
     traced_slot: int = 0
+    #: The name handed to the hook and shown in its errors (wrapper components
+    #: stripped unless the session keeps them); None: `name`.
+    shown_name: str | None = None
 
     @property
     def calls(self) -> int:
@@ -56,6 +59,11 @@ class Registration:
     def name(self) -> str:
         """Primary qualified name of the hooked module or parameter."""
         return self.names[0]
+
+    @property
+    def shown(self) -> str:
+        """The name the hook receives: `name` without wrapper components, unless kept."""
+        return self.names[0] if self.shown_name is None else self.shown_name
 
     @property
     def label(self) -> str:

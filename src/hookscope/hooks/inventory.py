@@ -16,7 +16,8 @@ import torch
 from torch import nn
 from torch.nn.modules import module as torch_module
 
-from hookscope.hooks.describe import callable_name, callable_source, is_hookscope_hook
+from hookscope.hooks.describe import SLOT_ATTR, callable_name, callable_source, is_hookscope_hook
+from hookscope.hooks.firing import model_tensors
 from hookscope.hooks.selection import module_names
 
 #: (attribute on nn.Module, kind reported)
@@ -103,7 +104,7 @@ def _tensor_hooks(names: tuple[str, ...], tensor: torch.Tensor) -> Iterator[Hook
     ):
         hooks = getattr(tensor, attr, None) or {}
         for key, fn in hooks.items():
-            yield _info(names, kind, key, fn)
+            yield _info(getattr(fn, SLOT_ATTR, names), kind, key, fn)
 
 
 def list_hooks(model: nn.Module) -> HookInventory:
@@ -127,16 +128,8 @@ def list_hooks(model: nn.Module) -> HookInventory:
         for attr, kind in _MODULE_DICTS:
             for key, fn in getattr(module, attr, {}).items():
                 found.append(_info(module_alias, kind, key, fn))
-    tensor_names: dict[int, list[str]] = {}
-    tensors: dict[int, torch.Tensor] = {}
-    for tname, tensor in [
-        *model.named_parameters(remove_duplicate=False),
-        *model.named_buffers(remove_duplicate=False),
-    ]:
-        tensor_names.setdefault(id(tensor), []).append(tname)
-        tensors[id(tensor)] = tensor
-    for key, tnames in tensor_names.items():
-        found.extend(_tensor_hooks(tuple(dict.fromkeys(tnames)), tensors[key]))
+    for tnames, tensor in model_tensors(model):
+        found.extend(_tensor_hooks(tnames, tensor))
     for attr, kind in _GLOBAL_DICTS:
         for key, fn in getattr(torch_module, attr, {}).items():
             found.append(_info(("*",), kind, key, fn))

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from hookscope.hooks.describe import WRAPPED_ATTR
+from hookscope.hooks.describe import SLOT_ATTR, WRAPPED_ATTR
 from hookscope.hooks.selection import ModuleSelector, param_matcher, select_params
 from hookscope.shards import FlatSlot, flat_groups
 
@@ -56,4 +56,5 @@ def slot_hook(wrapper: Callable[..., Any], slot: FlatSlot) -> Callable[[torch.Te
             wrapper(view)
 
     setattr(on_flat, WRAPPED_ATTR, getattr(wrapper, WRAPPED_ATTR))
+    setattr(on_flat, SLOT_ATTR, slot.names)  # listed under the original parameter
     return on_flat

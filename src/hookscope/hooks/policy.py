@@ -35,7 +35,7 @@ class HookRunner:
     def wrap(self, reg: Registration) -> Callable[..., Any]:
         """The callable to register for ``reg``: ``wrapper(*args)`` calls ``reg.hook(name, *args)``."""
         hook = reg.hook
-        name = reg.name
+        name = reg.shown
         lock = self._lock
 
         def wrapper(*args: Any) -> Any:
@@ -65,17 +65,17 @@ class HookRunner:
 
     def failed(self, reg: Registration, exc: Exception) -> None:
         """Apply the ``on_error`` policy to ``exc`` raised by ``reg``'s hook."""
-        where = f"{reg.kind} hook {reg.hook_name} on module '{reg.name}'"
+        where = f"{reg.kind} hook {reg.hook_name} on module '{reg.shown}'"
         if reg.kind == "grad":
-            where = f"grad hook {reg.hook_name} on parameter '{reg.name}'"
+            where = f"grad hook {reg.hook_name} on parameter '{reg.shown}'"
         if self.on_error == "raise":
             raise HookError(
                 f"{where} raised {type(exc).__name__}: {exc}",
-                module_name=reg.name,
+                module_name=reg.shown,
                 hook_name=reg.hook_name,
                 kind=reg.kind,
             ) from exc
-        failure = HookFailure(reg.name, reg.hook_name, reg.kind, exc, traceback.format_exc())
+        failure = HookFailure(reg.shown, reg.hook_name, reg.kind, exc, traceback.format_exc())
         with self._lock:
             self.errors.append(failure)
             first = not reg.warned

@@ -33,6 +33,7 @@ from hookscope.hooks.selection import (
     select_modules,
 )
 from hookscope.hooks.sideeffects import SideEffects
+from hookscope.names import CleanNames
 
 __all__ = [
     "BypassPolicy",
@@ -62,6 +63,7 @@ class HookSession:
         detect_bypass: bool = False,
         bypass: BypassPolicy = "record",
         bypass_modules: ModuleSelector = None,
+        keep_wrappers: bool = False,
     ) -> None:
         if not isinstance(model, nn.Module):
             raise UsageError(f"session() needs an nn.Module, got {type(model).__name__}")
@@ -74,6 +76,8 @@ class HookSession:
         self.detect_bypass = detect_bypass
         self.bypass_policy: BypassPolicy = bypass
         self.bypass_modules = bypass_modules
+        self.keep_wrappers = keep_wrappers
+        self._clean: CleanNames | None = None
         self.registrations: list[Registration] = []
         self._runner = HookRunner(on_error)
         self.errors: list[HookFailure] = self._runner.errors
@@ -346,8 +350,17 @@ class HookSession:
         when the hook fires and `failed` when it raises.
         """
         reg = Registration(names, kind, hook, callable_name(hook), weakref.ref(target))
+        if not self.keep_wrappers:
+            reg.shown_name = self._clean_name(names[0], kind == "grad")
         self.registrations.append(reg)
         return reg
+
+    def _clean_name(self, name: str, param: bool) -> str:
+        """``name`` as in the unwrapped model (`hookscope.names`; the map is built once)."""
+        module = name.rpartition(".")[0] if param else name
+        if self._clean is None or module not in self._clean.names:  # new modules: map again
+            self._clean = CleanNames(self.model)
+        return self._clean.param(name) if param else self._clean.module(name)
 
     def _wrap(self, reg: Registration) -> Callable[..., Any]:
         return self._runner.wrap(reg)
@@ -379,6 +392,7 @@ def session(
     detect_bypass: bool = False,
     bypass: BypassPolicy = "record",
     bypass_modules: ModuleSelector = None,
+    keep_wrappers: bool = False,
 ) -> HookSession:
     """Open a scoped hook session on ``model``.
 
@@ -396,6 +410,9 @@ def session(
         detect_bypass: record modules whose ``forward`` runs without ``__call__``.
         bypass: with ``detect_bypass``: ``"record"``, ``"warn"`` or ``"raise"``.
         bypass_modules: which modules to watch for bypasses (default: all).
+        keep_wrappers: hand hooks their names with wrapper components
+            (``module.fc``, ``_orig_mod.fc``); by default a hook's ``name``
+            is as in the unwrapped model (``fc``). Selectors match either.
     """
     return HookSession(
         model,
@@ -403,4 +420,5 @@ def session(
         detect_bypass=detect_bypass,
         bypass=bypass,
         bypass_modules=bypass_modules,
+        keep_wrappers=keep_wrappers,
     )

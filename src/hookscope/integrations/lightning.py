@@ -16,6 +16,10 @@ through ``pl_module.log`` (``on_step=True``), so every Lightning logger sees
 them (see `hookscope.integrations.training` for the names). The doctor runs
 once, on the first forward of training, and writes ``doctor.json``.
 
+With ``ranks="reduce"`` under torch.distributed a step's values are not
+waited for at its end: they are logged at the next optimizer step (one step
+late) and, for the last step of an epoch or of the run, at its last batch.
+
 The callback subclasses ``lightning.pytorch.Callback`` when the ``lightning``
 package is installed, else ``pytorch_lightning.Callback``.
 """
@@ -63,8 +67,20 @@ class HookscopeCallback(CallbackBase, Callback):
         self._run.start(pl_module, Path(root) / self.out_subdir)
 
     def on_before_optimizer_step(self, trainer: Any, pl_module: Any, optimizer: Any) -> None:
-        for name, value in self._run.step(trainer.global_step).items():
-            pl_module.log(name, value, on_step=True, on_epoch=False)
+        _log(pl_module, self._run.step(trainer.global_step))
+
+    def on_train_batch_end(
+        self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
+        # a step result held (ranks="reduce"): logged before the epoch or the run ends
+        last = trainer.is_last_batch or trainer.should_stop
+        if last or 0 < trainer.max_steps <= trainer.global_step:
+            _log(pl_module, self._run.flush())
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         self._run.close()
+
+
+def _log(pl_module: Any, logs: dict[str, float]) -> None:
+    for name, value in logs.items():
+        pl_module.log(name, value, on_step=True, on_epoch=False)

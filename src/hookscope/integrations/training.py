@@ -41,6 +41,7 @@ import hookscope
 from hookscope.errors import HookscopeError, UsageError
 from hookscope.hooks import HookSession
 from hookscope.monitor import Monitor
+from hookscope.monitor.deferred import DeferredResult
 from hookscope.monitor.records import Record, StepResult
 from hookscope.sinks.jsonl import JsonlSink
 from hookscope.stats import ALL_STATS, GRAD_STATS
@@ -104,12 +105,14 @@ class TrainingMonitor:
         self._model: nn.Module | None = None
         self._probe: HookSession | None = None
         self._reported_nonfinite = False
+        self._held: StepResult | None = None
 
     def start(self, model: nn.Module, out_dir: Path) -> None:
         """Attach to ``model`` (the doctor first, when asked); results go into ``out_dir``."""
         if self._model is not None:
             return  # already attached
         self._reported_nonfinite = False
+        self._held = None
         self.monitor = self.doctor_report = None
         self._model, self.out_dir = model, Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -118,7 +121,7 @@ class TrainingMonitor:
             return
         # One forward pre-hook on every module: the first call the trainer makes
         # (whatever module its step calls first) runs the doctor with its inputs.
-        self._probe = hookscope.session(model, on_error="warn").__enter__()
+        self._probe = hookscope.session(model, on_error="warn", keep_wrappers=True).__enter__()
         self._probe.add_forward_pre_hook(self._first_call, with_kwargs=True)
 
     def _first_call(
@@ -156,11 +159,28 @@ class TrainingMonitor:
         self.monitor = Monitor(self._model, sinks=sinks, **options).open()
 
     def step(self, step: int) -> dict[str, float]:
-        """Close the Monitor's step as ``step``; returns the scalars to log (may be empty)."""
+        """Close the Monitor's step as ``step``; returns the scalars to log now (may be empty).
+
+        With ``ranks="reduce"`` under torch.distributed the step's result is
+        still on its way (a `hookscope.monitor.deferred.DeferredResult`): it is
+        held, not waited for, and its scalars come with the next `step` (which
+        completes it anyway) or `flush`, so training never waits for the
+        all-reduces.
+        """
         if self.monitor is None:
             return {}  # nothing ran yet (the doctor opens the monitor on the first call)
         result = self.monitor.step(step=step)
-        return {} if result is None else self._scalars(result)
+        logs = self.flush()  # the held result: completed by this step() already
+        if isinstance(result, DeferredResult) and not result.settled:
+            self._held = result
+        elif result is not None:
+            logs.update(self._scalars(result))
+        return logs
+
+    def flush(self) -> dict[str, float]:
+        """The scalars of a held step result (waits for its all-reduces, if still running)."""
+        held, self._held = self._held, None
+        return {} if held is None else self._scalars(held)
 
     def _scalars(self, result: StepResult) -> dict[str, float]:
         logs: dict[str, float] = {}

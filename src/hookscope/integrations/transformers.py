@@ -15,6 +15,11 @@ own logging (``state.log_history`` and every ``report_to`` integration; see
 `hookscope.integrations.training` for the names); a step with an alert is
 logged even between ``logging_steps``. The doctor runs once, on the first
 forward of training, and writes ``doctor.json``.
+
+With ``ranks="reduce"`` under torch.distributed a step's values are not
+waited for at its end: they are taken at the next step or at the Trainer's
+next log (the final one included), whichever comes first, so only a log
+call can wait for the all-reduces (and an alert is logged a step late).
 """
 
 from __future__ import annotations
@@ -65,6 +70,7 @@ class HookscopeCallback(CallbackBase, TrainerCallback):
         self._pending.update(logs)
 
     def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
+        self._pending.update(self._run.flush())  # a step result still held (ranks="reduce")
         if not self._pending or logs is None:
             return
         logs.update(self._pending)

@@ -204,7 +204,7 @@ class Monitor:
         }
         ids = {id(sel.module) for sel in selected}
         self._compiled = CompiledSupport(self, selected, plans)
-        self._session = session(self.model, on_error=self.on_error).__enter__()
+        self._session = session(self.model, on_error=self.on_error, keep_wrappers=True).__enter__()
         self._session.stale_checked = True  # CompiledSupport warned already
         try:
             self._attach(selected, plans, lambda _name, module: id(module) in ids)

@@ -53,6 +53,11 @@ class DeferredResult(StepResult):
         return result
 
     @property
+    def settled(self) -> bool:
+        """True once completed (reading ``records`` no longer waits), or failed."""
+        return "_complete" not in self.__dict__
+
+    @property
     def failed(self) -> bool:
         """True when completing it raised (the error was raised to whoever read it)."""
         return "_error" in self.__dict__

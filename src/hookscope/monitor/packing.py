@@ -2,11 +2,11 @@
 
 Pure functions, no collective (`hookscope.monitor.ranks` runs those):
 
-* `pack_sums` / `pack_maxes` / `unpack`: per tensor, six numbers for a SUM
-  (element count, sum, sum of squares, zero, NaN and Inf counts) and two for
-  a MAX (minus the minimum, the maximum); a tensor this rank does not hold
-  enters as zeros and ``-inf``, so the combined values are exact over the
-  ranks that hold it.
+* `pack` / `unpack`: per tensor, six numbers for a SUM (element count, sum,
+  sum of squares, zero, NaN and Inf counts) and two for a MAX (minus the
+  minimum, the maximum), built in one pass over the reductions and one
+  tensor; a tensor this rank does not hold enters as zeros and ``-inf``, so
+  the combined values are exact over the ranks that hold it.
 * `encode_first` / `decode_first`: where this rank saw its first NaN/Inf,
   written into MAX slots so that one MAX leaves every rank with the location
   of the one that ranks first (earliest phase, then lowest rank) — no
@@ -16,12 +16,13 @@ Pure functions, no collective (`hookscope.monitor.ranks` runs those):
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Sequence
 
 import torch
 
 from hookscope.monitor.results import Key
-from hookscope.stats import Reduction, unshift
+from hookscope.stats import Reduction, accuracy
 
 SUMMED = ("sum", "sumsq", "nonzero", "nan", "inf")
 _GRAD_FIELDS = ("sumsq", "nan", "inf")
@@ -32,71 +33,104 @@ _PAYLOAD = 1 << 24
 _TOP = (1 << 29) - 1
 _BYTES = 3
 
-
-def _sumsq(red: Reduction) -> float | None:
-    if isinstance(red.sumsq, float):
-        return red.sumsq
-    return red.norm * red.norm if isinstance(red.norm, float) else None
+#: Numbers per tensor in the SUM vector; a tensor this rank does not hold.
+_WIDTH = 1 + len(SUMMED)
+_NONE = (0.0,) * _WIDTH + (-math.inf, -math.inf)
 
 
-def pack_sums(reds: Sequence[Reduction | None], replicas: Sequence[int]) -> torch.Tensor:
-    """Per tensor: element count, sum, sum of squares, zero, NaN and Inf counts (zeros if absent).
+def _float(value: object) -> float:
+    return value if isinstance(value, float) else 0.0
 
-    A tensor that ``n`` ranks hold alike (an HSDP shard) enters with weight
-    ``1 / n``, so the SUM over all ranks counts it once.
+
+def _row(red: Reduction) -> tuple[float, ...]:
+    """Element count, the five sums of ``x`` itself, minus the minimum and the maximum.
+
+    Shifted moments (of ``x / scale - shift``) are turned into sums of ``x``
+    (they do not add across ranks otherwise); `unpack` then writes them back
+    unshifted.
     """
-    rows = []
+    n, total = red.numel, red.sum
+    squares = red.sumsq
+    if squares is None and isinstance(red.norm, float):
+        squares = red.norm * red.norm
+    if isinstance(total, float) and (red.shift or red.scale != 1.0) and n:
+        rms = None
+        if isinstance(squares, float):
+            rms = math.sqrt(squares / n) if squares >= 0 else math.nan
+        shift = red.shift if isinstance(red.shift, float) else 0.0
+        got = accuracy.moment_stats(n, total, rms, shift, red.scale)
+        total = got["mean"] * n
+        squares = got["rms"] * got["rms"] * n if "rms" in got else None
+    low, high = red.min, red.max
+    return (
+        float(n),
+        _float(total),
+        _float(squares),
+        _float(red.nonzero),
+        _float(red.nan),
+        _float(red.inf),
+        -low if isinstance(low, float) and low == low else -math.inf,  # NaN: none
+        high if isinstance(high, float) and high == high else -math.inf,
+    )
+
+
+def pack(
+    reds: Sequence[Reduction | None], replicas: Sequence[int], header: list[float], extrema: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The SUM vector and the MAX vector (``header`` first) of ``reds``, in their order.
+
+    Per tensor, six numbers by SUM (element count, sum, sum of squares, zero,
+    NaN and Inf counts) and, with ``extrema``, two by MAX (minus the minimum,
+    the maximum). A tensor this rank lacks (None) enters as zeros and
+    ``-inf``; one that ``n`` ranks hold alike (an HSDP shard) enters its sums
+    with weight ``1 / n``, so the SUM over all ranks counts it once. The
+    reductions themselves are not changed.
+    """
+    sums, maxes = array("d"), array("d", header)
     for red, copies in zip(reds, replicas, strict=True):
-        if red is None:
-            rows.append([0.0] * (1 + len(SUMMED)))
-            continue
-        unshift(red)  # shifted moments do not add across ranks
-        squares = _sumsq(red)
-        values = [red.sum, squares, red.nonzero, red.nan, red.inf]
-        row = [float(red.numel)] + [float(v) if isinstance(v, float) else 0.0 for v in values]
-        rows.append([value / copies for value in row])
-    return torch.tensor(rows, dtype=torch.float64).reshape(-1)
+        row = _NONE if red is None else _row(red)
+        sums.extend(row[:_WIDTH] if copies == 1 else [value / copies for value in row[:_WIDTH]])
+        if extrema:
+            maxes.extend(row[_WIDTH:])
+    return _tensor(sums), _tensor(maxes)
 
 
-def pack_maxes(reds: Sequence[Reduction | None]) -> list[float]:
-    """Per tensor: minus the minimum and the maximum, for a MAX all-reduce (-inf if absent)."""
-    out: list[float] = []
-    for red in reds:
-        if red is None:
-            out += [-math.inf, -math.inf]
-        else:
-            out += [-_extreme(red.min, math.inf), _extreme(red.max, -math.inf)]
-    return out
-
-
-def _extreme(value: object, default: float) -> float:
-    return value if isinstance(value, float) and not math.isnan(value) else default
+def _tensor(values: array[float]) -> torch.Tensor:
+    """A float64 tensor over ``values`` (no copy; it keeps the array alive)."""
+    if not values:
+        return torch.empty(0, dtype=torch.float64)
+    return torch.frombuffer(values, dtype=torch.float64)
 
 
 def unpack(
     keys: Sequence[Key],
     merged: dict[Key, Reduction],
     sums: torch.Tensor,
-    maxes: torch.Tensor | None,
+    maxes: Sequence[float] | None,
 ) -> None:
-    """Write the combined values of ``keys`` into the reductions of ``merged`` that this rank holds."""
-    summed = sums.view(-1, 1 + len(SUMMED)).tolist()
-    extrema = None if maxes is None else maxes.view(-1, 2).tolist()
+    """Write the combined values of ``keys`` into the reductions of ``merged`` that this rank holds.
+
+    Sums are written as sums of ``x`` (no shift, scale 1), as `pack` sent them;
+    ``maxes`` are the MAX-reduced extrema (two per key), if any.
+    """
+    summed = sums.tolist()
     for index, key in enumerate(keys):
         red = merged.get(key)
         if red is None:
             continue
-        values = summed[index]
+        row = index * _WIDTH
         empty = red.numel == 0  # this rank held none of it: take what the others had
-        red.numel = round(values[0])
+        red.numel = round(summed[row])
+        if isinstance(red.sum, float):
+            red.shift, red.scale = None, 1.0
         if red.sumsq is None and isinstance(red.norm, float):
-            red.norm = None
             red.sumsq = 0.0
-        for name, value in zip(SUMMED, values[1:], strict=True):
+        red.norm = None
+        for offset, name in enumerate(SUMMED, row + 1):
             if isinstance(getattr(red, name), float) or (empty and name in _GRAD_FIELDS):
-                setattr(red, name, value)
-        if extrema is not None and isinstance(red.min, float):
-            red.min, red.max = -extrema[index][0], extrema[index][1]
+                setattr(red, name, summed[offset])
+        if maxes is not None and isinstance(red.min, float):
+            red.min, red.max = -maxes[2 * index], maxes[2 * index + 1]
 
 
 def text_slots(nbytes: int) -> int:

@@ -177,7 +177,6 @@ class RankCombiner:
         outside = [key for key in keys if key not in self._index]
         self._outside += [key for key in outside if key not in self._outside]
         reds = [merged.get(key) for key in self._layout]
-        sums = packing.pack_sums(reds, [self._replicas(key) for key in self._layout])
         header = [float(step), -float(step), float(len(outside))]
         extrema = self.ranks == "reduce"
         slots = self.slots() if extrema and searching else 0
@@ -187,9 +186,8 @@ class RankCombiner:
                 code = _PHASES.index(first.phase) * dist.world_size() + dist.rank()
                 text = f"{first.module}\0{first.tensor}"
             header += packing.encode_first(code, text, slots)
-        maxes = torch.tensor(
-            header + (packing.pack_maxes(reds) if extrema else []), dtype=torch.float64
-        )
+        replicas = [self._replicas(key) for key in self._layout]
+        sums, maxes = packing.pack(reds, replicas, header, extrema)
         running = dist.start_reduce(sums, maxes, _WHAT)
         return Exchange(
             self,
@@ -301,7 +299,8 @@ class Exchange:
             return self.local
         assert self.sums is not None and self.maxes is not None
         self.running.wait()
-        header = self.maxes[:_HEADER].tolist()
+        maxes = self.maxes.tolist()
+        header = maxes[:_HEADER]
         if header[0] != -header[1]:
             raise DistributedError(
                 f"rank {dist.rank()}: {_WHAT} out of step: the ranks are at steps "
@@ -316,8 +315,8 @@ class Exchange:
             packing.unpack(self.layout, self.merged, self.sums, None)
             return self.local
         extrema = _HEADER + self.slots
-        packing.unpack(self.layout, self.merged, self.sums, self.maxes[extrema:])
-        code, text = packing.decode_first(self.maxes[_HEADER:extrema].tolist())
+        packing.unpack(self.layout, self.merged, self.sums, maxes[extrema:])
+        code, text = packing.decode_first(maxes[_HEADER:extrema])
         if math.isinf(code):
             return None
         world = dist.world_size()

@@ -50,6 +50,8 @@ def summary(
     (``device=None`` or ``"auto"``) it runs on meta tensors — no compute, no
     memory — and, when an op needs real data (``.item()``, data-dependent
     shapes), again on the model's own device; ``fallback_reason`` says why.
+    A model holding FSDP modules runs on its own device only (its forward
+    all-gathers the parameter shards: a collective every rank must enter).
 
     Args:
         model: the module to summarise; left exactly as it was.
@@ -88,6 +90,8 @@ def summary(
     if why is not None:  # the forward is a collective (FSDP): meet the other ranks first
         dist.rendezvous("hookscope.summary()", why)
     target = _parse_device(device)
+    if target is None and dist.gathers_parameters(model):
+        target = model_device(model)  # FSDP hooks gather real shards: no meta run
     args = _build_args(inputs, input_size, dtypes, kwargs, target)
     flags = [(module, module.training) for module in model.modules()]
     model.eval()

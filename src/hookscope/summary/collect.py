@@ -144,7 +144,7 @@ def run_forward(
     """
     recorder = _Recorder()
     counter = MacCounter(recorder.stack, OpCache() if device.type == "meta" else None)
-    with session(model, detect_bypass=True, bypass="record") as hooks:
+    with session(model, detect_bypass=True, bypass="record", keep_wrappers=True) as hooks:
         hooks.add_forward_pre_hook(recorder.pre, with_kwargs=True)
         hooks.add_forward_hook(recorder.post)
         hooks.add_forward_hook(recorder.post_always, always_call=True)

@@ -1,0 +1,178 @@
+"""Where compiled + Monitor time goes: formulations of the forward statistics, same run.
+
+Copies of ``hookscope.zoo.SmallCNN`` (batch 32), each compiled, each with its
+own ``forward`` code object so that dynamo keeps one cache entry per copy.
+Variants (a Monitor opened before the first compiled call; the traced row
+function swapped through ``TracedCollector.reduce`` before that call):
+
+* ``compiled``: no Monitor;
+* ``outputs=False``: no forward statistics (gradient probes and parameter
+  gradients kept);
+* ``const rows``: rows written into the step buffer without reading the
+  output (constants);
+* ``sum only``: one reduction per output (its sum);
+* ``float32``: all statistics accumulated in float32;
+* ``per channel``: 4-D outputs reduced per channel first, then summed;
+* ``defaults``: the Monitor as shipped.
+
+A training step is forward + loss, backward, SGD step, ``mon.step()``; each
+is timed separately. Steps alternate between variants (order reversed every
+other round); medians over ``--steps`` rounds are printed with the ratio of
+the whole step to ``compiled``.
+
+    .venv/bin/python benchmarks/monitor_compiled_ablate.py [--steps 30] [--only a,b]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import statistics
+import time
+from collections.abc import Callable
+
+os.environ.setdefault("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")
+
+import torch
+
+import hookscope
+from hookscope.stats import Plan
+from hookscope.stats.traced import reduce_row
+from hookscope.zoo import SmallCNN
+
+Row = Callable[[torch.Tensor, Plan, torch.dtype], torch.Tensor]
+PHASES = ("forward", "backward", "optimizer", "mon.step")
+
+
+def _row(dtype: torch.dtype, **values: torch.Tensor) -> torch.Tensor:
+    """A forward row (calls, numel, sum, sumsq, min, max, nonzero, nan, inf) from some values."""
+    zero = torch.zeros((), dtype=dtype)
+    fields = {"sumsq": zero, "min": zero + torch.inf, "max": zero - torch.inf, "nonzero": zero}
+    fields |= {"nan": zero, "inf": zero, **values}
+    order = ("sum", "sumsq", "min", "max", "nonzero", "nan", "inf")
+    return torch.stack([zero + 1, zero + values["numel"], *(fields[k] for k in order)])
+
+
+def const_rows(t: torch.Tensor, plan: Plan, dtype: torch.dtype) -> torch.Tensor:
+    zero = torch.zeros((), dtype=dtype)
+    return _row(dtype, numel=zero + t.numel(), sum=zero)
+
+
+def sum_only(t: torch.Tensor, plan: Plan, dtype: torch.dtype) -> torch.Tensor:
+    zero = torch.zeros((), dtype=dtype)
+    return _row(dtype, numel=zero + t.numel(), sum=t.detach().sum().to(dtype))
+
+
+def float32(t: torch.Tensor, plan: Plan, dtype: torch.dtype) -> torch.Tensor:
+    return reduce_row(t, plan, torch.float32).to(dtype)
+
+
+def per_channel(t: torch.Tensor, plan: Plan, dtype: torch.dtype) -> torch.Tensor:
+    x = t.detach()
+    if x.dim() != 4 or not x.is_floating_point():
+        return reduce_row(t, plan, dtype)
+    dims = (0, 2, 3)
+    wide = x.to(dtype)
+
+    def count(mask: torch.Tensor) -> torch.Tensor:
+        return mask.sum(dim=dims, dtype=torch.int32).sum().to(dtype)
+
+    return _row(
+        dtype,
+        numel=torch.zeros((), dtype=dtype) + x.numel(),
+        sum=wide.sum(dim=dims).sum(),
+        sumsq=(wide * wide).sum(dim=dims).sum(),
+        min=x.amin(dim=dims).min().to(dtype),
+        max=x.amax(dim=dims).max().to(dtype),
+        nonzero=count(x != 0),
+        nan=count(x != x),
+        inf=count(x.abs() == torch.inf),
+    )
+
+
+#: name -> (Monitor options or None for no Monitor, row function or None for the default)
+VARIANTS: dict[str, tuple[dict[str, bool] | None, Row | None]] = {
+    "compiled": (None, None),
+    "outputs=False": ({"outputs": False}, None),
+    "const rows": ({}, const_rows),
+    "sum only": ({}, sum_only),
+    "float32": ({}, float32),
+    "per channel": ({}, per_channel),
+    "defaults": ({}, None),
+}
+
+
+def own_forward(model: SmallCNN, i: int) -> None:
+    """Give ``model`` a ``forward`` with a code object of its own (its own dynamo cache)."""
+    scope: dict[str, object] = {"SmallCNN": SmallCNN}
+    src = "def forward(self, x):\n    return SmallCNN.forward(self, x)\n"
+    exec(compile(src, f"<variant {i}>", "exec"), scope)  # fixed source, no input
+    model.__class__ = type(f"SmallCNN{i}", (SmallCNN,), {"forward": scope["forward"]})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--only", help="comma-separated variant names (compiled is always run)")
+    args = parser.parse_args()
+    names = list(VARIANTS)
+    if args.only:
+        wanted = set(args.only.split(","))
+        unknown = wanted - set(names)
+        if unknown:
+            parser.error(f"unknown variant(s) {sorted(unknown)}; choose from {names}")
+        names = [n for n in names if n == "compiled" or n in wanted]
+    torch.manual_seed(0)
+    base, x = SmallCNN(), torch.randn(32, 3, 32, 32)
+    runs, opts, mons = {}, {}, {}
+    for i, name in enumerate(names):
+        model = copy.deepcopy(base)
+        own_forward(model, i)
+        options, row = VARIANTS[name]
+        if options is not None:
+            mons[name] = hookscope.Monitor(model, **options).open()
+            if row is not None:
+                mons[name]._compiled.traced.reduce = row
+        runs[name] = torch.compile(model)
+        opts[name] = torch.optim.SGD(model.parameters(), lr=1e-3)
+    times: dict[str, dict[str, list[float]]] = {n: {p: [] for p in PHASES} for n in names}
+
+    def step(name: str) -> None:
+        t0 = time.perf_counter()
+        loss = runs[name](x).square().mean()
+        t1 = time.perf_counter()
+        loss.backward()
+        t2 = time.perf_counter()
+        opts[name].step()
+        opts[name].zero_grad()
+        t3 = time.perf_counter()
+        if name in mons:
+            mons[name].step()
+        t4 = time.perf_counter()
+        for phase, took in zip(PHASES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+            times[name][phase].append(took)
+
+    for name in names:  # compile, then one more call each (dynamo may specialise once more)
+        step(name)
+        step(name)
+    for name in names:
+        for phase in PHASES:
+            times[name][phase].clear()
+    for i in range(args.steps):
+        for name in names if i % 2 == 0 else names[::-1]:
+            step(name)
+    for mon in mons.values():
+        mon.close()
+    totals = {n: [sum(v) for v in zip(*times[n].values(), strict=True)] for n in names}
+    base_step = statistics.median(totals["compiled"])
+    print(f"SmallCNN b32, torch {torch.__version__}, {torch.get_num_threads()} threads, ms:")
+    print(f"  {'variant':14s} " + " ".join(f"{p:>9s}" for p in PHASES) + "      step  ratio")
+    for name in names:
+        phases = " ".join(f"{statistics.median(times[name][p]) * 1e3:9.2f}" for p in PHASES)
+        total = statistics.median(totals[name])
+        print(f"  {name:14s} {phases} {total * 1e3:9.2f} {total / base_step:6.2f}x")
+
+
+if __name__ == "__main__":
+    main()
