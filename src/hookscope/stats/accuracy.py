@@ -62,7 +62,8 @@ def repair(t: torch.Tensor, red: Reduction) -> None:
     if red.scale != 1.0 or not native.takes(t):
         _float64_pass(t, red, round(math.log2(red.scale)), target)
         return
-    start = float(torch.tensor(target, dtype=t.dtype))  # exact in t's precision
+    # the target rounded to t's precision (0.0 is exact in all of them)
+    start = target and float(torch.tensor(target, dtype=t.dtype))
     if start == shift and red.sumsq is not None:
         return  # the same pass again would change nothing
     got = native.moments(t, start)

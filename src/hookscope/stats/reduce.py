@@ -282,7 +282,8 @@ def _from_moments(t: torch.Tensor, got: native.Moments, plan: Plan, red: Reducti
     red.nan = red.inf = 0.0
     rms = math.sqrt(squares / got.n)  # without the mean (no plan.sum) no digits were lost
     target = accuracy.cancelled(got.n, total, rms, got.shift) if plan.sum and plan.squares else None
-    if target is not None and not target == got.shift == 0.0:  # (taken around 0.0 already)
+    around_zero_already = target == 0.0 and got.shift == 0.0
+    if target is not None and not around_zero_already:
         accuracy.repair(t, red)
 
 
