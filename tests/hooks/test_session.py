@@ -261,7 +261,8 @@ def test_two_threads_attribute_firings_correctly() -> None:
         for t in threads:
             t.start()
         for t in threads:
-            t.join()
+            t.join(timeout=120)
+            assert not t.is_alive(), "a hooked forward thread did not finish"
         assert s.fired["0"]["forward:" + hook.__module__ + "." + hook.__qualname__] == 400
         assert sum(sum(c.values()) for c in s.fired.values()) == 400 * 4
     assert sorted(tuple(set(v)) for v in seen.values()) == [(1.0,), (2.0,)]

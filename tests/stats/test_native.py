@@ -182,7 +182,9 @@ def test_a_cached_library_without_the_kernel_is_rebuilt(tmp_path: Path) -> None:
     path = kernel_path(cache)
     stranger = tmp_path / "stranger.c"
     stranger.write_text("int something_else(void) { return 1; }\n")
-    subprocess.run(["cc", "-shared", "-fPIC", str(stranger), "-o", str(path)], check=True)
+    subprocess.run(
+        ["cc", "-shared", "-fPIC", str(stranger), "-o", str(path)], check=True, timeout=120
+    )
     got = run_fresh({"HOOKSCOPE_CACHE_DIR": str(cache)}, COUNTED_PROBE)
     assert got["available"] and got["why"] is None and got["builds"] == 1
     assert got["means"] == good["means"]
