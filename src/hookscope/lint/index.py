@@ -96,17 +96,23 @@ def scan_classes(data: bytes, path: str = "") -> list[ClassEntry]:
     starts: list[int] = []
     entries: list[tuple[str, tuple[str, ...], list[tuple[str, str]], str]] = []
     line, counted = 1, 0
-    imported = _from_imports(data, path)
+    imported: dict[str, str] | None = None  # read on the first base an import can name
+    interfaces = b"jit.interface" in data  # one test per file instead of one search per class
     for match in _CLASS.finditer(data):
         start = match.start()
         if data[data.rfind(b"\n", 0, start) + 1 : start].strip(b" \t"):
             continue  # "class" not at the start of a line
         name = match.group(1).decode("ascii", errors="replace")
-        raw = (match.group(2) or b"").decode("utf-8", errors="replace")
+        raw = match.group(2)
         line, counted = line + data.count(b"\n", counted, start), start
         starts.append(start)
-        bases = tuple(imported.get(b, b) for b in _bases(raw))
-        if _JIT_INTERFACE.search(data, max(0, start - 80), start):
+        bases = _bases(raw.decode("utf-8", errors="replace")) if raw else ()
+        # Only a bare name can be imported (``from m import Base``): dotted bases are kept.
+        if any("." not in base for base in bases):
+            if imported is None:
+                imported = _from_imports(data, path)
+            bases = tuple(imported.get(b, b) for b in bases)
+        if interfaces and _JIT_INTERFACE.search(data, max(0, start - 80), start):
             bases = (JIT_INTERFACE,)
         entries.append((name, bases, [], f"{path}:{line}"))
     if entries and b"self." in data:
@@ -167,14 +173,36 @@ def scan_functions(data: bytes, path: str = "") -> list[FunctionEntry]:
         signature = _SIGNATURE_END.search(data, begin, min(end, begin + _MAX_SIGNATURE))
         arrow = signature.group(1) if signature else None
         annotation = arrow.decode("utf-8", "replace") if arrow else ""
-        calls = [m.group(1) for m in _RETURN_CALL.finditer(data, begin, end) if _starts(data, m)]
-        every = len(calls) == sum(_starts(data, m) for m in _RETURN.finditer(data, begin, end))
-        returns = tuple(c.decode("ascii", "replace") for c in calls) if every else ()
+        returns = _returned_calls(data, begin, end)
         line, counted = line + data.count(b"\n", counted, line_start), line_start
         out.append(
             (match.group(1).decode("ascii", "replace"), annotation, returns, f"{path}:{line}")
         )
     return out
+
+
+def _returned_calls(data: bytes, begin: int, end: int) -> tuple[str, ...]:
+    """The names called by the ``return`` statements of ``data[begin:end]`` when every
+    ``return`` returns a call (``return Net(...)``), else ``()``.
+
+    One pass over the ``return`` words: a ``return NAME(`` match starts at one of them,
+    so trying `_RETURN_CALL` there, after the end of the previous match, finds exactly
+    what its own ``finditer`` over the body would.
+    """
+    calls: list[bytes] = []
+    returns, resume = 0, begin
+    for match in _RETURN.finditer(data, begin, end):
+        word = _starts(data, match)
+        returns += word
+        if match.start() >= resume:
+            call = _RETURN_CALL.match(data, match.start(), end)
+            if call is not None:
+                resume = call.end()
+                if word:
+                    calls.append(call.group(1))
+    if len(calls) != returns:
+        return ()
+    return tuple(c.decode("ascii", "replace") for c in calls)
 
 
 def _starts(data: bytes, match: re.Match[bytes]) -> bool:
@@ -184,7 +212,8 @@ def _starts(data: bytes, match: re.Match[bytes]) -> bool:
 
 
 def _bases(raw: str) -> tuple[str, ...]:
-    raw = _SUBSCRIPT.sub("", raw)
+    if "[" in raw:
+        raw = _SUBSCRIPT.sub("", raw)
     bases = []
     for part in raw.split(","):
         part = part.split("#", 1)[0].strip()
