@@ -31,6 +31,7 @@ JIT_INTERFACE = "@torch.jit.interface"
 # each "def"/"return" with a fast search; line starts and word starts are checked by hand.
 _DEF = re.compile(rb"def[ \t]+(\w+)[ \t]*\(")
 _ASYNC = re.compile(rb"async[ \t]+")
+_A = ord("a")  # the first byte of "async": most indented defs are told apart by it alone
 # The end of a signature, with its return annotation if any: ") -> T:" or "):".
 _SIGNATURE_END = re.compile(rb"\)[ \t]*(?:->[ \t]*([^\n]+?)[ \t]*)?:[ \t]*(?:#[^\n]*)?\r?\n")
 _TOP_LEVEL = re.compile(rb"\n(?=[^\s#)\]}])")  # not the ")" closing a signature
@@ -96,7 +97,6 @@ def scan_classes(data: bytes, path: str = "") -> list[ClassEntry]:
     starts: list[int] = []
     entries: list[tuple[str, tuple[str, ...], list[tuple[str, str]], str]] = []
     line, counted = 1, 0
-    imported: dict[str, str] | None = None  # read on the first base an import can name
     interfaces = b"jit.interface" in data  # one test per file instead of one search per class
     for match in _CLASS.finditer(data):
         start = match.start()
@@ -107,14 +107,14 @@ def scan_classes(data: bytes, path: str = "") -> list[ClassEntry]:
         line, counted = line + data.count(b"\n", counted, start), start
         starts.append(start)
         bases = _bases(raw.decode("utf-8", errors="replace")) if raw else ()
-        # Only a bare name can be imported (``from m import Base``): dotted bases are kept.
-        if any("." not in base for base in bases):
-            if imported is None:
-                imported = _from_imports(data, path)
-            bases = tuple(imported.get(b, b) for b in bases)
         if interfaces and _JIT_INTERFACE.search(data, max(0, start - 80), start):
             bases = (JIT_INTERFACE,)
         entries.append((name, bases, [], f"{path}:{line}"))
+    # Only a bare name can be imported (``from m import Base``); dotted bases stay as written.
+    bare = {base for entry in entries for base in entry[1] if "." not in base}
+    if bare:
+        imported = _from_imports(data, path, bare)
+        entries = [(n, tuple(imported.get(b, b) for b in bases), a, w) for n, bases, a, w in entries]
     if entries and b"self." in data:
         # Annotations above the first class have no owner; no match spans a line, and
         # only indentation precedes starts[0] on its line, so starting there is exact.
@@ -125,20 +125,27 @@ def scan_classes(data: bytes, path: str = "") -> list[ClassEntry]:
     return [(name, bases, tuple(attrs), where) for name, bases, attrs, where in entries]
 
 
-def _from_imports(data: bytes, path: str = "") -> dict[str, str]:
+def _from_imports(
+    data: bytes, path: str = "", wanted: set[str] | None = None
+) -> dict[str, str]:
     """``{local name: "module.Name"}`` of the ``from module import Name [as local]`` lines.
 
     Bases are recorded with the module they come from, so that ``class Net(Base)``
     after ``from pkg.layers import Block as Base`` resolves to ``pkg/layers.py``'s
     ``Block``, even when other files define classes called ``Block`` too. Relative
-    imports are made absolute from ``path`` (relative to the project root).
+    imports are made absolute from ``path`` (relative to the project root). With
+    ``wanted``, only the statements whose names mention one of them are read (the
+    others bind none of them): the entries of ``wanted`` are the same either way.
     """
     out: dict[str, str] = {}
     if b"import" not in data:
         return out
-    for module, names in _FROM_IMPORT.findall(data):
+    for module, raw in _FROM_IMPORT.findall(data):
+        names = raw.decode("ascii", "replace")
+        if wanted is not None and not any(name in names for name in wanted):
+            continue
         prefix = absolute_module(module.decode("ascii", "replace"), path)
-        for name, alias in _IMPORTED.findall(names.decode("ascii", "replace").strip("()")):
+        for name, alias in _IMPORTED.findall(names.strip("()")):
             if name != "import":
                 out[alias or name] = f"{prefix}.{name}"
     return out
@@ -165,7 +172,9 @@ def scan_functions(data: bytes, path: str = "") -> list[FunctionEntry]:
     for match in _DEF.finditer(data):
         start = match.start()
         line_start = data.rfind(b"\n", 0, start) + 1
-        if line_start != start and not _ASYNC.fullmatch(data, line_start, start):
+        if line_start != start and (
+            data[line_start] != _A or not _ASYNC.fullmatch(data, line_start, start)
+        ):
             continue  # not a top-level def
         begin = match.end()
         top = _TOP_LEVEL.search(data, begin)

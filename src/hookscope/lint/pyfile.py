@@ -105,6 +105,16 @@ class PyFile:
 
 
 _HOT = re.compile(r"forward|_hook|compile")
+# Statements that can hold statements (or handlers and cases that do); any other
+# statement holds only expressions, which are walked only when they are hot.
+_COMPOUND = (
+    ast.If,
+    ast.With,
+    ast.AsyncWith,
+    ast.Try,
+    ast.Match,
+    *((ast.TryStar,) if hasattr(ast, "TryStar") else ()),
+)
 
 
 class _Walker:
@@ -157,6 +167,8 @@ class _Walker:
             self.visit_body(node.body)
             self.loops.pop()
             self.visit_body(node.orelse)
+        elif not isinstance(node, _COMPOUND) and not self.is_hot(node):
+            return  # a simple statement holds no statement, and no hot expression here
         else:
             self.visit_fields(node)
 
