@@ -114,7 +114,9 @@ def scan_classes(data: bytes, path: str = "") -> list[ClassEntry]:
     bare = {base for entry in entries for base in entry[1] if "." not in base}
     if bare:
         imported = _from_imports(data, path, bare)
-        entries = [(n, tuple(imported.get(b, b) for b in bases), a, w) for n, bases, a, w in entries]
+        entries = [
+            (n, tuple(imported.get(b, b) for b in bases), a, w) for n, bases, a, w in entries
+        ]
     if entries and b"self." in data:
         # Annotations above the first class have no owner; no match spans a line, and
         # only indentation precedes starts[0] on its line, so starting there is exact.
@@ -125,9 +127,7 @@ def scan_classes(data: bytes, path: str = "") -> list[ClassEntry]:
     return [(name, bases, tuple(attrs), where) for name, bases, attrs, where in entries]
 
 
-def _from_imports(
-    data: bytes, path: str = "", wanted: set[str] | None = None
-) -> dict[str, str]:
+def _from_imports(data: bytes, path: str = "", wanted: set[str] | None = None) -> dict[str, str]:
     """``{local name: "module.Name"}`` of the ``from module import Name [as local]`` lines.
 
     Bases are recorded with the module they come from, so that ``class Net(Base)``

@@ -1,6 +1,7 @@
 """Find files, pre-filter them cheaply, index classes, run the rules in parallel.
 
-Two passes, each spread over ``jobs`` processes:
+Two passes, each spread over ``jobs`` processes (this one and ``jobs - 1`` workers,
+see `hookscope.lint.sharing`):
 
 1. every file is read as bytes: its ``class`` lines go into the project-wide class
    index (a regular expression, no parsing) and a substring test decides whether
