@@ -43,10 +43,14 @@ def shared_map(
 
     with ProcessPoolExecutor(jobs - 1, initializer=initializer, initargs=initargs) as pool:
         futures = [pool.submit(remote, item) for item in items]
-        for i in reversed(range(len(items))):
-            if not futures[i].cancel():
-                break  # a worker has it: the workers have every task before it too
-            yield i, local(items[i])
-        for i, future in enumerate(futures):
-            if not future.cancelled():
-                yield i, future.result()
+        try:
+            for i in reversed(range(len(items))):
+                if not futures[i].cancel():
+                    break  # a worker has it: the workers have every task before it too
+                yield i, local(items[i])
+            for i, future in enumerate(futures):
+                if not future.cancelled():
+                    yield i, future.result()
+        finally:  # an error (or Ctrl-C) here: the pool ends without the tasks left
+            for future in futures:
+                future.cancel()
