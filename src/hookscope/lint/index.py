@@ -97,7 +97,6 @@ def scan_classes(data: bytes, path: str = "") -> list[ClassEntry]:
     starts: list[int] = []
     entries: list[tuple[str, tuple[str, ...], list[tuple[str, str]], str]] = []
     line, counted = 1, 0
-    interfaces = b"jit.interface" in data  # one test per file instead of one search per class
     for match in _CLASS.finditer(data):
         start = match.start()
         if data[data.rfind(b"\n", 0, start) + 1 : start].strip(b" \t"):
@@ -107,7 +106,7 @@ def scan_classes(data: bytes, path: str = "") -> list[ClassEntry]:
         line, counted = line + data.count(b"\n", counted, start), start
         starts.append(start)
         bases = _bases(raw.decode("utf-8", errors="replace")) if raw else ()
-        if interfaces and _JIT_INTERFACE.search(data, max(0, start - 80), start):
+        if _JIT_INTERFACE.search(data, max(0, start - 80), start):
             bases = (JIT_INTERFACE,)
         entries.append((name, bases, [], f"{path}:{line}"))
     # Only a bare name can be imported (``from m import Base``); dotted bases stay as written.
