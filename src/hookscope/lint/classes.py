@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import os
 
-from hookscope.lint import known
+from hookscope.lint import known, libraries
 from hookscope.lint.bindings import dotted
 from hookscope.lint.index import ClassIndex, absolute_module
 from hookscope.lint.kinds import Kind
@@ -61,9 +61,9 @@ class ClassKinds:
         """
         prefix, _, last = name.rpartition(".")
         module = module or prefix
-        if module.partition(".")[0] in known.HOOKLESS_LIBRARIES:
+        if module.partition(".")[0] in libraries.HOOKLESS_LIBRARIES:
             return Kind.HOOKLESS, False
-        if known.library_model_class(module, last):
+        if libraries.library_model_class(module, last):
             return Kind.MODULE, False
         key = f"{module}:{last}"
         if key in self._class_kinds:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
-from hookscope.lint import known
+from hookscope.lint import known, libraries
 from hookscope.lint.bindings import (
     Binding,
     class_attributes,
@@ -50,6 +50,7 @@ from hookscope.lint.methods import (
 from hookscope.lint.narrowing import Guard, guards, narrowed
 from hookscope.lint.passing import calls_by_name, given_by_callers, unpacked
 from hookscope.lint.pyfile import PyFile, Scope
+from hookscope.lint.registries import REGISTRY_CALLS, built_by_registry, registry_class
 from hookscope.lint.typehints import annotation_kind, instance_class
 
 _SELF_RETURNING = frozenset(
@@ -114,7 +115,10 @@ class Resolver(ClassKinds):
             base = self.resolve(expr.value, scope, depth + 1)
             if isinstance(expr.slice, ast.Slice) and base.container:
                 return base  # a slice of a ModuleList or Sequential is one too
-            return member(self, base, scope)
+            found = member(self, base, scope)
+            if found.kind is Kind.UNKNOWN and base.kind is not Kind.MODULE:
+                return registry_class(self, expr.value, scope) or found
+            return found
         if isinstance(expr, ast.Call):
             return self._call(expr, scope, depth)
         if isinstance(expr, _COLLECTIONS):
@@ -151,6 +155,7 @@ class Resolver(ClassKinds):
                         return found
                 if bindings:
                     if current is scope and line:
+                        bindings = [b for b in bindings if not _in_own_value(b, line)]
                         bindings = reaching(current.node, bindings, line)
                     result = self.combine(bindings, depth, name)
                     return result if result is NAMESPACE else replace(result, name=name)
@@ -242,7 +247,7 @@ class Resolver(ClassKinds):
         if path in known.MODULE_FACTORIES or f".{path}".endswith(known.MODULE_FACTORY_SUFFIXES):
             return Resolved(Kind.MODULE, name=last, via=f"{path}(...) returns a module")
         origin = import_origin(self, path, scope) if path else ""
-        if known.library_model_function(origin):
+        if libraries.library_model_function(origin):
             return Resolved(Kind.MODULE, name=last, via=f"{origin}(...) builds a model")
         if isinstance(func, ast.Attribute) and last.startswith(known.CONSTRUCTOR_PREFIXES):
             # ``object.__new__(Cls)`` / ``Cls.__new__(Cls)``: an instance of its argument
@@ -257,6 +262,10 @@ class Resolver(ClassKinds):
                 )
         if isinstance(func, ast.Attribute):
             built = built_by_classmethod(self, func, scope, depth)
+            if built is not None:
+                return built
+        if last in REGISTRY_CALLS:
+            built = built_by_registry(self, expr, scope)
             if built is not None:
                 return built
         callee = self.resolve(func, scope, depth + 1)
@@ -376,7 +385,7 @@ class Resolver(ClassKinds):
         known_pairs = [(b, r) for b, r in pairs if r.kind is not Kind.UNKNOWN]
         kinds = {r.kind for _, r in known_pairs}
         if len(kinds) == 1:
-            binding, result = known_pairs[0]
+            binding, result = _with_elements(known_pairs)
             if result.via or not label or result is NAMESPACE:
                 return result
             return replace(result, via=self._describe(binding, label))
@@ -436,3 +445,21 @@ class Resolver(ClassKinds):
     def annotation(self, node: ast.expr) -> Resolved:
         """The kind of a value annotated with ``node``."""
         return annotation_kind(self, node)
+
+
+def _with_elements(pairs: list[tuple[Binding, Resolved]]) -> tuple[Binding, Resolved]:
+    """The binding to report among bindings of one kind: for collections, one whose
+    elements are known (``model = []`` then ``model = [Wrap(m) for m in model]``: an
+    empty list says nothing of its elements); elements of several kinds are unknown."""
+    elems = {r.elem for _, r in pairs if r.elem is not None}
+    if len(elems) == 1:
+        return next(p for p in pairs if p[1].elem is not None)
+    binding, result = pairs[0]
+    return (binding, replace(result, elem=None)) if elems else (binding, result)
+
+
+def _in_own_value(binding: Binding, line: int) -> bool:
+    """Whether a use at ``line`` lies in the value of ``binding`` itself: in ``model =
+    [model]`` or ``x = wrap(x)`` the name on the right is its earlier value."""
+    value = binding.expr if binding.kind == "value" else None
+    return value is not None and value.lineno <= line <= (value.end_lineno or value.lineno)
