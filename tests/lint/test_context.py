@@ -72,3 +72,19 @@ def test_class_kinds_do_not_depend_on_the_order_of_look_ups() -> None:
         return {name: resolver.class_kind(name) for name in order}
 
     assert kinds(["A", "B"]) == kinds(["B", "A"]) == {n: (Kind.MODULE, False) for n in "AB"}
+
+
+def test_registries_tuple_fixtures_and_handed_back_modules(fixtures: Path) -> None:
+    path = fixtures / "project" / "registry.py"
+    found = lint([fixtures / "project"], select=["HS1", "HS104"], config=False)
+    mine = [f for f in found if f.path.endswith("registry.py")]
+    assert {(f.line, f.code) for f in mine} == expected_codes(path)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    by_line = {f.line: f.resolution for f in mine}
+    built = by_line[next(i for i, t in enumerate(lines, 1) if "MODELS.build(cfg)" in t)]
+    assert built.startswith("built by registry MODELS: the 2 class(es) registered with ")
+    item = by_line[next(i for i, t in enumerate(lines, 1) if "pair[0].forward" in t)]
+    assert item.startswith("element 0 of what fixture pair() gives at ")
+    # Every front end agrees on the new file (the registry scan reads the same project).
+    alone = {(f.line, f.code) for f in lint([path], select=["HS1", "HS104"], config=False)}
+    assert alone == {(f.line, f.code) for f in mine}

@@ -24,6 +24,25 @@ if TYPE_CHECKING:
     from hookscope.lint.resolve import Resolver
 
 
+def fixture_def(
+    resolver: Resolver, name: str, scope: Scope
+) -> tuple[Resolver, ast.FunctionDef | ast.AsyncFunctionDef] | None:
+    """The pytest fixture ``name`` a parameter of ``scope`` receives (of the test class
+    around it, of this file, or of a ``conftest.py``), with the resolver of its file."""
+    pyfile = resolver.file
+    owners = [*([scope.cls.body] if scope.cls is not None else []), pyfile.tree.body]
+    for stmt in (stmt for body in owners for stmt in body):
+        if (
+            isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and stmt.name == name
+            and any(_is_fixture(d) for d in stmt.decorator_list)
+        ):
+            return resolver, stmt
+    if resolver.index.functions_in(name, "conftest"):
+        return foreign_function(resolver, f"conftest:{name}")
+    return None
+
+
 def fixture(resolver: Resolver, name: str, scope: Scope, depth: int) -> Resolved | None:
     """A parameter named like a pytest fixture of the test class around ``scope`` (which
     shadows the others, as in pytest), of this file, or of a ``conftest.py``."""

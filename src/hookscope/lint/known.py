@@ -339,3 +339,11 @@ MODULE_WRAPPERS = frozenset(
 
 # ``torch.distributed.rpc.RRef`` methods that give back the value the RRef holds.
 RREF_VALUE = frozenset({"to_here", "local_value"})
+
+# Calls that hand back the module they are given, wrapped or not: ``accelerator.prepare
+# (model)``, ``accelerator.unwrap_model(model)``, ``fabric.setup_module(model)``,
+# ``torch.ao.quantization.prepare(model)``. Only a module argument makes them a module.
+MODULE_PASS_THROUGH = frozenset({"prepare", "prepare_model", "unwrap_model", "setup_module"})
+# Calls that hand back their arguments in order, each wrapped: ``model, opt =
+# accelerator.prepare(model, opt)``, ``model, opt = fabric.setup(model, opt)``.
+PASS_THROUGH_TUPLES = frozenset({"prepare", "setup"})

@@ -51,6 +51,7 @@ from hookscope.lint.narrowing import Guard, guards, narrowed
 from hookscope.lint.passing import calls_by_name, given_by_callers, unpacked
 from hookscope.lint.pyfile import PyFile, Scope
 from hookscope.lint.registries import REGISTRY_CALLS, built_by_registry, registry_class
+from hookscope.lint.tuples import tuple_item
 from hookscope.lint.typehints import annotation_kind, instance_class
 
 _SELF_RETURNING = frozenset(
@@ -117,7 +118,8 @@ class Resolver(ClassKinds):
                 return base  # a slice of a ModuleList or Sequential is one too
             found = member(self, base, scope)
             if found.kind is Kind.UNKNOWN and base.kind is not Kind.MODULE:
-                return registry_class(self, expr.value, scope) or found
+                item = tuple_item(self, expr, scope, depth)
+                return item or registry_class(self, expr.value, scope) or found
             return found
         if isinstance(expr, ast.Call):
             return self._call(expr, scope, depth)
@@ -226,6 +228,11 @@ class Resolver(ClassKinds):
             return getattr_value(self, expr, scope, depth)
         if last in _PASS_THROUGH and expr.args:
             return self.resolve(expr.args[0], scope, depth + 1)
+        if last in known.MODULE_PASS_THROUGH and expr.args:
+            given = self.resolve(expr.args[0], scope, depth + 1)
+            if given.kind is Kind.MODULE and not given.is_class:
+                shown = f" ({given.via})" if given.via else ""
+                return replace(given, name=last, via=f"{last}(...) returns the module given{shown}")
         if last == "partial" and expr.args:  # partial(Block, dim=8) builds what Block builds
             made = self.resolve(expr.args[0], scope, depth + 1)
             return made if made.is_class or made.function or made.factory else UNKNOWN
@@ -461,5 +468,5 @@ def _with_elements(pairs: list[tuple[Binding, Resolved]]) -> tuple[Binding, Reso
 def _in_own_value(binding: Binding, line: int) -> bool:
     """Whether a use at ``line`` lies in the value of ``binding`` itself: in ``model =
     [model]`` or ``x = wrap(x)`` the name on the right is its earlier value."""
-    value = binding.expr if binding.kind == "value" else None
+    value = binding.expr if binding.kind in ("value", "unpacked") else None
     return value is not None and value.lineno <= line <= (value.end_lineno or value.lineno)
