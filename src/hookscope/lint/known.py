@@ -190,6 +190,10 @@ EXTERNAL_MODULES = frozenset(
         "ModelMixin",
         "LightningModule",
         "InterpreterModule",
+        # torch.optim.swa_utils' averaged copy, timm's EMA copies (``ModelEma`` is a plain class)
+        "AveragedModel",
+        "ModelEmaV2",
+        "ModelEmaV3",
         # fbgemm_gpu's table-batched embedding kernels (nn.Module subclasses)
         "SplitTableBatchedEmbeddingBagsCodegen",
         "IntNBitTableBatchedEmbeddingBagsCodegen",
@@ -231,11 +235,21 @@ MODULE_FACTORIES = frozenset(
 
 # Functions whose qualified name ends so: ``torchvision.models.feature_extraction.
 # create_feature_extractor(...)`` returns a GraphModule.
-MODULE_FACTORY_SUFFIXES = (".create_feature_extractor", ".symbolic_trace")
+MODULE_FACTORY_SUFFIXES = (
+    ".create_feature_extractor",
+    ".symbolic_trace",
+    # torch.ao.quantization's FX flow returns GraphModules; quantize_dynamic a module
+    ".prepare_fx",
+    ".prepare_qat_fx",
+    ".convert_fx",
+    ".convert_to_reference_fx",
+    ".quantize_dynamic",
+)
 
-# Alternate constructors: ``Cls.from_pretrained(...)`` and ``Cls.__new__(Cls)`` (an
-# instance whose ``__init__`` is run by hand) are instances of ``Cls``.
-CONSTRUCTOR_PREFIXES = ("from_", "__new__")
+# Alternate constructors: ``Cls.from_pretrained(...)``, ``Cls.__new__(Cls)`` (an
+# instance whose ``__init__`` is run by hand) and Lightning's
+# ``Cls.load_from_checkpoint(path)`` are instances of ``Cls``.
+CONSTRUCTOR_PREFIXES = ("from_", "__new__", "load_from_checkpoint")
 
 # Classes that are torch modules but refuse hooks, so ``.forward`` is their API:
 # ``_RemoteModule.register_*_hook`` raises; its ``forward`` is the RPC entry point.

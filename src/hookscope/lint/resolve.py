@@ -5,7 +5,8 @@ annotations (also in base classes; for a mixin that assigns none, in its same-fi
 subclasses); local and module-level assignments,
 parameters' annotations, ``for`` loops over ``ModuleList``/``Sequential``/
 ``ModuleDict``/``.modules()``/``.children()``; imports; class hierarchies through
-the same file, the project-wide class index and the ``torch.nn`` classes.
+the same file, the project-wide class index and the ``torch.nn`` classes. Calls are
+resolved in `calls` (constructors, factories, registries, class methods).
 
 When the type stays unknown, the documented heuristic `looks_like_module` decides
 from the receiver's last identifier (``self.encoder`` → ``encoder``): names of RPC
@@ -19,7 +20,7 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
-from hookscope.lint import known, libraries
+from hookscope.lint import known
 from hookscope.lint.bindings import (
     Binding,
     class_attributes,
@@ -28,21 +29,18 @@ from hookscope.lint.bindings import (
     returned,
     scope_bindings,
 )
+from hookscope.lint.calls import call_result
 from hookscope.lint.classes import ClassKinds, base_names
 from hookscope.lint.containers import (
     collection,
-    contents,
     element,
-    getattr_value,
     literal_element,
     member,
-    rref_value,
 )
-from hookscope.lint.crossfile import factory_returns, fixture, foreign, import_origin
+from hookscope.lint.crossfile import fixture, foreign, import_origin
 from hookscope.lint.index import ClassIndex
 from hookscope.lint.kinds import MAX_DEPTH, NAMESPACE, UNKNOWN, Kind, Resolved
 from hookscope.lint.methods import (
-    built_by_classmethod,
     is_classmethod,
     is_property,
     is_staticmethod,
@@ -50,26 +48,10 @@ from hookscope.lint.methods import (
 from hookscope.lint.narrowing import Guard, guards, narrowed
 from hookscope.lint.passing import calls_by_name, given_by_callers, unpacked
 from hookscope.lint.pyfile import PyFile, Scope
-from hookscope.lint.registries import REGISTRY_CALLS, built_by_registry, registry_class
+from hookscope.lint.registries import registry_class
 from hookscope.lint.tuples import tuple_item
-from hookscope.lint.typehints import annotation_kind, instance_class
+from hookscope.lint.typehints import annotation_kind
 
-_SELF_RETURNING = frozenset(
-    {
-        "to",
-        "cuda",
-        "cpu",
-        "eval",
-        "train",
-        "half",
-        "float",
-        "double",
-        "bfloat16",
-        "requires_grad_",
-        "to_empty",
-        "share_memory",
-    }
-)
 _COLLECTIONS = (
     ast.List,
     ast.Tuple,
@@ -79,10 +61,6 @@ _COLLECTIONS = (
     ast.SetComp,
     ast.GeneratorExp,
     ast.DictComp,
-)
-# Calls that return their first argument (or a copy of it): ``weight_norm(m)`` is ``m``.
-_PASS_THROUGH = frozenset(
-    {"deepcopy", "copy", "compile", "cast", "weight_norm", "spectral_norm", "remove_weight_norm"}
 )
 
 
@@ -220,77 +198,7 @@ class Resolver(ClassKinds):
         return Resolved(Kind.UNKNOWN, name=expr.attr)
 
     def _call(self, expr: ast.Call, scope: Scope, depth: int) -> Resolved:
-        func = expr.func
-        if isinstance(func, ast.Name) and func.id == "type" and len(expr.args) == 1:
-            return replace(self.resolve(expr.args[0], scope, depth + 1), is_class=True)
-        last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        if isinstance(func, ast.Name) and func.id == "getattr":
-            return getattr_value(self, expr, scope, depth)
-        if last in _PASS_THROUGH and expr.args:
-            return self.resolve(expr.args[0], scope, depth + 1)
-        if last in known.MODULE_PASS_THROUGH and expr.args:
-            given = self.resolve(expr.args[0], scope, depth + 1)
-            if given.kind is Kind.MODULE and not given.is_class:
-                shown = f" ({given.via})" if given.via else ""
-                return replace(given, name=last, via=f"{last}(...) returns the module given{shown}")
-        if last == "partial" and expr.args:  # partial(Block, dim=8) builds what Block builds
-            made = self.resolve(expr.args[0], scope, depth + 1)
-            return made if made.is_class or made.function or made.factory else UNKNOWN
-        if isinstance(func, ast.Attribute) and last in _SELF_RETURNING:
-            inner = self.resolve(func.value, scope, depth + 1)
-            if inner.kind is Kind.MODULE and not inner.is_class:
-                return inner
-        if last in known.RREF_VALUE and isinstance(func, ast.Attribute):
-            return rref_value(self, func.value, scope, depth + 1)
-        if last == "get_submodule":
-            return Resolved(Kind.MODULE, name=last)
-        if last == "module" and isinstance(func, ast.Attribute):
-            owner = self.resolve(func.value, scope, depth + 1)
-            if owner.cls == "ExportedProgram" and not owner.is_class:
-                return Resolved(
-                    Kind.MODULE, name=last, via="ExportedProgram.module() is a GraphModule"
-                )
-        path = dotted(func) or ""
-        if path in known.MODULE_FACTORIES or f".{path}".endswith(known.MODULE_FACTORY_SUFFIXES):
-            return Resolved(Kind.MODULE, name=last, via=f"{path}(...) returns a module")
-        origin = import_origin(self, path, scope) if path else ""
-        if libraries.library_model_function(origin):
-            return Resolved(Kind.MODULE, name=last, via=f"{origin}(...) builds a model")
-        if isinstance(func, ast.Attribute) and last.startswith(known.CONSTRUCTOR_PREFIXES):
-            # ``object.__new__(Cls)`` / ``Cls.__new__(Cls)``: an instance of its argument
-            of = func.value if last != "__new__" or not expr.args else expr.args[0]
-            owner = self.resolve(of, scope, depth + 1)
-            if owner.is_class and owner.kind is not Kind.UNKNOWN:
-                return replace(
-                    owner,
-                    is_class=False,
-                    name=last,
-                    cls=instance_class(self.file, self.index, owner.name),
-                )
-        if isinstance(func, ast.Attribute):
-            built = built_by_classmethod(self, func, scope, depth)
-            if built is not None:
-                return built
-        if last in REGISTRY_CALLS:
-            built = built_by_registry(self, expr, scope)
-            if built is not None:
-                return built
-        callee = self.resolve(func, scope, depth + 1)
-        if callee.function is not None:
-            return replace(self.returns_of(callee.function, depth), name=last)
-        if callee.factory:
-            return replace(factory_returns(self, callee.factory, depth + 1), name=last)
-        if path.endswith("export.export"):  # torch.export.export(...): an ExportedProgram
-            return Resolved(Kind.OTHER, name=last, cls="ExportedProgram")
-        if callee.is_class:
-            return Resolved(
-                callee.kind,
-                container=callee.container,
-                elem=contents(self, expr, scope, depth) if callee.container else None,
-                name=callee.name,
-                cls=instance_class(self.file, self.index, callee.name),
-            )
-        return Resolved(Kind.UNKNOWN, name=last)
+        return call_result(self, expr, scope, depth)
 
     def returns_of(self, func: ast.FunctionDef | ast.AsyncFunctionDef, depth: int) -> Resolved:
         """What calling a same-file function gives: its return annotation if it says, else
@@ -303,8 +211,8 @@ class Resolver(ClassKinds):
                 return replace(declared, via=f"{func.name}() -> {shown} at {where}")
         returns, yields = returned(func)
         scope = self.file.scopes.get(id(func))
-        if scope is None:
-            return UNKNOWN
+        if scope is None or (not returns and not yields and _abstract(func)):
+            return UNKNOWN  # ``raise NotImplementedError``: what overrides return is unknown
         as_bindings = [Binding("value", e, func) for e in (returns or yields)]
         result = self.combine(as_bindings, depth + 1) if as_bindings else Resolved(Kind.OTHER)
         if returns or not yields:
@@ -470,3 +378,13 @@ def _in_own_value(binding: Binding, line: int) -> bool:
     [model]`` or ``x = wrap(x)`` the name on the right is its earlier value."""
     value = binding.expr if binding.kind in ("value", "unpacked") else None
     return value is not None and value.lineno <= line <= (value.end_lineno or value.lineno)
+
+
+def _abstract(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A body that only raises (after its docstring): a method for subclasses to define."""
+    body = [
+        stmt
+        for stmt in func.body
+        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))
+    ]
+    return bool(body) and all(isinstance(stmt, ast.Raise) for stmt in body)

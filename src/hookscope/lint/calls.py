@@ -1,0 +1,115 @@
+"""What a call gives: constructors, factories, pass-through and self-returning calls,
+registries, class methods that build instances, and project functions' returns."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from hookscope.lint import known, libraries
+from hookscope.lint.bindings import dotted
+from hookscope.lint.containers import contents, getattr_value, rref_value
+from hookscope.lint.crossfile import factory_returns, import_origin
+from hookscope.lint.kinds import UNKNOWN, Kind, Resolved
+from hookscope.lint.methods import built_by_classmethod
+from hookscope.lint.pyfile import Scope
+from hookscope.lint.registries import REGISTRY_CALLS, built_by_registry
+from hookscope.lint.typehints import instance_class
+
+if TYPE_CHECKING:
+    from hookscope.lint.resolve import Resolver
+
+_SELF_RETURNING = frozenset(
+    {
+        "to",
+        "cuda",
+        "cpu",
+        "eval",
+        "train",
+        "half",
+        "float",
+        "double",
+        "bfloat16",
+        "requires_grad_",
+        "to_empty",
+        "share_memory",
+    }
+)
+# Calls that return their first argument (or a copy of it): ``weight_norm(m)`` is ``m``.
+_PASS_THROUGH = frozenset(
+    {"deepcopy", "copy", "compile", "cast", "weight_norm", "spectral_norm", "remove_weight_norm"}
+)
+
+
+def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) -> Resolved:
+    """What the call ``expr`` gives, evaluated in ``scope``."""
+    func = expr.func
+    if isinstance(func, ast.Name) and func.id == "type" and len(expr.args) == 1:
+        return replace(resolver.resolve(expr.args[0], scope, depth + 1), is_class=True)
+    last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if isinstance(func, ast.Name) and func.id == "getattr":
+        return getattr_value(resolver, expr, scope, depth)
+    if last in _PASS_THROUGH and expr.args:
+        return resolver.resolve(expr.args[0], scope, depth + 1)
+    if last in known.MODULE_PASS_THROUGH and expr.args:
+        given = resolver.resolve(expr.args[0], scope, depth + 1)
+        if given.kind is Kind.MODULE and not given.is_class:
+            shown = f" ({given.via})" if given.via else ""
+            return replace(given, name=last, via=f"{last}(...) returns the module given{shown}")
+    if last == "partial" and expr.args:  # partial(Block, dim=8) builds what Block builds
+        made = resolver.resolve(expr.args[0], scope, depth + 1)
+        return made if made.is_class or made.function or made.factory else UNKNOWN
+    if isinstance(func, ast.Attribute) and last in _SELF_RETURNING:
+        inner = resolver.resolve(func.value, scope, depth + 1)
+        if inner.kind is Kind.MODULE and not inner.is_class:
+            return inner
+    if last in known.RREF_VALUE and isinstance(func, ast.Attribute):
+        return rref_value(resolver, func.value, scope, depth + 1)
+    if last == "get_submodule":
+        return Resolved(Kind.MODULE, name=last)
+    if last == "module" and isinstance(func, ast.Attribute):
+        owner = resolver.resolve(func.value, scope, depth + 1)
+        if owner.cls == "ExportedProgram" and not owner.is_class:
+            return Resolved(Kind.MODULE, name=last, via="ExportedProgram.module() is a GraphModule")
+    path = dotted(func) or ""
+    if path in known.MODULE_FACTORIES or f".{path}".endswith(known.MODULE_FACTORY_SUFFIXES):
+        return Resolved(Kind.MODULE, name=last, via=f"{path}(...) returns a module")
+    origin = import_origin(resolver, path, scope) if path else ""
+    if libraries.library_model_function(origin):
+        return Resolved(Kind.MODULE, name=last, via=f"{origin}(...) builds a model")
+    if isinstance(func, ast.Attribute) and last.startswith(known.CONSTRUCTOR_PREFIXES):
+        # ``object.__new__(Cls)`` / ``Cls.__new__(Cls)``: an instance of its argument
+        of = func.value if last != "__new__" or not expr.args else expr.args[0]
+        owner = resolver.resolve(of, scope, depth + 1)
+        if owner.is_class and owner.kind is not Kind.UNKNOWN:
+            return replace(
+                owner,
+                is_class=False,
+                name=last,
+                cls=instance_class(resolver.file, resolver.index, owner.name),
+            )
+    if isinstance(func, ast.Attribute):
+        built = built_by_classmethod(resolver, func, scope, depth)
+        if built is not None:
+            return built
+    if last in REGISTRY_CALLS:
+        built = built_by_registry(resolver, expr, scope)
+        if built is not None:
+            return built
+    callee = resolver.resolve(func, scope, depth + 1)
+    if callee.function is not None:
+        return replace(resolver.returns_of(callee.function, depth), name=last)
+    if callee.factory:
+        return replace(factory_returns(resolver, callee.factory, depth + 1), name=last)
+    if path.endswith("export.export"):  # torch.export.export(...): an ExportedProgram
+        return Resolved(Kind.OTHER, name=last, cls="ExportedProgram")
+    if callee.is_class:
+        return Resolved(
+            callee.kind,
+            container=callee.container,
+            elem=contents(resolver, expr, scope, depth) if callee.container else None,
+            name=callee.name,
+            cls=instance_class(resolver.file, resolver.index, callee.name),
+        )
+    return Resolved(Kind.UNKNOWN, name=last)
