@@ -14,7 +14,7 @@ from hookscope.lint.crossfile import factory_returns, import_origin
 from hookscope.lint.kinds import UNKNOWN, Kind, Resolved
 from hookscope.lint.methods import built_by_classmethod
 from hookscope.lint.pyfile import Scope
-from hookscope.lint.registries import REGISTRY_CALLS, built_by_registry
+from hookscope.lint.registries import built_by_registry, is_registry_call
 from hookscope.lint.typehints import instance_class
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) ->
         built = built_by_classmethod(resolver, func, scope, depth)
         if built is not None:
             return built
-    if last in REGISTRY_CALLS:
+    if is_registry_call(last):
         built = built_by_registry(resolver, expr, scope)
         if built is not None:
             return built

@@ -1,12 +1,14 @@
 """Registries filled by class decorators: what ``REG.build(cfg)``, ``REG.get(name)`` and
 ``REG[name]`` give.
 
-Two shapes are common in model code:
+Three shapes are common in model code:
 
 - a registry object (mmengine/mmcv ``Registry``, fvcore/detectron2 ``Registry``):
   classes are registered with ``@MODELS.register_module()`` / ``@REG.register()`` /
   ``@REG.register``; ``MODELS.build(cfg)`` and ``build_from_cfg(cfg, MODELS)`` build an
   instance of one of them, ``REG.get(name)`` gives one of the classes;
+- a registry whose methods pair up by name (``@registry.register_model("blip")``
+  fills what ``registry.get_model_class(name)`` reads);
 - a dict filled by a decorator function (``MODEL_REGISTRY[name] = cls`` inside
   ``register_model(name)``'s inner function, used as ``@register_model("resnet")``):
   ``MODEL_REGISTRY[name]`` is one of the classes so decorated.
@@ -45,6 +47,9 @@ _REGISTERING = frozenset({"register_module", "register", "register_class", "regi
 # Functions that build an instance from a config and a registry given as an argument.
 _BUILD_FROM = frozenset({"build_from_cfg", "build_from_config"})
 REGISTRY_CALLS = frozenset({"build", "get", *_BUILD_FROM})
+# A class getter of a method registry: ``get_model_class`` reads what ``register_model``
+# filled.
+_GETTER = re.compile(r"get_(\w+?)_(?:class|cls)")
 
 
 @dataclass(frozen=True)
@@ -179,10 +184,38 @@ def registry_class(resolver: Resolver, expr: ast.expr, scope: Scope) -> Resolved
     return Resolved(kind, is_class=True, name=name, via=via)
 
 
+def is_registry_call(name: str) -> bool:
+    """Whether a call of ``name`` may read a registry (see `built_by_registry`)."""
+    return name in REGISTRY_CALLS or name.startswith("get_")
+
+
+def _method_registry(resolver: Resolver, func: ast.Attribute) -> Resolved | None:
+    """``registry.get_model_class(name)``: a class registered with
+    ``@registry.register_model(...)`` (the getter and the decorator name one thing)."""
+    match = _GETTER.fullmatch(func.attr)
+    owner = (dotted(func.value) or "").rsplit(".", 1)[-1]
+    if match is None or not owner:
+        return None
+    decorator = f"{owner}.register_{match.group(1)}"
+    classes = _decorated(resolver.index).get(decorator)
+    kind = _kind_of(resolver, classes) if classes else None
+    if not classes or kind is None:
+        return None
+    first, module = classes[0]
+    via = (
+        f"{owner}.{func.attr}(...): the {len(classes)} class(es) registered with "
+        f"@{decorator}(...) are all of one kind ({kind.value}; e.g. {first} in {module})"
+    )
+    return Resolved(kind, is_class=True, name=owner, via=via)
+
+
 def built_by_registry(resolver: Resolver, call: ast.Call, scope: Scope) -> Resolved | None:
     """``REG.build(cfg)`` / ``build_from_cfg(cfg, REG)``: an instance of a registered
-    class; ``REG.get(name)``: one of the classes. ``None`` if not a known registry."""
+    class; ``REG.get(name)``, ``registry.get_model_class(name)``: one of the classes.
+    ``None`` if not a known registry."""
     func = call.func
+    if isinstance(func, ast.Attribute) and func.attr.startswith("get_"):
+        return _method_registry(resolver, func)
     if isinstance(func, ast.Attribute) and func.attr in ("build", "get"):
         held = registry_class(resolver, func.value, scope)
         if held is None or func.attr == "get":
