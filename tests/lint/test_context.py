@@ -88,3 +88,19 @@ def test_registries_tuple_fixtures_and_handed_back_modules(fixtures: Path) -> No
     # Every front end agrees on the new file (the registry scan reads the same project).
     alone = {(f.line, f.code) for f in lint([path], select=["HS1", "HS104"], config=False)}
     assert alone == {(f.line, f.code) for f in mine}
+
+
+def test_library_module_bases_count_only_from_their_library(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "nets.py").write_text(
+        "import torch\nfrom mmengine.model import BaseModule\nfrom pydantic import BaseModel\n"
+        "from mmdet.models.backbones import ResNet\nfrom mmdet.models import Widget\n\n\n"
+        "class Net(BaseModule):\n    pass\n\n\nclass Settings(BaseModel):\n    pass\n\n\n"
+        "def run(x):\n    Net().forward(x)\n    Settings().forward(x)\n"
+        "    ResNet(depth=50).forward(x)\n    Widget().forward(x)\n",
+        encoding="utf-8",
+    )
+    found = {(f.line, f.code) for f in lint(tmp_path, select=["HS1"], config=False)}
+    # mmengine's BaseModule and mmdet's backbones are modules; pydantic's BaseModel is not,
+    # and mmdet.models itself re-exports non-module helpers: only a guess there.
+    assert found == {(17, "HS101"), (19, "HS101"), (20, "HS104")}
