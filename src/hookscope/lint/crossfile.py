@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from hookscope.lint import known
 from hookscope.lint.bindings import dotted
+from hookscope.lint.index import defined_in
 from hookscope.lint.kinds import MAX_DEPTH, UNKNOWN, Kind, Resolved
 from hookscope.lint.pyfile import PyFile, Scope
 from hookscope.lint.source import DEFAULT_MAX_FILE_SIZE, Unreadable, decode_python, read_bytes
@@ -109,6 +110,16 @@ def foreign(resolver: Resolver, cls_name: str) -> Resolver | None:
     """A resolver for the one project file that defines ``cls_name``; ``None`` if there is
     no such single file (unknown, defined in several files, unreadable, this file)."""
     files = {where.rpartition(":")[0] for _, where in resolver.index.defs.get(cls_name, ())}
+    return _resolver_of(resolver, files.pop()) if len(files) == 1 else None
+
+
+def foreign_in(resolver: Resolver, cls_name: str, module: str) -> Resolver | None:
+    """A resolver for the project file of the module ``module`` that defines ``cls_name``."""
+    files = {
+        where.rpartition(":")[0]
+        for _, where in resolver.index.defs.get(cls_name, ())
+        if defined_in(where, module)
+    }
     return _resolver_of(resolver, files.pop()) if len(files) == 1 else None
 
 

@@ -10,7 +10,8 @@ narrowing, the other kind, is part of resolution: `narrowing`):
   ``DistributedDataParallel``/``torch.compile``/..., or passes it to a parameter the
   callee declares a module (``eval_mode(net)`` with ``def eval_mode(*nets: nn.Module)``,
   `passing`);
-- **submodule**: ``owner.x.forward(...)`` where ``owner`` is a module instance: an
+- **submodule**: ``owner.x.forward(...)`` (or ``getattr(owner, name).forward(...)``
+  when ``owner``'s class is not known) where ``owner`` is a module instance: an
   attribute of a module that has a ``forward`` is one of its submodules
   (``nn.Module.__setattr__`` registers them), unless its name reads like an RPC
   proxy, an extension or a function object (`known.NOT_MODULE_NAME`).
@@ -104,14 +105,29 @@ def _spelled(node: ast.expr) -> str | None:
 
 
 def _submodule(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolved | None:
-    """``owner.x`` with ``owner`` a module instance and ``x`` not named like a non-module."""
-    if not isinstance(receiver, ast.Attribute) or known.NOT_MODULE_NAME.search(receiver.attr):
+    """``owner.x`` (or ``getattr(owner, name)``) with ``owner`` a module instance and ``x``
+    not named like a non-module."""
+    if isinstance(receiver, ast.Attribute):
+        if known.NOT_MODULE_NAME.search(receiver.attr):
+            return None
+        value, name = receiver.value, receiver.attr
+    elif (
+        isinstance(receiver, ast.Call)
+        and isinstance(receiver.func, ast.Name)
+        and receiver.func.id == "getattr"
+        and len(receiver.args) == 2
+        and not isinstance(receiver.args[1], ast.Constant)  # a constant is an attribute
+    ):
+        value, name = receiver.args[0], ""
+    else:
         return None
-    owner = resolver.resolve(receiver.value, site.scope)
+    owner = resolver.resolve(value, site.scope)
     if owner.kind is Kind.UNKNOWN and not owner.is_class:
-        owner = from_context(resolver, receiver.value, site) or owner
+        owner = from_context(resolver, value, site) or owner
     if owner.kind is not Kind.MODULE or owner.is_class:
         return None
-    shown = ast.unparse(receiver.value)
+    if not name and owner.cls:
+        return None  # a project class: `getattr_value` knows its attributes, plain ones too
+    shown = ast.unparse(value)
     why = f"`{shown}` is a module ({owner.via})" if owner.via else f"`{shown}` is a module"
-    return Resolved(Kind.MODULE, name=receiver.attr, via=f"a submodule: {why}")
+    return Resolved(Kind.MODULE, name=name, via=f"a submodule: {why}")

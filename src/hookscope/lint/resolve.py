@@ -37,7 +37,7 @@ from hookscope.lint.containers import (
     literal_element,
     member,
 )
-from hookscope.lint.crossfile import fixture, foreign, import_origin
+from hookscope.lint.crossfile import fixture, foreign, foreign_in, import_origin
 from hookscope.lint.index import ClassIndex
 from hookscope.lint.kinds import MAX_DEPTH, NAMESPACE, UNKNOWN, Kind, Resolved
 from hookscope.lint.methods import (
@@ -257,10 +257,26 @@ class Resolver(ClassKinds):
         if found:
             return self, found
         for base in base_names(cls):
-            owner, found = self._class_attr(base.rsplit(".", 1)[-1], attr, seen | {cls_name})
+            other = self._aliased_base(base)
+            if other is not None:  # ``from pkg.mod import Net as NetBase``: pkg/mod.py's Net
+                owner, found = other[0]._class_attr(other[1], attr, seen - {other[1]})
+            else:
+                owner, found = self._class_attr(base.rsplit(".", 1)[-1], attr, seen | {cls_name})
             if found:
                 return owner, found
         return (self, []) if seen else (self, self._in_subclasses(cls_name, attr))
+
+    def _aliased_base(self, base: str) -> tuple[Resolver, str] | None:
+        """A base imported under another name (``from pkg.mod import Net as NetBase``):
+        the resolver of the project file defining it and its own name; else ``None``."""
+        if "." in base:
+            return None
+        origin = self._imported((base,))[0]
+        module, _, name = origin.rpartition(".")
+        if not module or name == base:
+            return None
+        other = foreign_in(self, name, module)
+        return None if other is None else (other, name)
 
     def _in_subclasses(self, cls_name: str, attr: str) -> list[Binding]:
         """``attr`` that a mixin uses and only its subclasses in this file assign."""
