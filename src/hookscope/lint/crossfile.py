@@ -80,7 +80,18 @@ def factory_returns(resolver: Resolver, factory: str, depth: int = 0) -> Resolve
         return UNKNOWN if found is None else found[0].returns_of(found[1], depth + 1)
     _, annotation, calls, where = chosen[0]
     shown = f"-> {annotation}" if annotation else f"returns {calls[0]}(...)"
-    return Resolved(kinds.pop(), via=f"{name}() {shown} at {where}")
+    kind = kinds.pop()
+    cls = _annotated_class(resolver, annotation) if len(chosen) == 1 else ""
+    return Resolved(kind, cls=cls, via=f"{name}() {shown} at {where}")
+
+
+def _annotated_class(resolver: Resolver, annotation: str) -> str:
+    """The class an annotated return names (``-> Archive``), for its attributes."""
+    try:
+        node = ast.parse(annotation, mode="eval").body if annotation else None
+    except SyntaxError:
+        return ""
+    return resolver.annotation(node).cls if node is not None else ""
 
 
 def _indexed_return(resolver: Resolver, annotation: str, calls: tuple[str, ...]) -> Kind:
