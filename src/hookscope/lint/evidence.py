@@ -14,7 +14,8 @@ narrowing, the other kind, is part of resolution: `narrowing`):
   when ``owner``'s class is not known) where ``owner`` is a module instance: an
   attribute of a module that has a ``forward`` is one of its submodules
   (``nn.Module.__setattr__`` registers them), unless its name reads like an RPC
-  proxy, an extension or a function object (`known.NOT_MODULE_NAME`).
+  proxy, an extension or a function object (`known.NOT_MODULE_NAME`); an element of
+  such a submodule, indexed or iterated (``model.model.layers[i]``), is a module too.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def from_context(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Reso
     used = _used_as_module(resolver, receiver, site.scope)
     if used is not None:
         return used
-    return _submodule(resolver, receiver, site)
+    return _submodule(resolver, receiver, site) or _in_submodule(resolver, receiver, site)
 
 
 def _used_as_module(resolver: Resolver, receiver: ast.expr, scope: Scope) -> Resolved | None:
@@ -131,3 +132,30 @@ def _submodule(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolv
     shown = ast.unparse(value)
     why = f"`{shown}` is a module ({owner.via})" if owner.via else f"`{shown}` is a module"
     return Resolved(Kind.MODULE, name=name, via=f"a submodule: {why}")
+
+
+def _in_submodule(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolved | None:
+    """An element of a submodule (``model.model.layers[i]``, ``for layer in
+    model.model.layers``): a submodule that is indexed or iterated is a ``ModuleList``,
+    ``Sequential`` or ``ModuleDict``, whose elements are modules."""
+    holder: ast.expr | None
+    if isinstance(receiver, ast.Subscript) and not isinstance(receiver.slice, ast.Slice):
+        holder = receiver.value
+    elif isinstance(receiver, ast.Name):
+        bindings = resolver.bindings_of(site.scope.node).get(receiver.id, [])
+        if len(bindings) != 1 or bindings[0].kind != "element" or bindings[0].position is not None:
+            return None
+        holder = bindings[0].expr
+    else:
+        return None
+    if isinstance(holder, ast.Name):  # ``layers = model.model.layers`` ... ``layers[i]``
+        bindings = resolver.bindings_of(site.scope.node).get(holder.id, [])
+        holder = bindings[0].expr if len(bindings) == 1 and bindings[0].kind == "value" else None
+    if not isinstance(holder, ast.Attribute):
+        return None
+    if resolver.resolve(holder, site.scope).kind not in (Kind.UNKNOWN, Kind.MODULE):
+        return None  # ``self.items = []``: a plain list, not a submodule
+    held = _submodule(resolver, holder, site)
+    if held is None:
+        return None
+    return Resolved(Kind.MODULE, via=f"an element of {ast.unparse(holder)}, {held.via}")
