@@ -8,11 +8,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from hookscope.lint import known, libraries
-from hookscope.lint.bindings import dotted
+from hookscope.lint.bindings import dotted, returned
 from hookscope.lint.containers import contents, getattr_value, rref_value
-from hookscope.lint.crossfile import factory_returns, import_origin
-from hookscope.lint.kinds import UNKNOWN, Kind, Resolved
+from hookscope.lint.crossfile import factory_returns, foreign_function, import_origin
+from hookscope.lint.kinds import MAX_DEPTH, UNKNOWN, Kind, Resolved
 from hookscope.lint.methods import built_by_classmethod
+from hookscope.lint.passing import argument_for
 from hookscope.lint.pyfile import Scope
 from hookscope.lint.registries import built_by_registry, is_registry_call
 from hookscope.lint.typehints import instance_class
@@ -98,6 +99,9 @@ def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) ->
         if built is not None:
             return built
     callee = resolver.resolve(func, scope, depth + 1)
+    handed = handed_back(resolver, callee, expr, scope, depth)
+    if handed is not None:
+        return replace(handed, name=last)
     if callee.function is not None:
         return replace(resolver.returns_of(callee.function, depth), name=last)
     if callee.factory:
@@ -113,3 +117,43 @@ def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) ->
             cls=instance_class(resolver.file, resolver.index, callee.name),
         )
     return Resolved(Kind.UNKNOWN, name=last)
+
+
+def handed_back(
+    resolver: Resolver, callee: Resolved, call: ast.Call, scope: Scope, depth: int
+) -> Resolved | None:
+    """A project function that returns one of its parameters unchanged (``def freeze(model):
+    ...; return model``): the module this call passes it; ``None`` otherwise."""
+    if callee.function is not None:
+        owner, func = resolver, callee.function
+    elif callee.factory and depth < MAX_DEPTH:
+        found = foreign_function(resolver, callee.factory)
+        if found is None:
+            return None
+        owner, func = found
+    else:
+        return None
+    returns, yields = returned(func)
+    names = {r.id for r in returns if isinstance(r, ast.Name)}
+    if (
+        yields
+        or not returns
+        or len(names) != 1
+        or len(returns) != sum(isinstance(r, ast.Name) for r in returns)
+    ):
+        return None
+    name = names.pop()
+    bindings = owner.bindings_of(func).get(name, [])
+    if len(bindings) != 1 or bindings[0].kind not in ("opaque", "annotation"):
+        return None  # not a parameter, or rebound in the body
+    defined = owner.file.scopes.get(id(func))
+    skip = 1 if isinstance(call.func, ast.Attribute) and defined and defined.self_name else 0
+    argument = argument_for(func, skip, call, name)
+    if argument is None:
+        return None
+    given = resolver.resolve(argument, scope, depth + 1)
+    if given.kind is not Kind.MODULE or given.is_class:
+        return None
+    where = f"{owner.file.path}:{func.lineno}"
+    shown = f" ({given.via})" if given.via else ""
+    return replace(given, via=f"{func.name}() at {where} returns its {name}, a module{shown}")

@@ -71,7 +71,7 @@ def given_by_callers(resolver: Resolver, func: Function, name: str, depth: int) 
         return None  # a call that may be another function's or may run this one unseen
     results = []
     for call, caller in calls:
-        argument = _argument(func, skip, call, name)
+        argument = argument_for(func, skip, call, name)
         if argument is None:
             return None
         if caller.node is func and isinstance(argument, ast.Name) and argument.id == name:
@@ -188,7 +188,7 @@ def _parameter(func: Function, skip: int, call: ast.Call, argument: ast.expr) ->
     return None
 
 
-def _argument(func: Function, skip: int, call: ast.Call, name: str) -> ast.expr | None:
+def argument_for(func: Function, skip: int, call: ast.Call, name: str) -> ast.expr | None:
     """The value ``call`` passes to the parameter ``name`` of ``func`` (``None``: unknown,
     a default, or passed through ``*args``/``**kwargs``)."""
     for keyword in call.keywords:
