@@ -104,3 +104,18 @@ def test_library_module_bases_count_only_from_their_library(tmp_path: Path) -> N
     # mmengine's BaseModule and mmdet's backbones are modules; pydantic's BaseModel is not,
     # and mmdet.models itself re-exports non-module helpers: not resolved there.
     assert found == {(17, "HS101"), (19, "HS101")}
+
+
+def test_a_hub_mixin_alone_does_not_make_a_module(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "hub.py").write_text(
+        "import torch\nfrom huggingface_hub import ModelHubMixin, PyTorchModelHubMixin\n\n\n"
+        "class Wrapper(ModelHubMixin):\n    def named_modules(self):\n        return []\n\n\n"
+        "class Net(torch.nn.Module, PyTorchModelHubMixin):\n    pass\n\n\n"
+        "def compare(a, b, x):\n    a.named_modules()\n    b.named_modules()\n"
+        "    a.forward(x)\n    return b.forward(x)\n\n\n"
+        "def run(x):\n    compare(Wrapper(), Net(), x)\n",
+        encoding="utf-8",
+    )
+    found = {(f.line, f.code) for f in lint(tmp_path, select=["HS1"], config=False)}
+    assert found == {(18, "HS101")}  # b, a Net; a is a Wrapper whose named_modules proves nothing

@@ -279,6 +279,9 @@ NON_MODULE_BASES = frozenset(
         "float",
         "Generic",
         "TypedDict",
+        # huggingface_hub's mixins: a class built on them alone wraps a model, it is not one
+        "ModelHubMixin",
+        "PyTorchModelHubMixin",
     ]
 )
 
