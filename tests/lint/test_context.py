@@ -119,3 +119,15 @@ def test_a_hub_mixin_alone_does_not_make_a_module(tmp_path: Path) -> None:
     )
     found = {(f.line, f.code) for f in lint(tmp_path, select=["HS1"], config=False)}
     assert found == {(18, "HS101")}  # b, a Net; a is a Wrapper whose named_modules proves nothing
+
+
+def test_a_value_handed_to_a_module_only_wrapper_is_a_module(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "wrap.py").write_text(
+        "import torch\nfrom torch.optim.swa_utils import AveragedModel\n\n\n"
+        "def average(model, x):\n    ema = AveragedModel(model)\n    return model.forward(x)\n\n\n"
+        "def plain(thing, x):\n    return thing.forward(x)\n",
+        encoding="utf-8",
+    )
+    found = {(f.line, f.code) for f in lint(tmp_path, select=["HS1"], config=False)}
+    assert found == {(7, "HS101")}

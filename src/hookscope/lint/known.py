@@ -351,6 +351,20 @@ MODULE_WRAPPERS = frozenset(
         "fully_shard",
         "compile",
         "symbolic_trace",
+        # wrappers and converters that take a module and nothing else
+        "checkpoint_wrapper",
+        "offload_wrapper",
+        "convert_sync_batchnorm",
+        "revert_sync_batchnorm",
+        "AveragedModel",
+        "ModelEmaV2",
+        "ModelEmaV3",
+        "MMDistributedDataParallel",
+        "get_peft_model",
+        "prepare_model_for_kbit_training",
+        "quantize_dynamic",
+        "prepare_fx",
+        "prepare_qat_fx",
     }
 )
 
