@@ -37,7 +37,7 @@ from hookscope.lint.containers import (
     literal_element,
     member,
 )
-from hookscope.lint.crossfile import fixture, foreign, foreign_in, import_origin
+from hookscope.lint.crossfile import fixture, foreign, foreign_in, import_origin, imported_value
 from hookscope.lint.index import ClassIndex
 from hookscope.lint.kinds import MAX_DEPTH, NAMESPACE, UNKNOWN, Kind, Resolved
 from hookscope.lint.methods import (
@@ -351,10 +351,15 @@ class Resolver(ClassKinds):
             module, _, name = binding.origin.rpartition(".")
             if name[:1].isupper() or name in self.index:  # classes such as qExpectedImprovement
                 kind, container = self.class_kind(name, module)
+                if kind is Kind.UNKNOWN and name not in self.index and name.isupper():
+                    value = imported_value(self, module, name, depth)  # ``DEFAULT_NET``
+                    if value.kind is not Kind.UNKNOWN:
+                        return value
                 return Resolved(kind, is_class=True, container=container, name=name)
             if name in self.index.functions:
                 return Resolved(Kind.OTHER, name=name, factory=f"{module}:{name}")
-            return Resolved(Kind.UNKNOWN, name=name)
+            value = imported_value(self, module, name, depth)  # a module-level value
+            return value if value.kind is not Kind.UNKNOWN else Resolved(Kind.UNKNOWN, name=name)
         if binding.expr is None:
             return UNKNOWN if binding.kind == "opaque" else None
         if isinstance(binding.expr, ast.Constant) and binding.expr.value is None:
