@@ -128,21 +128,26 @@ def imported_value(resolver: Resolver, module: str, name: str, depth: int) -> Re
     """A module-level value ``name`` of the project module ``module`` (``from pkg.consts
     import DEFAULT_NET``), resolved in its own file: the module named from the project
     root, else (a relative import) from this file's folder."""
-    if depth >= MAX_DEPTH or not module.strip("."):
+    other = imported_file(resolver, module) if depth < MAX_DEPTH else None
+    bindings = other.bindings_of(other.file.tree).get(name) if other else None
+    if other is None or not bindings:
         return UNKNOWN
+    return other.combine(bindings, depth + 1, name)
+
+
+def imported_file(resolver: Resolver, module: str) -> Resolver | None:
+    """A resolver for the project file of ``module``: named from the project root, else
+    (a relative import) from this file's folder; ``None`` if there is none."""
+    if not module.strip("."):
+        return None
     rel = module.strip(".").replace(".", "/")
     here = os.path.dirname(os.path.relpath(resolver.file.path, resolver.index.root or "."))
     for folder in ("", here):
         for candidate in (f"{rel}.py", f"{rel}/__init__.py"):
             where = os.path.normpath(os.path.join(folder, candidate))
-            if not os.path.isfile(os.path.join(resolver.index.root, where)):
-                continue
-            other = _resolver_of(resolver, where)
-            bindings = other.bindings_of(other.file.tree).get(name) if other else None
-            if not other or not bindings:
-                return UNKNOWN
-            return other.combine(bindings, depth + 1, name)
-    return UNKNOWN
+            if os.path.isfile(os.path.join(resolver.index.root, where)):
+                return _resolver_of(resolver, where)
+    return None
 
 
 def foreign_in(resolver: Resolver, cls_name: str, module: str) -> Resolver | None:

@@ -25,6 +25,8 @@ from hookscope.lint.bindings import (
     Binding,
     class_attributes,
     dotted,
+    in_own_value,
+    only_raises,
     reaching,
     returned,
     scope_bindings,
@@ -34,12 +36,13 @@ from hookscope.lint.classes import ClassKinds, base_names
 from hookscope.lint.containers import (
     collection,
     element,
+    entry_of,
     literal_element,
     member,
 )
 from hookscope.lint.crossfile import fixture, foreign, foreign_in, import_origin, imported_value
 from hookscope.lint.index import ClassIndex
-from hookscope.lint.kinds import MAX_DEPTH, NAMESPACE, UNKNOWN, Kind, Resolved
+from hookscope.lint.kinds import MAX_DEPTH, NAMESPACE, UNKNOWN, Kind, Resolved, with_elements
 from hookscope.lint.methods import (
     is_classmethod,
     is_property,
@@ -91,6 +94,10 @@ class Resolver(ClassKinds):
         if isinstance(expr, ast.Subscript):
             if isinstance(expr.value, (ast.Dict, ast.List, ast.Tuple)):
                 return literal_element(self, expr.value, scope, depth)
+            if isinstance(expr.value, ast.Name) and not isinstance(expr.slice, ast.Slice):
+                entry = entry_of(self, expr.value, scope, depth)  # ``BUILDERS[name]``
+                if entry is not None:
+                    return entry
             base = self.resolve(expr.value, scope, depth + 1)
             if isinstance(expr.slice, ast.Slice) and base.container:
                 return base  # a slice of a ModuleList or Sequential is one too
@@ -135,7 +142,7 @@ class Resolver(ClassKinds):
                         return found
                 if bindings:
                     if current is scope and line:
-                        bindings = [b for b in bindings if not _in_own_value(b, line)]
+                        bindings = [b for b in bindings if not in_own_value(b, line)]
                         bindings = reaching(current.node, bindings, line)
                     result = self.combine(bindings, depth, name)
                     return result if result is NAMESPACE else replace(result, name=name)
@@ -211,7 +218,7 @@ class Resolver(ClassKinds):
                 return replace(declared, via=f"{func.name}() -> {shown} at {where}")
         returns, yields = returned(func)
         scope = self.file.scopes.get(id(func))
-        if scope is None or (not returns and not yields and _abstract(func)):
+        if scope is None or (not returns and not yields and only_raises(func)):
             return UNKNOWN  # ``raise NotImplementedError``: what overrides return is unknown
         as_bindings = [Binding("value", e, func) for e in (returns or yields)]
         result = self.combine(as_bindings, depth + 1) if as_bindings else Resolved(Kind.OTHER)
@@ -316,7 +323,9 @@ class Resolver(ClassKinds):
         known_pairs = [(b, r) for b, r in pairs if r.kind is not Kind.UNKNOWN]
         kinds = {r.kind for _, r in known_pairs}
         if len(kinds) == 1:
-            binding, result = _with_elements(known_pairs)
+            chosen = with_elements([r for _, r in known_pairs])
+            binding, result = known_pairs[max(chosen, 0)]
+            result = result if chosen >= 0 else replace(result, elem=None)
             if result.via or not label or result is NAMESPACE:
                 return result
             return replace(result, via=self._describe(binding, label))
@@ -381,31 +390,3 @@ class Resolver(ClassKinds):
     def annotation(self, node: ast.expr) -> Resolved:
         """The kind of a value annotated with ``node``."""
         return annotation_kind(self, node)
-
-
-def _with_elements(pairs: list[tuple[Binding, Resolved]]) -> tuple[Binding, Resolved]:
-    """The binding to report among bindings of one kind: for collections, one whose
-    elements are known (``model = []`` then ``model = [Wrap(m) for m in model]``: an
-    empty list says nothing of its elements); elements of several kinds are unknown."""
-    elems = {r.elem for _, r in pairs if r.elem is not None}
-    if len(elems) == 1:
-        return next(p for p in pairs if p[1].elem is not None)
-    binding, result = pairs[0]
-    return (binding, replace(result, elem=None)) if elems else (binding, result)
-
-
-def _in_own_value(binding: Binding, line: int) -> bool:
-    """Whether a use at ``line`` lies in the value of ``binding`` itself: in ``model =
-    [model]`` or ``x = wrap(x)`` the name on the right is its earlier value."""
-    value = binding.expr if binding.kind in ("value", "unpacked") else None
-    return value is not None and value.lineno <= line <= (value.end_lineno or value.lineno)
-
-
-def _abstract(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """A body that only raises (after its docstring): a method for subclasses to define."""
-    body = [
-        stmt
-        for stmt in func.body
-        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))
-    ]
-    return bool(body) and all(isinstance(stmt, ast.Raise) for stmt in body)
