@@ -122,7 +122,9 @@ class Resolver(ClassKinds):
         if key not in self._guards:
             self._guards[key] = guards(scope.node)
         found = narrowed(self, self._guards[key], expr, scope)
-        return replace(result, kind=found.kind, via=found.via) if found else result
+        if found is None:
+            return result
+        return replace(result, kind=found.kind, via=found.via, is_class=found.is_class)
 
     def _name(self, name: str, scope: Scope, depth: int, line: int = 0) -> Resolved:
         if name == scope.self_name and scope.cls is not None:
