@@ -235,3 +235,24 @@ def entry_of(resolver: Resolver, name: ast.Name, scope: Scope, depth: int) -> Re
         module = path.removesuffix(".py").replace(os.sep, ".")
         found = replace(found, function=None, factory=f"{module}:{found.function.name}")
     return None if found.kind is Kind.UNKNOWN else found
+
+
+def alternatives(expr: ast.IfExp | ast.BoolOp) -> list[ast.expr]:
+    """The values ``a if c else b`` / ``a or b`` may take (``None`` left out; an ``and``
+    chain gives none: its value may be a falsy operand)."""
+    if isinstance(expr, ast.IfExp):
+        values = [expr.body, expr.orelse]
+    elif isinstance(expr.op, ast.Or):
+        values = list(expr.values)
+    else:
+        return []
+    return [v for v in values if not (isinstance(v, ast.Constant) and v.value is None)]
+
+
+def either(results: list[Resolved]) -> Resolved:
+    """One of several values: their kind when the known ones agree."""
+    known_results = [r for r in results if r.kind is not Kind.UNKNOWN]
+    if len({(r.kind, r.is_class) for r in known_results}) != 1:
+        return UNKNOWN
+    first = known_results[0]
+    return first if len({r.cls for r in known_results}) == 1 else replace(first, cls="")

@@ -34,7 +34,9 @@ from hookscope.lint.bindings import (
 from hookscope.lint.calls import call_result
 from hookscope.lint.classes import ClassKinds, base_names
 from hookscope.lint.containers import (
+    alternatives,
     collection,
+    either,
     element,
     entry_of,
     literal_element,
@@ -110,6 +112,8 @@ class Resolver(ClassKinds):
             return self._call(expr, scope, depth)
         if isinstance(expr, _COLLECTIONS):
             return collection(self, expr, scope, depth)
+        if isinstance(expr, (ast.IfExp, ast.BoolOp)):  # ``A() if c else B()``, ``net or Net()``
+            return either([self.resolve(v, scope, depth + 1) for v in alternatives(expr)])
         if isinstance(expr, (ast.Constant, ast.JoinedStr, ast.BinOp, ast.Compare)):
             return Resolved(Kind.OTHER)
         return UNKNOWN
