@@ -131,3 +131,17 @@ def test_a_value_handed_to_a_module_only_wrapper_is_a_module(tmp_path: Path) -> 
     )
     found = {(f.line, f.code) for f in lint(tmp_path, select=["HS1"], config=False)}
     assert found == {(7, "HS101")}
+
+
+def test_library_models_whose_names_say_so(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "lib.py").write_text(
+        "import torch\nfrom diffusers import AutoencoderKL\n"
+        "from transformers import CLIPVisionModelWithProjection, CLIPImageProcessor\n\n\n"
+        "def run(x):\n    AutoencoderKL.from_pretrained('m').forward(x)\n"
+        "    CLIPVisionModelWithProjection.from_pretrained('m').forward(x)\n"
+        "    CLIPImageProcessor.from_pretrained('m').forward(x)\n",
+        encoding="utf-8",
+    )
+    found = {(f.line, f.code) for f in lint(tmp_path, select=["HS1"], config=False)}
+    assert found == {(7, "HS101"), (8, "HS101")}

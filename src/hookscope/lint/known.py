@@ -194,6 +194,8 @@ EXTERNAL_MODULES = frozenset(
         "AveragedModel",
         "ModelEmaV2",
         "ModelEmaV3",
+        # torch_geometric's message-passing base (an nn.Module), subclassed by many projects
+        "MessagePassing",
         # fbgemm_gpu's table-batched embedding kernels (nn.Module subclasses)
         "SplitTableBatchedEmbeddingBagsCodegen",
         "IntNBitTableBatchedEmbeddingBagsCodegen",

@@ -19,7 +19,7 @@ HOOKLESS_LIBRARIES = frozenset({"gpytorch"})
 # ``UNet2DConditionModel`` (diffusers), ``ComposerModel``/``HuggingFaceModel``
 # (composer). Their TensorFlow/Flax twins (``TF*``, ``Flax*``) are not torch modules.
 MODEL_LIBRARIES = frozenset({"transformers", "peft", "diffusers", "composer"})
-_LIBRARY_MODEL = re.compile(r"(?:Model|For[A-Z]\w*)$")
+_LIBRARY_MODEL = re.compile(r"(?:Model|ModelWith[A-Z]\w*|For[A-Z]\w*)$")
 
 # Packages whose public lowercase functions build models: ``torchvision.models.resnet50()``,
 # ``torchvision.models.detection.fasterrcnn_resnet50_fpn()``, ``get_model("vit_b_16")``.
@@ -33,15 +33,23 @@ MODEL_FUNCTION_PACKAGES = (
     "torchaudio.models",
 )
 _NOT_MODEL_FUNCTIONS = ("get_model_weights", "get_weight", "list_models")
-# Single functions of other libraries that build a model: mmdet's and mmseg's APIs.
+# Single functions of other libraries that build a model: mmdet's and mmseg's APIs,
+# open_clip's and whisper's loaders, peft's wrapper.
 MODEL_FUNCTIONS = frozenset(
     {"mmdet.apis.init_detector", "mmseg.apis.init_model", "mmseg.apis.init_segmentor"}
+    | {"open_clip.create_model", "whisper.load_model", "peft.get_peft_model"}
 )
 
 
 # Packages whose every public class is a torch module: torchmetrics' metrics
-# (``Accuracy``, ``MetricCollection``), torchaudio's transforms and models.
-MODULE_PACKAGES = ("torchmetrics", "torchaudio.transforms", "torchaudio.models")
+# (``Accuracy``, ``MetricCollection``), torchaudio's transforms and models,
+# sentence-transformers' model package.
+MODULE_PACKAGES = (
+    "torchmetrics",
+    "torchaudio.transforms",
+    "torchaudio.models",
+    "sentence_transformers.models",
+)
 _NOT_MODULE_SUBPACKAGES = (".functional", ".utilities")
 
 
@@ -74,6 +82,12 @@ LIBRARY_MODULE_CLASSES: dict[str, frozenset[str]] = {
         }
     ),
     "mmcv.runner": frozenset({"BaseModule", "ModuleList", "ModuleDict", "Sequential"}),
+    # diffusers' autoencoders and transformers whose names do not end in "Model"
+    "diffusers": frozenset(
+        {"AutoencoderKL", "AutoencoderTiny", "AsymmetricAutoencoderKL", "PriorTransformer"}
+        | {"AutoencoderKLTemporalDecoder", "ConsistencyDecoderVAE"}
+    ),
+    "sentence_transformers": frozenset({"SentenceTransformer"}),
     "mmcv.cnn": frozenset(
         {"ConvModule", "DepthwiseSeparableConvModule", "Scale", "ContextBlock", "NonLocal2d"}
     ),
