@@ -4,7 +4,8 @@ Used when the receiver's declared type cannot be resolved (`Resolver` gives
 ``UNKNOWN``); each piece of evidence is one a reader would accept as proof (``isinstance``
 narrowing, the other kind, is part of resolution: `narrowing`):
 
-- **use**: the same function (for ``self.x``, any method of the class) calls a method
+- **use**: the same function (for ``self.x``, any method of the class or of its
+  same-file bases) calls a method
   that only ``torch.nn.Module`` has on it (``x.parameters()``, ``x.eval()``,
   ``x.load_state_dict(...)``, ``x.register_forward_hook(...)``...) or wraps it in
   ``DistributedDataParallel``/``torch.compile``/..., or passes it to a parameter the
@@ -26,6 +27,7 @@ from dataclasses import replace
 
 from hookscope.lint import known
 from hookscope.lint.bindings import dotted
+from hookscope.lint.classes import base_names
 from hookscope.lint.kinds import Kind, Resolved
 from hookscope.lint.passing import declared_by_callee
 from hookscope.lint.pyfile import CallSite, Scope
@@ -81,11 +83,31 @@ def _calls(resolver: Resolver, scope: Scope, whole_class: bool) -> Iterator[tupl
     if not whole_class or scope.cls is None:
         owners = [(scope.node, scope)]
     else:
-        owners = [(stmt, resolver.file.scopes.get(id(stmt), scope)) for stmt in scope.cls.body]
+        owners = [
+            (stmt, resolver.file.scopes.get(id(stmt), scope))
+            for cls in _with_local_bases(resolver, scope.cls)
+            for stmt in cls.body
+        ]
     for owner, where in owners:
         for node in ast.walk(owner):
             if isinstance(node, ast.Call):
                 yield node, where
+
+
+def _with_local_bases(resolver: Resolver, cls: ast.ClassDef) -> list[ast.ClassDef]:
+    """``cls`` and its bases defined in the same file (their methods share ``self``)."""
+    out: list[ast.ClassDef] = []
+    todo = [cls]
+    while todo:
+        current = todo.pop()
+        if current in out:
+            continue
+        out.append(current)
+        for base in base_names(current):
+            found = resolver.file.classes.get(base.rsplit(".", 1)[-1])
+            if found is not None:
+                todo.append(found)
+    return out
 
 
 def _same(node: ast.expr, path: str, is_self_attr: bool) -> bool:
