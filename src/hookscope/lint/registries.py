@@ -82,10 +82,17 @@ def _decorated(index: ClassIndex) -> dict[str, list[tuple[str, str]]]:
             continue
         module = _module_of(where)
         for match in _DECORATED_CLASS.finditer(data):
+            if _in_docstring(data, match.start()):
+                continue  # a usage example in a docstring registers nothing
             decorator = match.group(1).decode("ascii", "replace")
             key = ".".join(decorator.split(".")[-2:])
             _SCANNED.setdefault(key, []).append((match.group(2).decode("ascii", "replace"), module))
     return _SCANNED
+
+
+def _in_docstring(data: bytes, at: int) -> bool:
+    """Whether ``at`` lies inside a triple-quoted string (an odd number of them before)."""
+    return data.count(b'"""', 0, at) % 2 == 1 or data.count(b"'''", 0, at) % 2 == 1
 
 
 def _module_of(where: str) -> str:
