@@ -62,15 +62,16 @@ class Registered:
 
 # decorator (as written, last two names at most) -> classes, for one index at a time
 _SCANNED: dict[str, list[tuple[str, str]]] = {}
-_SCANNED_INDEX: list[int] = [0]
+_SCANNED_INDEX: list[tuple[int, str, int]] = [(0, "", 0)]
 
 
 def _decorated(index: ClassIndex) -> dict[str, list[tuple[str, str]]]:
     """``{decorator: [(class, module), ...]}`` over the project files defining classes."""
-    if _SCANNED_INDEX[0] == id(index):
+    key = (id(index), index.root, len(index.defs))  # an id alone may be reused
+    if _SCANNED_INDEX[0] == key:
         return _SCANNED
     _SCANNED.clear()
-    _SCANNED_INDEX[0] = id(index)
+    _SCANNED_INDEX[0] = key
     files = sorted({where.rpartition(":")[0] for defs in index.defs.values() for _, where in defs})
     for where in files:
         path = os.path.join(index.root, where) if index.root else where
