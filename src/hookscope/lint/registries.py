@@ -67,11 +67,11 @@ _SCANNED_INDEX: list[tuple[int, str, int]] = [(0, "", 0)]
 
 def _decorated(index: ClassIndex) -> dict[str, list[tuple[str, str]]]:
     """``{decorator: [(class, module), ...]}`` over the project files defining classes."""
-    key = (id(index), index.root, len(index.defs))  # an id alone may be reused
-    if _SCANNED_INDEX[0] == key:
+    stamp = (id(index), index.root, len(index.defs))  # an id alone may be reused
+    if _SCANNED_INDEX[0] == stamp:
         return _SCANNED
     _SCANNED.clear()
-    _SCANNED_INDEX[0] = key
+    _SCANNED_INDEX[0] = stamp
     files = sorted({where.rpartition(":")[0] for defs in index.defs.values() for _, where in defs})
     for where in files:
         path = os.path.join(index.root, where) if index.root else where
