@@ -214,3 +214,30 @@ def import_origin(resolver: Resolver, path: str, scope: Scope) -> str:
             return f"{origin}{dot}{rest}"
         current = current.parent
     return ""
+
+
+def module_function(resolver: Resolver, expr: ast.Attribute, scope: Scope) -> Resolved:
+    """A function of a project module named through that module (``models.build``)."""
+    prefix = dotted(expr.value)
+    module = import_origin(resolver, prefix, scope) if prefix else ""
+    if not module:
+        return Resolved(Kind.UNKNOWN, name=expr.attr)
+    found = resolver.index.functions_in(expr.attr, module)
+    if not found and len(resolver.index.functions.get(expr.attr, ())) == 1:
+        found = resolver.index.functions[expr.attr] if imported_file(resolver, module) else ()
+    if not found:
+        return Resolved(Kind.UNKNOWN, name=expr.attr)
+    return Resolved(Kind.OTHER, name=expr.attr, factory=f"{module}:{expr.attr}")
+
+
+def aliased_base(resolver: Resolver, base: str) -> tuple[Resolver, str] | None:
+    """A base imported under another name (``from pkg.mod import Net as NetBase``):
+    the resolver of the project file defining it and its own name; else ``None``."""
+    if "." in base:
+        return None
+    origin = resolver.imported((base,))[0]
+    module, _, name = origin.rpartition(".")
+    if not module or name == base:
+        return None
+    other = foreign_in(resolver, name, module)
+    return None if other is None else (other, name)

@@ -42,7 +42,14 @@ from hookscope.lint.containers import (
     literal_element,
     member,
 )
-from hookscope.lint.crossfile import fixture, foreign, foreign_in, import_origin, imported_value
+from hookscope.lint.crossfile import (
+    aliased_base,
+    fixture,
+    foreign,
+    import_origin,
+    imported_value,
+    module_function,
+)
 from hookscope.lint.index import ClassIndex
 from hookscope.lint.kinds import MAX_DEPTH, NAMESPACE, UNKNOWN, Kind, Resolved, with_elements
 from hookscope.lint.methods import (
@@ -208,6 +215,8 @@ class Resolver(ClassKinds):
             module = import_origin(self, prefix, scope) if prefix else ""
             kind, container = self.class_kind(expr.attr, module)
             return Resolved(kind, is_class=True, container=container, name=expr.attr)
+        if base is NAMESPACE or (base.kind is Kind.UNKNOWN and not base.is_class):
+            return module_function(self, expr, scope)  # ``from pkg import models``
         return Resolved(Kind.UNKNOWN, name=expr.attr)
 
     def _call(self, expr: ast.Call, scope: Scope, depth: int) -> Resolved:
@@ -270,7 +279,7 @@ class Resolver(ClassKinds):
         if found:
             return self, found
         for base in base_names(cls):
-            other = self._aliased_base(base)
+            other = aliased_base(self, base)
             if other is not None:  # ``from pkg.mod import Net as NetBase``: pkg/mod.py's Net
                 owner, found = other[0]._class_attr(other[1], attr, seen - {other[1]})
             else:
@@ -278,18 +287,6 @@ class Resolver(ClassKinds):
             if found:
                 return owner, found
         return (self, []) if seen else (self, self._in_subclasses(cls_name, attr))
-
-    def _aliased_base(self, base: str) -> tuple[Resolver, str] | None:
-        """A base imported under another name (``from pkg.mod import Net as NetBase``):
-        the resolver of the project file defining it and its own name; else ``None``."""
-        if "." in base:
-            return None
-        origin = self._imported((base,))[0]
-        module, _, name = origin.rpartition(".")
-        if not module or name == base:
-            return None
-        other = foreign_in(self, name, module)
-        return None if other is None else (other, name)
 
     def _in_subclasses(self, cls_name: str, attr: str) -> list[Binding]:
         """``attr`` that a mixin uses and only its subclasses in this file assign."""
