@@ -12,7 +12,7 @@ from hookscope.lint.bindings import dotted, returned
 from hookscope.lint.containers import contents, getattr_value, rref_value
 from hookscope.lint.crossfile import factory_returns, foreign_function, import_origin
 from hookscope.lint.kinds import MAX_DEPTH, UNKNOWN, Kind, Resolved
-from hookscope.lint.methods import built_by_classmethod
+from hookscope.lint.methods import built_by_classmethod, find_method, is_classmethod
 from hookscope.lint.passing import argument_for
 from hookscope.lint.pyfile import Scope
 from hookscope.lint.registries import built_by_registry, is_registry_call
@@ -98,6 +98,10 @@ def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) ->
         built = built_by_registry(resolver, expr, scope)
         if built is not None:
             return built
+    if isinstance(func, ast.Attribute):
+        inherited = _inherited_method(resolver, func, scope, depth)
+        if inherited is not None:
+            return inherited
     callee = resolver.resolve(func, scope, depth + 1)
     handed = handed_back(resolver, callee, expr, scope, depth)
     if handed is not None:
@@ -157,3 +161,21 @@ def handed_back(
     where = f"{owner.file.path}:{func.lineno}"
     shown = f" ({given.via})" if given.via else ""
     return replace(given, via=f"{func.name}() at {where} returns its {name}, a module{shown}")
+
+
+def _inherited_method(
+    resolver: Resolver, func: ast.Attribute, scope: Scope, depth: int
+) -> Resolved | None:
+    """``obj.method(...)`` where ``method`` comes from a base class in another project
+    file: what that method returns, read in its own file."""
+    owner = resolver.resolve(func.value, scope, depth + 1)
+    if not owner.cls or owner.is_class or depth >= MAX_DEPTH:
+        return None
+    located = find_method(resolver, owner.cls, func.attr)
+    if located is None or located[0] is resolver:
+        return None  # this file's methods resolve through the usual path
+    where, method = located
+    result = where.returns_of(method, depth + 1)
+    if result.kind is Kind.UNKNOWN or is_classmethod(method):
+        return None
+    return replace(result, name=func.attr)
