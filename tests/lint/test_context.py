@@ -145,3 +145,16 @@ def test_library_models_whose_names_say_so(tmp_path: Path) -> None:
     )
     found = {(f.line, f.code) for f in lint(tmp_path, select=["HS1"], config=False)}
     assert found == {(7, "HS101"), (8, "HS101")}
+
+
+def test_a_model_builder_named_at_run_time(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "zoo.py").write_text(
+        "import torch\nimport torchvision.models as models\n\n\n"
+        "def build(arch, x):\n    model = getattr(models, arch)(weights=None)\n"
+        "    model.forward(x)\n    models.__dict__[arch]().forward(x)\n"
+        "    getattr(models, 'list_models')().forward(x)\n",
+        encoding="utf-8",
+    )
+    found = {(f.line, f.code) for f in lint(tmp_path, select=["HS1"], config=False)}
+    assert found == {(7, "HS101"), (8, "HS101")}  # list_models() is no builder

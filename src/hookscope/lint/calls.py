@@ -79,6 +79,10 @@ def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) ->
     origin = import_origin(resolver, path, scope) if path else ""
     if libraries.library_model_function(origin):
         return Resolved(Kind.MODULE, name=last, via=f"{origin}(...) builds a model")
+    package = _named_dynamically(func)  # ``getattr(models, arch)(...)``
+    package = import_origin(resolver, package, scope) if package else ""
+    if package in libraries.MODEL_FUNCTION_PACKAGES:
+        return Resolved(Kind.MODULE, name=last, via=f"a builder of {package} builds a model")
     if isinstance(func, ast.Attribute) and last.startswith(known.CONSTRUCTOR_PREFIXES):
         # ``object.__new__(Cls)`` / ``Cls.__new__(Cls)``: an instance of its argument
         of = func.value if last != "__new__" or not expr.args else expr.args[0]
@@ -179,3 +183,23 @@ def _inherited_method(
     if result.kind is Kind.UNKNOWN or is_classmethod(method):
         return None
     return replace(result, name=func.attr)
+
+
+def _named_dynamically(func: ast.expr) -> str:
+    """``pkg`` of ``getattr(pkg, name)`` / ``pkg.__dict__[name]`` (a name not written
+    out); ``""`` otherwise."""
+    if (
+        isinstance(func, ast.Call)
+        and isinstance(func.func, ast.Name)
+        and func.func.id == "getattr"
+        and len(func.args) == 2
+        and not isinstance(func.args[1], ast.Constant)  # a written name: `getattr_value`
+    ):
+        return dotted(func.args[0]) or ""
+    if (
+        isinstance(func, ast.Subscript)
+        and isinstance(func.value, ast.Attribute)
+        and func.value.attr == "__dict__"
+    ):
+        return dotted(func.value.value) or ""
+    return ""
