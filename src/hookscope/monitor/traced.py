@@ -30,6 +30,7 @@ probes on outputs that are not a tensor or a tuple/list of tensors.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -48,9 +49,23 @@ from hookscope.stats.traced import (
     reset_rows,
     to_reduction,
 )
+from hookscope.stats.rowop import merge_row_op
 
 #: Tensors of one module output that get a row.
 SLOTS = 8
+
+#: ``(old row, tensor, plan) -> merged row``, traced into the graph.
+Merge = Callable[[torch.Tensor, torch.Tensor, Plan], torch.Tensor]
+
+
+def merge_stats(old: torch.Tensor, t: torch.Tensor, plan: Plan) -> torch.Tensor:
+    """``old`` merged with the row of ``t``: one `merge_row_op` node (an extern kernel)."""
+    return merge_row_op(old, t, plan.squares, plan.extrema, plan.zeros != "none")
+
+
+def fused_stats(old: torch.Tensor, t: torch.Tensor, plan: Plan) -> torch.Tensor:
+    """The same as tensor ops that inductor fuses into the producer's kernels (before 5th session)."""
+    return merge_row(old, reduce_row(t, plan, old.dtype))
 
 
 class _Layout:
@@ -104,9 +119,10 @@ class TracedCollector:
         self.outputs = outputs
         self.grads = grads
         self.index = {name: i for i, name in enumerate(names)}
-        #: Reduces one output tensor to a forward row (`reduce_row`; benchmarks swap it
-        #: before the first compiled call to measure other formulations).
-        self.reduce = reduce_row
+        #: Merges one output tensor's statistics into its old row: ``(old, t, plan) -> row``
+        #: (`merge_stats`: one extern op; benchmarks swap it before the first compiled
+        #: call to measure other formulations, e.g. `fused_stats`).
+        self.merge: Merge = merge_stats
         self.layouts = [_Layout() for _ in names]
         rows = len(names) * SLOTS
         self.buffer = empty_rows(rows, device)
@@ -124,10 +140,9 @@ class TracedCollector:
         found = tensors_in(output, "output")[:SLOTS]
         if self.outputs:
             plan = self.plans[name]
-            dtype = self.buffer.dtype
             for j, (_path, t) in enumerate(found):
                 row = i * SLOTS + j
-                self.buffer[row] = merge_row(self.buffer[row], self.reduce(t, plan, dtype))
+                self.buffer[row] = self.merge(self.buffer[row], t.detach(), plan)
         layout = self.layouts[i]
         layout.paths = tuple(path for path, _ in found)
         layout.shapes = tuple(tuple(t.shape) for _, t in found)

@@ -1,0 +1,74 @@
+"""A forward row as one graph node: the ``hookscope::merge_row`` op.
+
+Written as tensor ops (`hookscope.stats.traced.reduce_row`), the row of one
+output is about a dozen graph nodes that inductor fuses into the kernels
+making the output. On CPU that fusion is what costs (SmallCNN training
+step, see the "Monitor on a compiled model" section of benchmarks/README.md):
+the extra reductions over BatchNorm and ReLU outputs change the schedule of
+the conv → BatchNorm → ReLU → MaxPool kernel, and the dozen nodes per row
+are most of the C++ inductor generates and compiles at warm-up.
+
+As a ``torch.library`` custom op the row is one node. Inductor does not look
+inside it: it hands the op a stored tensor and calls it as an extern kernel,
+so the model's own kernels are scheduled as without hookscope, apart from
+storing that tensor. On the CPU the op reduces a dense floating tensor in
+one pass of hookscope's C kernel (`hookscope.stats.native`); everything else
+(other devices, integer, bool and complex tensors, NaN or Inf in the
+tensor, no C compiler) runs `reduce_row`'s tensor ops eagerly, on the
+tensor's own device and without a host read. A fake (meta) implementation
+lets dynamo and inductor trace it; ``fullgraph=True`` works.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from hookscope.stats import native
+from hookscope.stats.reduce import Plan
+from hookscope.stats.traced import FIELDS, merge_row, reduce_row
+
+__all__ = ["merge_row_op", "row_of"]
+
+_ZEROS = ("none", "count")
+_CALLS, _MIN, _MAX = FIELDS.index("calls"), FIELDS.index("min"), FIELDS.index("max")
+
+
+@torch.library.custom_op("hookscope::merge_row", mutates_args=(), device_types=None)
+def _merge_row(
+    old: torch.Tensor, x: torch.Tensor, squares: bool, extrema: bool, zeros: bool
+) -> torch.Tensor:
+    """``merge_row(old, row of x)``; ``squares``, ``extrema``, ``zeros`` are `Plan` fields."""
+    plan = Plan(squares=squares, extrema=extrema, zeros=_ZEROS[zeros])
+    return merge_row(old, row_of(x, plan, old.dtype))
+
+
+@_merge_row.register_fake
+def _(old: torch.Tensor, x: torch.Tensor, squares: bool, extrema: bool, zeros: bool) -> torch.Tensor:
+    return torch.empty_like(old)
+
+
+#: The op as dynamo and inductor see it (an ``OpOverload``).
+merge_row_op = torch.ops.hookscope.merge_row.default
+
+
+def row_of(x: torch.Tensor, plan: Plan, dtype: torch.dtype) -> torch.Tensor:
+    """The forward row (`FIELDS`) of ``x`` in ``dtype``, eagerly; the C kernel where it applies.
+
+    Same values as `reduce_row` up to summation order: the kernel's sums are
+    of ``x - shift`` (``shift`` its first finite element), turned back into
+    sums of ``x`` in float64.
+    """
+    if not x.numel():
+        row = torch.zeros(len(FIELDS), dtype=dtype, device=x.device)
+        row[_CALLS], row[_MIN], row[_MAX] = 1.0, math.inf, -math.inf
+        return row
+    got = native.moments(x) if x.is_floating_point() else None
+    if got is None or not (math.isfinite(got.shifted_sum) and math.isfinite(got.shifted_sumsq)):
+        # not the kernel's, or a NaN/Inf (or float sums beyond range): exact counts there
+        return reduce_row(x, plan, dtype)
+    values = dict.fromkeys(FIELDS, 0.0)
+    values |= {"calls": 1.0, "numel": float(got.n), "sum": got.sum, "sumsq": got.sumsq}
+    values |= {"min": got.min, "max": got.max, "nonzero": got.nonzero}
+    return torch.tensor([values[k] for k in FIELDS], dtype=dtype)
