@@ -49,23 +49,23 @@ from hookscope.stats.traced import (
     reset_rows,
     to_reduction,
 )
-from hookscope.stats.rowop import merge_row_op
+from hookscope.stats.rowop import grad_rows_op, merge_row_op
 
 #: Tensors of one module output that get a row.
 SLOTS = 8
 
-#: ``(old row, tensor, plan) -> merged row``, traced into the graph.
-Merge = Callable[[torch.Tensor, torch.Tensor, Plan], torch.Tensor]
+#: ``(buffer, row, tensor, plan) -> None``: merges the tensor's row into ``buffer[row]``.
+Merge = Callable[[torch.Tensor, int, torch.Tensor, Plan], None]
 
 
-def merge_stats(old: torch.Tensor, t: torch.Tensor, plan: Plan) -> torch.Tensor:
-    """``old`` merged with the row of ``t``: one `merge_row_op` node (an extern kernel)."""
-    return merge_row_op(old, t, plan.squares, plan.extrema, plan.zeros != "none")
+def merge_stats(buffer: torch.Tensor, row: int, t: torch.Tensor, plan: Plan) -> None:
+    """Merge ``t``'s row into ``buffer[row]``: one `merge_row_op` node (an extern kernel)."""
+    merge_row_op(buffer, row, t, plan.squares, plan.extrema, plan.zeros != "none")
 
 
-def fused_stats(old: torch.Tensor, t: torch.Tensor, plan: Plan) -> torch.Tensor:
-    """The same as tensor ops that inductor fuses into the producer's kernels (before 5th session)."""
-    return merge_row(old, reduce_row(t, plan, old.dtype))
+def fused_stats(buffer: torch.Tensor, row: int, t: torch.Tensor, plan: Plan) -> None:
+    """The same as tensor ops that inductor fuses into the producer's kernels (until 5th session)."""
+    buffer[row] = merge_row(buffer[row], reduce_row(t, plan, buffer.dtype))
 
 
 class _Layout:
@@ -81,17 +81,22 @@ class _Probe(torch.autograd.Function):
     """Identity on ``x`` whose backward puts the gradient's row into ``sink``'s gradient."""
 
     @staticmethod
-    def forward(ctx: Any, x: torch.Tensor, sink: torch.Tensor, row: int) -> torch.Tensor:
-        ctx.row = row
+    def forward(
+        ctx: Any, x: torch.Tensor, sink: torch.Tensor, row: int, fused: bool
+    ) -> torch.Tensor:
+        ctx.row, ctx.fused = row, fused
         ctx.rows = sink.shape[0]
         ctx.dtype = sink.dtype
         return x.clone()
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None, None]:
+        g = grad.detach()
+        if not ctx.fused:  # one extern op (see `hookscope.stats.rowop`)
+            return grad, grad_rows_op(g, ctx.row, ctx.rows, ctx.dtype), None, None
         rows = torch.zeros(ctx.rows, len(GRAD_FIELDS), dtype=ctx.dtype, device=grad.device)
-        rows[ctx.row] = grad_row(grad, ctx.dtype)
-        return grad, rows, None
+        rows[ctx.row] = grad_row(g, ctx.dtype)
+        return grad, rows, None, None
 
 
 class TracedCollector:
@@ -119,10 +124,12 @@ class TracedCollector:
         self.outputs = outputs
         self.grads = grads
         self.index = {name: i for i, name in enumerate(names)}
-        #: Merges one output tensor's statistics into its old row: ``(old, t, plan) -> row``
+        #: Merges one output tensor's statistics into its row: ``(buffer, row, t, plan)``
         #: (`merge_stats`: one extern op; benchmarks swap it before the first compiled
         #: call to measure other formulations, e.g. `fused_stats`).
         self.merge: Merge = merge_stats
+        #: Gradient rows as fused tensor ops instead of one extern op each (benchmarks).
+        self.fused_grads = False
         self.layouts = [_Layout() for _ in names]
         rows = len(names) * SLOTS
         self.buffer = empty_rows(rows, device)
@@ -142,7 +149,7 @@ class TracedCollector:
             plan = self.plans[name]
             for j, (_path, t) in enumerate(found):
                 row = i * SLOTS + j
-                self.buffer[row] = self.merge(self.buffer[row], t.detach(), plan)
+                self.merge(self.buffer, row, t.detach(), plan)
         layout = self.layouts[i]
         layout.paths = tuple(path for path, _ in found)
         layout.shapes = tuple(tuple(t.shape) for _, t in found)
@@ -165,7 +172,7 @@ class TracedCollector:
             return t
         if not (t.requires_grad and t.is_floating_point()):
             return t
-        return _Probe.apply(t, self.sink, row)
+        return _Probe.apply(t, self.sink, row, self.fused_grads)
 
     def take(self) -> tuple[list[Entry], list[Entry]]:
         """This step's forward and backward entries (one host read each); empties the buffers."""

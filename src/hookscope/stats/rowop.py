@@ -27,30 +27,49 @@ import torch
 
 from hookscope.stats import native
 from hookscope.stats.reduce import Plan
-from hookscope.stats.traced import FIELDS, merge_row, reduce_row
+from hookscope.stats.traced import FIELDS, GRAD_FIELDS, grad_row, merge_row, reduce_row
 
-__all__ = ["merge_row_op", "row_of"]
+__all__ = ["grad_row_of", "grad_rows_op", "merge_row_op", "row_of"]
 
 _ZEROS = ("none", "count")
 _CALLS, _MIN, _MAX = FIELDS.index("calls"), FIELDS.index("min"), FIELDS.index("max")
 
 
-@torch.library.custom_op("hookscope::merge_row", mutates_args=(), device_types=None)
-def _merge_row(
-    old: torch.Tensor, x: torch.Tensor, squares: bool, extrema: bool, zeros: bool
-) -> torch.Tensor:
-    """``merge_row(old, row of x)``; ``squares``, ``extrema``, ``zeros`` are `Plan` fields."""
+@torch.library.custom_op("hookscope::merge_row_", mutates_args=("rows",), device_types=None)
+def _merge_row_(
+    rows: torch.Tensor, index: int, x: torch.Tensor, squares: bool, extrema: bool, zeros: bool
+) -> None:
+    """Merge the row of ``x`` into ``rows[index]`` in place (``squares`` ... are `Plan` fields)."""
     plan = Plan(squares=squares, extrema=extrema, zeros=_ZEROS[zeros])
-    return merge_row(old, row_of(x, plan, old.dtype))
+    rows[index] = merge_row(rows[index], row_of(x, plan, rows.dtype))
 
 
-@_merge_row.register_fake
-def _(old: torch.Tensor, x: torch.Tensor, squares: bool, extrema: bool, zeros: bool) -> torch.Tensor:
-    return torch.empty_like(old)
+@_merge_row_.register_fake
+def _(
+    rows: torch.Tensor, index: int, x: torch.Tensor, squares: bool, extrema: bool, zeros: bool
+) -> None:
+    return None
 
 
 #: The op as dynamo and inductor see it (an ``OpOverload``).
-merge_row_op = torch.ops.hookscope.merge_row.default
+merge_row_op = torch.ops.hookscope.merge_row_.default
+
+
+@torch.library.custom_op("hookscope::grad_rows", mutates_args=(), device_types=None)
+def _grad_rows(g: torch.Tensor, index: int, rows: int, dtype: torch.dtype) -> torch.Tensor:
+    """A ``(rows, len(GRAD_FIELDS))`` tensor of zeros but for ``g``'s gradient row at ``index``."""
+    out = torch.zeros(rows, len(GRAD_FIELDS), dtype=dtype, device=g.device)
+    out[index] = grad_row_of(g, dtype)
+    return out
+
+
+@_grad_rows.register_fake
+def _(g: torch.Tensor, index: int, rows: int, dtype: torch.dtype) -> torch.Tensor:
+    return g.new_empty(rows, len(GRAD_FIELDS), dtype=dtype)
+
+
+#: The gradient op as dynamo and inductor see it.
+grad_rows_op = torch.ops.hookscope.grad_rows.default
 
 
 def row_of(x: torch.Tensor, plan: Plan, dtype: torch.dtype) -> torch.Tensor:
@@ -72,3 +91,11 @@ def row_of(x: torch.Tensor, plan: Plan, dtype: torch.dtype) -> torch.Tensor:
     values |= {"calls": 1.0, "numel": float(got.n), "sum": got.sum, "sumsq": got.sumsq}
     values |= {"min": got.min, "max": got.max, "nonzero": got.nonzero}
     return torch.tensor([values[k] for k in FIELDS], dtype=dtype)
+
+
+def grad_row_of(g: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The gradient row (`GRAD_FIELDS`) of ``g`` in ``dtype``, eagerly; the C kernel where it applies."""
+    got = native.moments(g, 0.0) if g.is_floating_point() and g.numel() else None
+    if got is None or not math.isfinite(got.shifted_sumsq):
+        return grad_row(g, dtype)
+    return torch.tensor([float(got.n), got.sumsq, 0.0, 0.0], dtype=dtype)
