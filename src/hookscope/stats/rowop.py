@@ -29,19 +29,34 @@ from hookscope.stats import native
 from hookscope.stats.reduce import Plan
 from hookscope.stats.traced import FIELDS, GRAD_FIELDS, grad_row, merge_row, reduce_row
 
-__all__ = ["grad_row_of", "grad_rows_op", "merge_row_op", "row_of"]
+__all__ = ["grad_row_of", "grad_rows_op", "merge_row_op", "row_values"]
 
 _ZEROS = ("none", "count")
 _CALLS, _MIN, _MAX = FIELDS.index("calls"), FIELDS.index("min"), FIELDS.index("max")
+#: Inductor may hand the ops a tensor in any memory order (the C kernel reads
+#: any dense layout) instead of copying a channels-last output to NCHW first.
+_TAGS = (torch.Tag.flexible_layout,)
 
 
-@torch.library.custom_op("hookscope::merge_row_", mutates_args=("rows",), device_types=None)
+@torch.library.custom_op(
+    "hookscope::merge_row_", mutates_args=("rows",), device_types=None, tags=_TAGS
+)
 def _merge_row_(
     rows: torch.Tensor, index: int, x: torch.Tensor, squares: bool, extrema: bool, zeros: bool
 ) -> None:
     """Merge the row of ``x`` into ``rows[index]`` in place (``squares`` ... are `Plan` fields)."""
-    plan = Plan(squares=squares, extrema=extrema, zeros=_ZEROS[zeros])
-    rows[index] = merge_row(rows[index], row_of(x, plan, rows.dtype))
+    if not x.numel():  # only the call counts (aminmax of nothing would raise)
+        rows[index, _CALLS] += 1
+        return
+    values = row_values(x) if rows.is_cpu else None
+    if values is None:
+        plan = Plan(squares=squares, extrema=extrema, zeros=_ZEROS[zeros])
+        rows[index] = merge_row(rows[index], reduce_row(x, plan, rows.dtype))
+        return
+    old = rows[index].tolist()
+    merged = [a + b for a, b in zip(old, values, strict=True)]
+    merged[_MIN], merged[_MAX] = min(old[_MIN], values[_MIN]), max(old[_MAX], values[_MAX])
+    rows[index] = torch.tensor(merged, dtype=rows.dtype)
 
 
 @_merge_row_.register_fake
@@ -55,7 +70,7 @@ def _(
 merge_row_op = torch.ops.hookscope.merge_row_.default
 
 
-@torch.library.custom_op("hookscope::grad_rows", mutates_args=(), device_types=None)
+@torch.library.custom_op("hookscope::grad_rows", mutates_args=(), device_types=None, tags=_TAGS)
 def _grad_rows(g: torch.Tensor, index: int, rows: int, dtype: torch.dtype) -> torch.Tensor:
     """A ``(rows, len(GRAD_FIELDS))`` tensor of zeros but for ``g``'s gradient row at ``index``."""
     out = torch.zeros(rows, len(GRAD_FIELDS), dtype=dtype, device=g.device)
@@ -72,29 +87,27 @@ def _(g: torch.Tensor, index: int, rows: int, dtype: torch.dtype) -> torch.Tenso
 grad_rows_op = torch.ops.hookscope.grad_rows.default
 
 
-def row_of(x: torch.Tensor, plan: Plan, dtype: torch.dtype) -> torch.Tensor:
-    """The forward row (`FIELDS`) of ``x`` in ``dtype``, eagerly; the C kernel where it applies.
+def row_values(x: torch.Tensor) -> list[float] | None:
+    """The forward row (`FIELDS`) of ``x`` from one pass of the C kernel, as host floats.
 
-    Same values as `reduce_row` up to summation order: the kernel's sums are
-    of ``x - shift`` (``shift`` its first finite element), turned back into
-    sums of ``x`` in float64.
+    Every field is filled (the kernel takes them all in the one pass). Same
+    values as `reduce_row` up to summation order: the kernel sums ``x -
+    shift`` (``shift`` its first finite element), turned back into sums of
+    ``x`` in float64. None where the kernel does not apply (not a dense
+    float CPU tensor, empty, no C compiler) or the tensor holds a NaN or Inf
+    (the sums show it; `reduce_row` then counts them exactly).
     """
-    if not x.numel():
-        row = torch.zeros(len(FIELDS), dtype=dtype, device=x.device)
-        row[_CALLS], row[_MIN], row[_MAX] = 1.0, math.inf, -math.inf
-        return row
-    got = native.moments(x) if x.is_floating_point() else None
+    got = native.moments(x) if x.is_floating_point() and x.numel() else None
     if got is None or not (math.isfinite(got.shifted_sum) and math.isfinite(got.shifted_sumsq)):
-        # not the kernel's, or a NaN/Inf (or float sums beyond range): exact counts there
-        return reduce_row(x, plan, dtype)
+        return None
     values = dict.fromkeys(FIELDS, 0.0)
     values |= {"calls": 1.0, "numel": float(got.n), "sum": got.sum, "sumsq": got.sumsq}
     values |= {"min": got.min, "max": got.max, "nonzero": got.nonzero}
-    return torch.tensor([values[k] for k in FIELDS], dtype=dtype)
+    return [values[k] for k in FIELDS]
 
 
 def grad_row_of(g: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """The gradient row (`GRAD_FIELDS`) of ``g`` in ``dtype``, eagerly; the C kernel where it applies."""
+    """The gradient row (`GRAD_FIELDS`) of ``g`` in ``dtype``: the C kernel where it applies."""
     got = native.moments(g, 0.0) if g.is_floating_point() and g.numel() else None
     if got is None or not math.isfinite(got.shifted_sumsq):
         return grad_row(g, dtype)
