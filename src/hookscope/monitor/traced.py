@@ -3,13 +3,17 @@
 When dynamo traces a monitored module, `Collector` hands the forward hook to
 `TracedCollector.on_forward` (see `hookscope.hooks.compiled.tracing`):
 
-* each output tensor's statistics (`hookscope.stats.traced.reduce_row`) are
-  merged into a fixed row of a device buffer (``module index * SLOTS + tensor
-  index``), so inductor fuses them with the kernels that make the output and
-  the graph gains one small mutated input instead of host reads;
+* each output tensor's statistics are merged into a fixed row of a device
+  buffer (``module index * SLOTS + tensor index``), so the graph gains one
+  small mutated input instead of host reads. On the CPU a row is one node,
+  `hookscope.stats.rowop.merge_row_op`, an extern kernel that reduces the
+  tensor in one pass of hookscope's C kernel; on other devices it is
+  `hookscope.stats.traced.reduce_row`'s tensor ops, which inductor fuses with
+  the kernels that make the output (`TracedCollector.extern` says which);
 * gradients w.r.t. those outputs go through `_Probe`, an identity whose
   backward writes the gradient's row into the gradient of ``sink``, a leaf
-  tensor: autograd accumulates it in ``sink.grad`` like any parameter's.
+  tensor: autograd accumulates it in ``sink.grad`` like any parameter's
+  (the row: `hookscope.stats.rowop.grad_rows_op` or tensor ops, as above).
   Tensor hooks on intermediate tensors would break the graph (dynamo needs
   compiled autograd for them). The probe clones the output, since a module
   downstream may modify it in place (``x += residual``, ``ReLU(inplace=True)``);
@@ -38,6 +42,7 @@ import torch
 from hookscope.monitor.collector import Entry
 from hookscope.stats import Plan, kind_of, tensors_in
 from hookscope.stats.reduce import Kind
+from hookscope.stats.rowop import grad_rows_op, merge_row_op
 from hookscope.stats.traced import (
     GRAD_FIELDS,
     accumulator_dtype,
@@ -49,23 +54,12 @@ from hookscope.stats.traced import (
     reset_rows,
     to_reduction,
 )
-from hookscope.stats.rowop import grad_rows_op, merge_row_op
 
 #: Tensors of one module output that get a row.
 SLOTS = 8
 
-#: ``(buffer, row, tensor, plan) -> None``: merges the tensor's row into ``buffer[row]``.
-Merge = Callable[[torch.Tensor, int, torch.Tensor, Plan], None]
-
-
-def merge_stats(buffer: torch.Tensor, row: int, t: torch.Tensor, plan: Plan) -> None:
-    """Merge ``t``'s row into ``buffer[row]``: one `merge_row_op` node (an extern kernel)."""
-    merge_row_op(buffer, row, t, plan.squares, plan.extrema, plan.zeros != "none")
-
-
-def fused_stats(buffer: torch.Tensor, row: int, t: torch.Tensor, plan: Plan) -> None:
-    """The same as tensor ops that inductor fuses into the producer's kernels (until 5th session)."""
-    buffer[row] = merge_row(buffer[row], reduce_row(t, plan, buffer.dtype))
+#: ``(tensor, plan, accumulator dtype) -> row``: a forward row as tensor ops.
+RowFn = Callable[[torch.Tensor, Plan, torch.dtype], torch.Tensor]
 
 
 class _Layout:
@@ -82,9 +76,9 @@ class _Probe(torch.autograd.Function):
 
     @staticmethod
     def forward(
-        ctx: Any, x: torch.Tensor, sink: torch.Tensor, row: int, fused: bool
+        ctx: Any, x: torch.Tensor, sink: torch.Tensor, row: int, extern: bool
     ) -> torch.Tensor:
-        ctx.row, ctx.fused = row, fused
+        ctx.row, ctx.extern = row, extern
         ctx.rows = sink.shape[0]
         ctx.dtype = sink.dtype
         return x.clone()
@@ -92,7 +86,7 @@ class _Probe(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None, None]:
         g = grad.detach()
-        if not ctx.fused:  # one extern op (see `hookscope.stats.rowop`)
+        if ctx.extern:
             return grad, grad_rows_op(g, ctx.row, ctx.rows, ctx.dtype), None, None
         rows = torch.zeros(ctx.rows, len(GRAD_FIELDS), dtype=ctx.dtype, device=grad.device)
         rows[ctx.row] = grad_row(g, ctx.dtype)
@@ -124,12 +118,12 @@ class TracedCollector:
         self.outputs = outputs
         self.grads = grads
         self.index = {name: i for i, name in enumerate(names)}
-        #: Merges one output tensor's statistics into its row: ``(buffer, row, t, plan)``
-        #: (`merge_stats`: one extern op; benchmarks swap it before the first compiled
-        #: call to measure other formulations, e.g. `fused_stats`).
-        self.merge: Merge = merge_stats
-        #: Gradient rows as fused tensor ops instead of one extern op each (benchmarks).
-        self.fused_grads = False
+        #: Rows as one extern op each (`hookscope.stats.rowop`) rather than tensor ops
+        #: inductor fuses; None: extern on the CPU only. Benchmarks set it (and
+        #: `reduce`) before the first compiled call to compare formulations.
+        self.extern: bool | None = None
+        #: The tensor-op formulation of a forward row (`reduce_row`).
+        self.reduce: RowFn = reduce_row
         self.layouts = [_Layout() for _ in names]
         rows = len(names) * SLOTS
         self.buffer = empty_rows(rows, device)
@@ -148,8 +142,7 @@ class TracedCollector:
         if self.outputs:
             plan = self.plans[name]
             for j, (_path, t) in enumerate(found):
-                row = i * SLOTS + j
-                self.merge(self.buffer, row, t.detach(), plan)
+                self._merge(i * SLOTS + j, t.detach(), plan)
         layout = self.layouts[i]
         layout.paths = tuple(path for path, _ in found)
         layout.shapes = tuple(tuple(t.shape) for _, t in found)
@@ -167,12 +160,22 @@ class TracedCollector:
             )
         return None
 
+    def _uses_extern(self, t: torch.Tensor) -> bool:
+        """Whether ``t``'s rows are extern ops (a constant while dynamo traces)."""
+        return t.device.type == "cpu" if self.extern is None else self.extern
+
+    def _merge(self, row: int, t: torch.Tensor, plan: Plan) -> None:
+        if self._uses_extern(t):
+            merge_row_op(self.buffer, row, t, plan.squares, plan.extrema, plan.zeros != "none")
+        else:
+            self.buffer[row] = merge_row(self.buffer[row], self.reduce(t, plan, self.buffer.dtype))
+
     def _probe(self, row: int | None, t: Any) -> Any:
         if row is None or not isinstance(t, torch.Tensor):
             return t
         if not (t.requires_grad and t.is_floating_point()):
             return t
-        return _Probe.apply(t, self.sink, row, self.fused_grads)
+        return _Probe.apply(t, self.sink, row, self._uses_extern(t))
 
     def take(self) -> tuple[list[Entry], list[Entry]]:
         """This step's forward and backward entries (one host read each); empties the buffers."""
