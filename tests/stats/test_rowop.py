@@ -102,4 +102,3 @@ def test_ops_pass_torch_library_checks() -> None:
     x = _activations(torch.float32)
     torch.library.opcheck(merge_row_op, (empty_rows(3), 1, x, True, True, True))
     torch.library.opcheck(grad_rows_op, (x, 1, 3, torch.float64))
-
