@@ -11,6 +11,9 @@ import torch._dynamo as dynamo
 from torch import nn
 
 import hookscope
+from hookscope.monitor.traced import TracedCollector
+from hookscope.stats import ACTIVATION_STATS, plan_for
+from hookscope.stats.traced import reduce_row
 
 
 def _mlp() -> nn.Module:
@@ -86,3 +89,33 @@ def test_nan_made_inside_the_graph_is_counted_exactly() -> None:
     got = counts(model, compiled=True)
     assert want["0"] == 6
     assert got == want
+
+
+def test_relu_row_is_taken_from_its_input_when_the_hook_has_it() -> None:
+    """Given the module and its args, a ReLU's row reads the ReLU's input (not its output)."""
+    relu = nn.ReLU()
+    plan = plan_for(ACTIVATION_STATS)
+    traced = TracedCollector(
+        ["relu"], {"relu": plan}, outputs=True, grads=False, device=torch.device("cpu")
+    )
+    x = torch.randn(4, 8, 3, generator=torch.Generator().manual_seed(2))
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        y = relu(x)
+        traced.on_forward("relu", y, relu, (x,))
+        return y.amax(dim=2)  # the ReLU output itself need never be stored
+
+    explained = dynamo.explain(f)(x)
+    (merge,) = [
+        n
+        for g in explained.graphs
+        for n in g.graph.nodes
+        if n.target is torch.ops.hookscope.merge_row_.default
+    ]
+    source = merge.args[2]  # x.detach(), and the op takes relu of it
+    assert (source.args[0].name, merge.args[-1]) == ("l_x_", True)
+    traced.take()
+    dynamo.reset()
+    torch.compile(f, fullgraph=True)(x)
+    want = reduce_row(torch.relu(x), plan, torch.float64)
+    torch.testing.assert_close(traced.buffer[0], want)

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from hookscope.stats import ACTIVATION_STATS, plan_for
-from hookscope.stats.rowop import grad_rows_op, merge_row_op, row_values
+from hookscope.stats.rowop import grad_rows_op, merge_row_op, relu_row_values, row_values
 from hookscope.stats.traced import FIELDS, GRAD_FIELDS, empty_rows, grad_row, reduce_row
 
 PLAN = plan_for(ACTIVATION_STATS)
@@ -102,3 +102,26 @@ def test_ops_pass_torch_library_checks() -> None:
     x = _activations(torch.float32)
     torch.library.opcheck(merge_row_op, (empty_rows(3), 1, x, True, True, True))
     torch.library.opcheck(grad_rows_op, (x, 1, 3, torch.float64))
+
+
+@pytest.mark.parametrize("path_", ["kernel", "tensor ops"])
+def test_relu_rows_from_the_input_equal_the_relu_output_rows(path_: str) -> None:
+    x = torch.randn(4, 6, 5, 5, generator=_SEED).to(memory_format=torch.channels_last)
+    if path_ == "tensor ops":
+        x = x[:, :, ::2]  # not dense
+    assert (relu_row_values(x) is not None) == (path_ == "kernel")
+    buf = empty_rows(1)
+    merge_row_op(buf, 0, x, True, True, True, True)
+    got = dict(zip(FIELDS, buf[0].tolist(), strict=True))
+    _assert_rows_equal(got, _expected(torch.relu(x)))
+
+
+def test_relu_rows_of_an_input_with_nan_propagate_it() -> None:
+    x = torch.randn(3, 5, generator=_SEED)
+    x[1, 1] = float("nan")
+    assert relu_row_values(x) is None
+    buf = empty_rows(1)
+    merge_row_op(buf, 0, x, True, True, True, True)
+    row = dict(zip(FIELDS, buf[0].tolist(), strict=True))
+    assert row["nan"] == 1
+    _assert_rows_equal(row, _expected(torch.relu(x)))

@@ -38,6 +38,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch import nn
 
 from hookscope.monitor.collector import Entry
 from hookscope.stats import Plan, kind_of, tensors_in
@@ -60,6 +61,22 @@ SLOTS = 8
 
 #: ``(tensor, plan, accumulator dtype) -> row``: a forward row as tensor ops.
 RowFn = Callable[[torch.Tensor, Plan, torch.dtype], torch.Tensor]
+
+
+def _relu_input(
+    module: nn.Module | None, args: tuple[Any, ...], output: Any
+) -> torch.Tensor | None:
+    """The input of an out-of-place ``nn.ReLU`` whose output is ``relu(input)``, else None.
+
+    Only float32 (the one dtype `hookscope.stats.rowop.relu_row_values` reads
+    in one pass); an in-place ReLU's input is its output.
+    """
+    if type(module) is not nn.ReLU or module.inplace or len(args) != 1:
+        return None
+    x = args[0]
+    if not isinstance(x, torch.Tensor) or not isinstance(output, torch.Tensor):
+        return None
+    return x if x.dtype == torch.float32 and x.shape == output.shape else None
 
 
 class _Layout:
@@ -135,14 +152,25 @@ class TracedCollector:
         #: Whether a compiled graph ran in the step `take` last handed over.
         self.ran = False
 
-    def on_forward(self, name: str, output: Any) -> Any:
-        """Traced forward hook body: merge output rows, probe gradients; the new output or None."""
+    def on_forward(
+        self, name: str, output: Any, module: nn.Module | None = None, args: tuple[Any, ...] = ()
+    ) -> Any:
+        """Traced forward hook body: merge output rows, probe gradients; the new output or None.
+
+        Given the module and its ``args``, the row of an ``nn.ReLU``'s output is
+        taken from its input (`_relu_input`), so that inductor need not store
+        the output for the op.
+        """
         i = self.index[name]
         found = tensors_in(output, "output")[:SLOTS]
         if self.outputs:
             plan = self.plans[name]
+            source = _relu_input(module, args, output)
             for j, (_path, t) in enumerate(found):
-                self._merge(i * SLOTS + j, t.detach(), plan)
+                if source is not None and self._uses_extern(source):
+                    self._merge(i * SLOTS + j, source.detach(), plan, relu=True)
+                else:
+                    self._merge(i * SLOTS + j, t.detach(), plan)
         layout = self.layouts[i]
         layout.paths = tuple(path for path, _ in found)
         layout.shapes = tuple(tuple(t.shape) for _, t in found)
@@ -164,9 +192,10 @@ class TracedCollector:
         """Whether ``t``'s rows are extern ops (a constant while dynamo traces)."""
         return t.device.type == "cpu" if self.extern is None else self.extern
 
-    def _merge(self, row: int, t: torch.Tensor, plan: Plan) -> None:
+    def _merge(self, row: int, t: torch.Tensor, plan: Plan, *, relu: bool = False) -> None:
         if self._uses_extern(t):
-            merge_row_op(self.buffer, row, t, plan.squares, plan.extrema, plan.zeros != "none")
+            zeros = plan.zeros != "none"
+            merge_row_op(self.buffer, row, t, plan.squares, plan.extrema, zeros, relu)
         else:
             self.buffer[row] = merge_row(self.buffer[row], self.reduce(t, plan, self.buffer.dtype))
 

@@ -29,7 +29,7 @@ from hookscope.stats import native
 from hookscope.stats.reduce import Plan, Zeros
 from hookscope.stats.traced import FIELDS, GRAD_FIELDS, grad_row, merge_row, reduce_row
 
-__all__ = ["grad_row_of", "grad_rows_op", "merge_row_op", "row_values"]
+__all__ = ["grad_row_of", "grad_rows_op", "merge_row_op", "relu_row_values", "row_values"]
 
 _ZEROS: tuple[Zeros, Zeros] = ("none", "count")
 _CALLS, _MIN, _MAX = FIELDS.index("calls"), FIELDS.index("min"), FIELDS.index("max")
@@ -40,21 +40,35 @@ _LIB = torch.library.Library("hookscope", "DEF")
 #: any dense layout) instead of copying a channels-last output to NCHW first.
 _TAGS = (torch.Tag.flexible_layout,)
 _LIB.define(
-    "merge_row_(Tensor(a!) rows, int index, Tensor x, bool squares, bool extrema, bool zeros) -> ()",
+    "merge_row_(Tensor(a!) rows, int index, Tensor x, bool squares, bool extrema, bool zeros, "
+    "bool relu=False) -> ()",
     tags=_TAGS,
 )
 _LIB.define("grad_rows(Tensor g, int index, int rows, ScalarType dtype) -> Tensor", tags=_TAGS)
 
 
 def _merge_row_(
-    rows: torch.Tensor, index: int, x: torch.Tensor, squares: bool, extrema: bool, zeros: bool
+    rows: torch.Tensor,
+    index: int,
+    x: torch.Tensor,
+    squares: bool,
+    extrema: bool,
+    zeros: bool,
+    relu: bool = False,
 ) -> None:
-    """Merge the row of ``x`` into ``rows[index]`` in place (``squares`` ... are `Plan` fields)."""
+    """Merge the row of ``x`` (``relu(x)`` with ``relu``) into ``rows[index]`` in place.
+
+    ``squares``, ``extrema`` and ``zeros`` are the `Plan` fields.
+    """
     if not x.numel():  # only the call counts (aminmax of nothing would raise)
         rows[index, _CALLS] += 1
         return
-    values = row_values(x) if rows.is_cpu else None
+    values = None
+    if rows.is_cpu:
+        values = relu_row_values(x) if relu else row_values(x)
     if values is None:
+        if relu:
+            x = torch.relu(x)
         plan = Plan(squares=squares, extrema=extrema, zeros=_ZEROS[zeros])
         rows[index] = merge_row(rows[index], reduce_row(x, plan, rows.dtype))
         return
@@ -65,7 +79,13 @@ def _merge_row_(
 
 
 def _merge_row_fake(
-    rows: torch.Tensor, index: int, x: torch.Tensor, squares: bool, extrema: bool, zeros: bool
+    rows: torch.Tensor,
+    index: int,
+    x: torch.Tensor,
+    squares: bool,
+    extrema: bool,
+    zeros: bool,
+    relu: bool = False,
 ) -> None:
     return None
 
@@ -87,7 +107,8 @@ _LIB.impl("grad_rows", _grad_rows, "CompositeExplicitAutograd")
 torch.library.register_fake("hookscope::merge_row_", _merge_row_fake, lib=_LIB)
 torch.library.register_fake("hookscope::grad_rows", _grad_rows_fake, lib=_LIB)
 
-#: Merges ``x``'s row into ``rows[index]``: ``(rows, index, x, squares, extrema, zeros) -> None``.
+#: Merges ``x``'s row into ``rows[index]``: ``(rows, index, x, squares, extrema, zeros,
+#: relu=False) -> None``; with ``relu`` the row is ``relu(x)``'s.
 merge_row_op = torch.ops.hookscope.merge_row_.default
 #: ``(g, index, rows, dtype) -> (rows, len(GRAD_FIELDS))`` zeros but for ``g``'s row at ``index``.
 grad_rows_op = torch.ops.hookscope.grad_rows.default
@@ -109,6 +130,26 @@ def row_values(x: torch.Tensor) -> list[float] | None:
     values = dict.fromkeys(FIELDS, 0.0)
     values |= {"calls": 1.0, "numel": float(got.n), "sum": got.sum, "sumsq": got.sumsq}
     values |= {"min": got.min, "max": got.max, "nonzero": got.nonzero}
+    return [values[k] for k in FIELDS]
+
+
+def relu_row_values(x: torch.Tensor) -> list[float] | None:
+    """`row_values` of ``relu(x)`` from one pass over ``x`` (float32), without making ``relu(x)``.
+
+    For an ``nn.ReLU``'s output: inductor then need not store that output for
+    the op (it computes it inside the next kernel, e.g. a pooling loop).
+    None where `hookscope.stats.native.moments_relu` does not apply (not a
+    dense float32 CPU tensor) or ``x`` holds a NaN or Inf.
+    """
+    got = native.moments_relu(x) if x.dtype == torch.float32 and x.numel() else None
+    if got is None or not all(
+        math.isfinite(v) for m in got for v in (m.shifted_sum, m.shifted_sumsq)
+    ):
+        return None
+    y = got[1]
+    values = dict.fromkeys(FIELDS, 0.0)
+    values |= {"calls": 1.0, "numel": float(y.n), "sum": y.sum, "sumsq": y.sumsq}
+    values |= {"min": y.min, "max": y.max, "nonzero": y.nonzero}
     return [values[k] for k in FIELDS]
 
 
