@@ -1,4 +1,4 @@
-"""A forward row as one graph node: the ``hookscope::merge_row`` op.
+"""A statistics row as one graph node: the ``hookscope::merge_row_`` and ``grad_rows`` ops.
 
 Written as tensor ops (`hookscope.stats.traced.reduce_row`), the row of one
 output is about a dozen graph nodes that inductor fuses into the kernels
@@ -16,7 +16,8 @@ one pass of hookscope's C kernel (`hookscope.stats.native`); everything else
 (other devices, integer, bool and complex tensors, NaN or Inf in the
 tensor, no C compiler) runs `reduce_row`'s tensor ops eagerly, on the
 tensor's own device and without a host read. A fake (meta) implementation
-lets dynamo and inductor trace it; ``fullgraph=True`` works.
+lets dynamo and inductor trace it; ``fullgraph=True`` works. ``grad_rows``
+does the same for a gradient row (`GRAD_FIELDS`).
 """
 
 from __future__ import annotations
