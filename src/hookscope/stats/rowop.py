@@ -30,10 +30,12 @@ from hookscope.stats import native
 from hookscope.stats.reduce import Plan, Zeros
 from hookscope.stats.traced import FIELDS, GRAD_FIELDS, grad_row, merge_row, reduce_row
 
-__all__ = ["grad_row_of", "grad_rows_op", "merge_row_op", "relu_row_values", "row_values"]
+__all__ = ["grad_row_values", "grad_rows_op", "merge_row_op", "relu_row_values", "row_values"]
 
 _ZEROS: tuple[Zeros, Zeros] = ("none", "count")
 _CALLS, _MIN, _MAX = FIELDS.index("calls"), FIELDS.index("min"), FIELDS.index("max")
+# `_values` writes rows in this order
+assert FIELDS == ("calls", "numel", "sum", "sumsq", "min", "max", "nonzero", "nan", "inf")
 #: The ops, defined through ``torch.library.Library`` rather than ``custom_op``:
 #: a call then costs ~2 µs of dispatch instead of ~17 µs (20 calls a SmallCNN step).
 _LIB = torch.library.Library("hookscope", "DEF")
@@ -73,10 +75,11 @@ def _merge_row_(
         plan = Plan(squares=squares, extrema=extrema, zeros=_ZEROS[zeros])
         rows[index] = merge_row(rows[index], reduce_row(x, plan, rows.dtype))
         return
-    old = rows[index].tolist()
+    row = rows.numpy()[index]  # a view: ~2 µs a merge instead of ~5 through tensor ops
+    old = row.tolist()
     merged = [a + b for a, b in zip(old, values, strict=True)]
     merged[_MIN], merged[_MAX] = min(old[_MIN], values[_MIN]), max(old[_MAX], values[_MAX])
-    rows[index] = torch.tensor(merged, dtype=rows.dtype)
+    row[:] = merged
 
 
 def _merge_row_fake(
@@ -94,7 +97,11 @@ def _merge_row_fake(
 def _grad_rows(g: torch.Tensor, index: int, rows: int, dtype: torch.dtype) -> torch.Tensor:
     """A ``(rows, len(GRAD_FIELDS))`` tensor of zeros but for ``g``'s gradient row at ``index``."""
     out = torch.zeros(rows, len(GRAD_FIELDS), dtype=dtype, device=g.device)
-    out[index] = grad_row_of(g, dtype)
+    values = grad_row_values(g) if out.is_cpu else None
+    if values is None:
+        out[index] = grad_row(g, dtype)
+    else:
+        out.numpy()[index] = values
     return out
 
 
@@ -128,10 +135,7 @@ def row_values(x: torch.Tensor) -> list[float] | None:
     got = native.moments(x) if x.is_floating_point() and x.numel() else None
     if got is None or not (math.isfinite(got.shifted_sum) and math.isfinite(got.shifted_sumsq)):
         return None
-    values = dict.fromkeys(FIELDS, 0.0)
-    values |= {"calls": 1.0, "numel": float(got.n), "sum": got.sum, "sumsq": got.sumsq}
-    values |= {"min": got.min, "max": got.max, "nonzero": got.nonzero}
-    return [values[k] for k in FIELDS]
+    return _values(got)
 
 
 def relu_row_values(x: torch.Tensor) -> list[float] | None:
@@ -147,16 +151,20 @@ def relu_row_values(x: torch.Tensor) -> list[float] | None:
         math.isfinite(v) for m in got for v in (m.shifted_sum, m.shifted_sumsq)
     ):
         return None
-    y = got[1]
-    values = dict.fromkeys(FIELDS, 0.0)
-    values |= {"calls": 1.0, "numel": float(y.n), "sum": y.sum, "sumsq": y.sumsq}
-    values |= {"min": y.min, "max": y.max, "nonzero": y.nonzero}
-    return [values[k] for k in FIELDS]
+    return _values(got[1])
 
 
-def grad_row_of(g: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """The gradient row (`GRAD_FIELDS`) of ``g`` in ``dtype``: the C kernel where it applies."""
+def _values(got: native.Moments) -> list[float]:
+    """A row (`FIELDS`) from the kernel's moments of a finite tensor (no NaN, no Inf)."""
+    return [1.0, float(got.n), got.sum, got.sumsq, got.min, got.max, got.nonzero, 0.0, 0.0]
+
+
+def grad_row_values(g: torch.Tensor) -> list[float] | None:
+    """The gradient row (`GRAD_FIELDS`) of ``g`` from one pass of the C kernel, as host floats.
+
+    None where the kernel does not apply or ``g`` holds a NaN or Inf (`grad_row` counts them).
+    """
     got = native.moments(g, 0.0) if g.is_floating_point() and g.numel() else None
     if got is None or not math.isfinite(got.shifted_sumsq):
-        return grad_row(g, dtype)
-    return torch.tensor([float(got.n), got.sumsq, 0.0, 0.0], dtype=dtype)
+        return None
+    return [float(got.n), got.sumsq, 0.0, 0.0]
