@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
+import math
 import os
+import struct
 import subprocess
 import sys
+from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -318,3 +323,42 @@ def test_no_helper_is_woken_while_other_processes_take_every_core(tmp_path: Path
 def test_helper_policy_is_checked() -> None:
     with pytest.raises(ValueError, match="'sometimes'"):
         native.set_helpers("sometimes")
+
+
+def _avx512() -> bool:
+    try:
+        with open("/proc/cpuinfo") as info:
+            return any(line.startswith("flags") and " avx512f " in f"{line} " for line in info)
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _avx512(), reason="the CPU has no AVX-512: only the 8-lane loop runs here")
+def test_sixteen_lane_loop_gives_the_eight_lane_results_bit_for_bit() -> None:
+    """The AVX-512 float32 loops fold their lanes exactly as the 8-lane ones do."""
+    source = resources.files("hookscope.stats").joinpath("_kernel.c").read_bytes()
+    compiler = os.environ.get("CC") or "cc"
+    libs = []
+    for flags in (("-march=native",), ("-march=native", "-mno-avx512f")):
+        lib, error = native._build(source, compiler, flags, None)
+        assert lib is not None, error
+        libs.append(lib)
+    gen = torch.Generator().manual_seed(5)
+    cases = [torch.randn(n, generator=gen) * scale + mean for n in (16, 2047, 2048, 2049, 100_003)
+             for scale, mean in ((1.0, 0.0), (1e-3, 5.0), (1e20, 0.0))]  # fmt: skip
+    odd = torch.randn(5000, generator=gen)
+    odd[7], odd[100], odd[3000:3100] = float("nan"), float("inf"), 0.0
+    odd[200:4000:3] = -0.0
+    zeros = torch.zeros(4096)
+    zeros[7::9] = -0.0  # min and max are zeros whose sign depends on the folding order
+    cases += [odd, zeros, -zeros]
+
+    def run(lib: Any, fn: str, t: torch.Tensor, shift: float) -> list[float]:
+        out = (ctypes.c_double * 9)()
+        assert getattr(lib, fn)(0, t.data_ptr(), t.numel(), 1, shift, out) == 0
+        return [struct.pack("<d", v) for v in out[: 9 if fn == "hs_reduce_relu" else 6]]
+
+    for t in cases:
+        for shift in (math.nan, 0.0, 1.5, -2.0):
+            for fn in ("hs_reduce", "hs_reduce_relu"):
+                assert run(libs[0], fn, t, shift) == run(libs[1], fn, t, shift), (fn, t.numel())

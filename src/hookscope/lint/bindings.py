@@ -261,3 +261,20 @@ def reaching(owner: ast.AST, bindings: list[Binding], line: int) -> list[Binding
         return start <= at < line or any(first <= at <= last for first, last in loops)
 
     return [b for b in bindings if reaches(b)]
+
+
+def in_own_value(binding: Binding, line: int) -> bool:
+    """Whether a use at ``line`` lies in the value of ``binding`` itself: in ``model =
+    [model]`` or ``x = wrap(x)`` the name on the right is its earlier value."""
+    value = binding.expr if binding.kind in ("value", "unpacked") else None
+    return value is not None and value.lineno <= line <= (value.end_lineno or value.lineno)
+
+
+def only_raises(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A body that only raises (after its docstring): a method for subclasses to define."""
+    body = [
+        stmt
+        for stmt in func.body
+        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))
+    ]
+    return bool(body) and all(isinstance(stmt, ast.Raise) for stmt in body)

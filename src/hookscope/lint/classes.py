@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import os
 
-from hookscope.lint import known
+from hookscope.lint import known, libraries
 from hookscope.lint.bindings import dotted
 from hookscope.lint.index import ClassIndex, absolute_module
 from hookscope.lint.kinds import Kind
@@ -35,7 +35,7 @@ class ClassKinds:
         self._cycle = False  # the look-up under way met one of them
         self._from_imports: dict[str, str] | None = None
 
-    def _imported(self, bases: tuple[str, ...]) -> tuple[str, ...]:
+    def imported(self, bases: tuple[str, ...]) -> tuple[str, ...]:
         """Bare base names with the module they are imported from, as the index keeps them
         (``from gpytorch.models import ExactGP`` → ``gpytorch.models.ExactGP``)."""
         if self._from_imports is None:
@@ -61,9 +61,9 @@ class ClassKinds:
         """
         prefix, _, last = name.rpartition(".")
         module = module or prefix
-        if module.partition(".")[0] in known.HOOKLESS_LIBRARIES:
+        if module.partition(".")[0] in libraries.HOOKLESS_LIBRARIES:
             return Kind.HOOKLESS, False
-        if known.library_model_class(module, last):
+        if libraries.library_model_class(module, last):
             return Kind.MODULE, False
         key = f"{module}:{last}"
         if key in self._class_kinds:
@@ -116,7 +116,7 @@ class ClassKinds:
             (dotted(d) or "").endswith("jit.interface") for d in local.decorator_list
         ):
             return Kind.HOOKLESS, False
-        local_bases = self._imported(base_names(local)) if local else None
+        local_bases = self.imported(base_names(local)) if local else None
         torch_name = last in known.TORCH_NN_MODULES or last in known.EXTERNAL_MODULES
         # A same-file class of that name wins only if it is plainly not a module.
         if torch_name and (not local_bases or self._bases_kind(local_bases)[0] is not Kind.OTHER):

@@ -9,11 +9,13 @@ the attribute ``getattr(obj, name)`` gives when every ``name`` it can take is kn
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from hookscope.lint import known
 from hookscope.lint.bindings import class_attributes, dotted
+from hookscope.lint.crossfile import imported_file
 from hookscope.lint.kinds import MAX_DEPTH, UNKNOWN, Kind, Resolved
 from hookscope.lint.pyfile import Scope
 
@@ -182,3 +184,75 @@ def _attribute_names(
             return []
         return sorted(a for a in class_attributes(cls) if a.startswith(prefix.value))
     return []
+
+
+_DISPLAYS = (ast.Dict, ast.List, ast.Tuple)
+
+
+def named_display(
+    resolver: Resolver, name: ast.Name, scope: Scope
+) -> tuple[Resolver, ast.Dict | ast.List | ast.Tuple, ast.AST] | None:
+    """The one literal display a name is bound to (``BUILDERS = {"a": build_a, ...}``),
+    here or in the project file it is imported from, with that file's resolver and the
+    scope node it is evaluated in."""
+    current: Scope | None = scope
+    while current is not None:
+        bindings = resolver.bindings_of(current.node).get(name.id)
+        if bindings:
+            break
+        current = current.parent
+    else:
+        return None
+    if len(bindings) != 1:
+        return None
+    binding = bindings[0]
+    if binding.kind == "value" and isinstance(binding.expr, _DISPLAYS):
+        return resolver, binding.expr, binding.owner
+    if binding.kind != "import":
+        return None
+    module, _, attr = binding.origin.rpartition(".")
+    other = imported_file(resolver, module)
+    if other is None:
+        return None
+    found = other.bindings_of(other.file.tree).get(attr, [])
+    if len(found) == 1 and found[0].kind == "value" and isinstance(found[0].expr, _DISPLAYS):
+        return other, found[0].expr, other.file.tree
+    return None
+
+
+def entry_of(resolver: Resolver, name: ast.Name, scope: Scope, depth: int) -> Resolved | None:
+    """An entry of the literal display ``name`` is bound to (``BUILDERS[key]``), when the
+    entries all agree; a function of another file is kept as its factory."""
+    display = named_display(resolver, name, scope)
+    if display is None:
+        return None
+    owner, literal, where = display
+    found = literal_element(owner, literal, owner.scope_of(where), depth)
+    if found.function is not None and owner is not resolver:  # a function of that file
+        path = owner.file.path  # foreign files are parsed under their project path
+        if os.path.isabs(path) and resolver.index.root:
+            path = os.path.relpath(path, resolver.index.root)
+        module = path.removesuffix(".py").replace(os.sep, ".")
+        found = replace(found, function=None, factory=f"{module}:{found.function.name}")
+    return None if found.kind is Kind.UNKNOWN else found
+
+
+def alternatives(expr: ast.IfExp | ast.BoolOp) -> list[ast.expr]:
+    """The values ``a if c else b`` / ``a or b`` may take (``None`` left out; an ``and``
+    chain gives none: its value may be a falsy operand)."""
+    if isinstance(expr, ast.IfExp):
+        values = [expr.body, expr.orelse]
+    elif isinstance(expr.op, ast.Or):
+        values = list(expr.values)
+    else:
+        return []
+    return [v for v in values if not (isinstance(v, ast.Constant) and v.value is None)]
+
+
+def either(results: list[Resolved]) -> Resolved:
+    """One of several values: their kind when the known ones agree."""
+    known_results = [r for r in results if r.kind is not Kind.UNKNOWN]
+    if len({(r.kind, r.is_class) for r in known_results}) != 1:
+        return UNKNOWN
+    first = known_results[0]
+    return first if len({r.cls for r in known_results}) == 1 else replace(first, cls="")

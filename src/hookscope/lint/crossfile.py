@@ -16,12 +16,32 @@ from typing import TYPE_CHECKING
 
 from hookscope.lint import known
 from hookscope.lint.bindings import dotted
+from hookscope.lint.index import defined_in
 from hookscope.lint.kinds import MAX_DEPTH, UNKNOWN, Kind, Resolved
 from hookscope.lint.pyfile import PyFile, Scope
 from hookscope.lint.source import DEFAULT_MAX_FILE_SIZE, Unreadable, decode_python, read_bytes
 
 if TYPE_CHECKING:
     from hookscope.lint.resolve import Resolver
+
+
+def fixture_def(
+    resolver: Resolver, name: str, scope: Scope
+) -> tuple[Resolver, ast.FunctionDef | ast.AsyncFunctionDef] | None:
+    """The pytest fixture ``name`` a parameter of ``scope`` receives (of the test class
+    around it, of this file, or of a ``conftest.py``), with the resolver of its file."""
+    pyfile = resolver.file
+    owners = [*([scope.cls.body] if scope.cls is not None else []), pyfile.tree.body]
+    for stmt in (stmt for body in owners for stmt in body):
+        if (
+            isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and stmt.name == name
+            and any(_is_fixture(d) for d in stmt.decorator_list)
+        ):
+            return resolver, stmt
+    if resolver.index.functions_in(name, "conftest"):
+        return foreign_function(resolver, f"conftest:{name}")
+    return None
 
 
 def fixture(resolver: Resolver, name: str, scope: Scope, depth: int) -> Resolved | None:
@@ -60,7 +80,18 @@ def factory_returns(resolver: Resolver, factory: str, depth: int = 0) -> Resolve
         return UNKNOWN if found is None else found[0].returns_of(found[1], depth + 1)
     _, annotation, calls, where = chosen[0]
     shown = f"-> {annotation}" if annotation else f"returns {calls[0]}(...)"
-    return Resolved(kinds.pop(), via=f"{name}() {shown} at {where}")
+    kind = kinds.pop()
+    cls = _annotated_class(resolver, annotation) if len(chosen) == 1 else ""
+    return Resolved(kind, cls=cls, via=f"{name}() {shown} at {where}")
+
+
+def _annotated_class(resolver: Resolver, annotation: str) -> str:
+    """The class an annotated return names (``-> Archive``), for its attributes."""
+    try:
+        node = ast.parse(annotation, mode="eval").body if annotation else None
+    except SyntaxError:
+        return ""
+    return resolver.annotation(node).cls if node is not None else ""
 
 
 def _indexed_return(resolver: Resolver, annotation: str, calls: tuple[str, ...]) -> Kind:
@@ -90,6 +121,42 @@ def foreign(resolver: Resolver, cls_name: str) -> Resolver | None:
     """A resolver for the one project file that defines ``cls_name``; ``None`` if there is
     no such single file (unknown, defined in several files, unreadable, this file)."""
     files = {where.rpartition(":")[0] for _, where in resolver.index.defs.get(cls_name, ())}
+    return _resolver_of(resolver, files.pop()) if len(files) == 1 else None
+
+
+def imported_value(resolver: Resolver, module: str, name: str, depth: int) -> Resolved:
+    """A module-level value ``name`` of the project module ``module`` (``from pkg.consts
+    import DEFAULT_NET``), resolved in its own file: the module named from the project
+    root, else (a relative import) from this file's folder."""
+    other = imported_file(resolver, module) if depth < MAX_DEPTH else None
+    bindings = other.bindings_of(other.file.tree).get(name) if other else None
+    if other is None or not bindings:
+        return UNKNOWN
+    return other.combine(bindings, depth + 1, name)
+
+
+def imported_file(resolver: Resolver, module: str) -> Resolver | None:
+    """A resolver for the project file of ``module``: named from the project root, else
+    (a relative import) from this file's folder; ``None`` if there is none."""
+    if not module.strip("."):
+        return None
+    rel = module.strip(".").replace(".", "/")
+    here = os.path.dirname(os.path.relpath(resolver.file.path, resolver.index.root or "."))
+    for folder in ("", here):
+        for candidate in (f"{rel}.py", f"{rel}/__init__.py"):
+            where = os.path.normpath(os.path.join(folder, candidate))
+            if os.path.isfile(os.path.join(resolver.index.root, where)):
+                return _resolver_of(resolver, where)
+    return None
+
+
+def foreign_in(resolver: Resolver, cls_name: str, module: str) -> Resolver | None:
+    """A resolver for the project file of the module ``module`` that defines ``cls_name``."""
+    files = {
+        where.rpartition(":")[0]
+        for _, where in resolver.index.defs.get(cls_name, ())
+        if defined_in(where, module)
+    }
     return _resolver_of(resolver, files.pop()) if len(files) == 1 else None
 
 
@@ -147,3 +214,30 @@ def import_origin(resolver: Resolver, path: str, scope: Scope) -> str:
             return f"{origin}{dot}{rest}"
         current = current.parent
     return ""
+
+
+def module_function(resolver: Resolver, expr: ast.Attribute, scope: Scope) -> Resolved:
+    """A function of a project module named through that module (``models.build``)."""
+    prefix = dotted(expr.value)
+    module = import_origin(resolver, prefix, scope) if prefix else ""
+    if not module:
+        return Resolved(Kind.UNKNOWN, name=expr.attr)
+    found = resolver.index.functions_in(expr.attr, module)
+    if not found and len(resolver.index.functions.get(expr.attr, ())) == 1:
+        found = resolver.index.functions[expr.attr] if imported_file(resolver, module) else ()
+    if not found:
+        return Resolved(Kind.UNKNOWN, name=expr.attr)
+    return Resolved(Kind.OTHER, name=expr.attr, factory=f"{module}:{expr.attr}")
+
+
+def aliased_base(resolver: Resolver, base: str) -> tuple[Resolver, str] | None:
+    """A base imported under another name (``from pkg.mod import Net as NetBase``):
+    the resolver of the project file defining it and its own name; else ``None``."""
+    if "." in base:
+        return None
+    origin = resolver.imported((base,))[0]
+    module, _, name = origin.rpartition(".")
+    if not module or name == base:
+        return None
+    other = foreign_in(resolver, name, module)
+    return None if other is None else (other, name)

@@ -4,16 +4,19 @@ Used when the receiver's declared type cannot be resolved (`Resolver` gives
 ``UNKNOWN``); each piece of evidence is one a reader would accept as proof (``isinstance``
 narrowing, the other kind, is part of resolution: `narrowing`):
 
-- **use**: the same function (for ``self.x``, any method of the class) calls a method
+- **use**: the same function (for ``self.x``, any method of the class or of its
+  same-file bases) calls a method
   that only ``torch.nn.Module`` has on it (``x.parameters()``, ``x.eval()``,
   ``x.load_state_dict(...)``, ``x.register_forward_hook(...)``...) or wraps it in
   ``DistributedDataParallel``/``torch.compile``/..., or passes it to a parameter the
   callee declares a module (``eval_mode(net)`` with ``def eval_mode(*nets: nn.Module)``,
   `passing`);
-- **submodule**: ``owner.x.forward(...)`` where ``owner`` is a module instance: an
+- **submodule**: ``owner.x.forward(...)`` (or ``getattr(owner, name).forward(...)``
+  when ``owner``'s class is not known) where ``owner`` is a module instance: an
   attribute of a module that has a ``forward`` is one of its submodules
   (``nn.Module.__setattr__`` registers them), unless its name reads like an RPC
-  proxy, an extension or a function object (`known.NOT_MODULE_NAME`).
+  proxy, an extension or a function object (`known.NOT_MODULE_NAME`); an element of
+  such a submodule, indexed or iterated (``model.model.layers[i]``), is a module too.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from dataclasses import replace
 
 from hookscope.lint import known
 from hookscope.lint.bindings import dotted
+from hookscope.lint.classes import base_names
 from hookscope.lint.kinds import Kind, Resolved
 from hookscope.lint.passing import declared_by_callee
 from hookscope.lint.pyfile import CallSite, Scope
@@ -35,7 +39,7 @@ def from_context(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Reso
     used = _used_as_module(resolver, receiver, site.scope)
     if used is not None:
         return used
-    return _submodule(resolver, receiver, site)
+    return _submodule(resolver, receiver, site) or _in_submodule(resolver, receiver, site)
 
 
 def _used_as_module(resolver: Resolver, receiver: ast.expr, scope: Scope) -> Resolved | None:
@@ -79,11 +83,31 @@ def _calls(resolver: Resolver, scope: Scope, whole_class: bool) -> Iterator[tupl
     if not whole_class or scope.cls is None:
         owners = [(scope.node, scope)]
     else:
-        owners = [(stmt, resolver.file.scopes.get(id(stmt), scope)) for stmt in scope.cls.body]
+        owners = [
+            (stmt, resolver.file.scopes.get(id(stmt), scope))
+            for cls in _with_local_bases(resolver, scope.cls)
+            for stmt in cls.body
+        ]
     for owner, where in owners:
         for node in ast.walk(owner):
             if isinstance(node, ast.Call):
                 yield node, where
+
+
+def _with_local_bases(resolver: Resolver, cls: ast.ClassDef) -> list[ast.ClassDef]:
+    """``cls`` and its bases defined in the same file (their methods share ``self``)."""
+    out: list[ast.ClassDef] = []
+    todo = [cls]
+    while todo:
+        current = todo.pop()
+        if current in out:
+            continue
+        out.append(current)
+        for base in base_names(current):
+            found = resolver.file.classes.get(base.rsplit(".", 1)[-1])
+            if found is not None:
+                todo.append(found)
+    return out
 
 
 def _same(node: ast.expr, path: str, is_self_attr: bool) -> bool:
@@ -104,14 +128,56 @@ def _spelled(node: ast.expr) -> str | None:
 
 
 def _submodule(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolved | None:
-    """``owner.x`` with ``owner`` a module instance and ``x`` not named like a non-module."""
-    if not isinstance(receiver, ast.Attribute) or known.NOT_MODULE_NAME.search(receiver.attr):
+    """``owner.x`` (or ``getattr(owner, name)``) with ``owner`` a module instance and ``x``
+    not named like a non-module."""
+    if isinstance(receiver, ast.Attribute):
+        if known.NOT_MODULE_NAME.search(receiver.attr):
+            return None
+        value, name = receiver.value, receiver.attr
+    elif (
+        isinstance(receiver, ast.Call)
+        and isinstance(receiver.func, ast.Name)
+        and receiver.func.id == "getattr"
+        and len(receiver.args) == 2
+        and not isinstance(receiver.args[1], ast.Constant)  # a constant is an attribute
+    ):
+        value, name = receiver.args[0], ""
+    else:
         return None
-    owner = resolver.resolve(receiver.value, site.scope)
+    owner = resolver.resolve(value, site.scope)
     if owner.kind is Kind.UNKNOWN and not owner.is_class:
-        owner = from_context(resolver, receiver.value, site) or owner
+        owner = from_context(resolver, value, site) or owner
     if owner.kind is not Kind.MODULE or owner.is_class:
         return None
-    shown = ast.unparse(receiver.value)
+    if not name and owner.cls:
+        return None  # a project class: `getattr_value` knows its attributes, plain ones too
+    shown = ast.unparse(value)
     why = f"`{shown}` is a module ({owner.via})" if owner.via else f"`{shown}` is a module"
-    return Resolved(Kind.MODULE, name=receiver.attr, via=f"a submodule: {why}")
+    return Resolved(Kind.MODULE, name=name, via=f"a submodule: {why}")
+
+
+def _in_submodule(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolved | None:
+    """An element of a submodule (``model.model.layers[i]``, ``for layer in
+    model.model.layers``): a submodule that is indexed or iterated is a ``ModuleList``,
+    ``Sequential`` or ``ModuleDict``, whose elements are modules."""
+    holder: ast.expr | None
+    if isinstance(receiver, ast.Subscript) and not isinstance(receiver.slice, ast.Slice):
+        holder = receiver.value
+    elif isinstance(receiver, ast.Name):
+        bindings = resolver.bindings_of(site.scope.node).get(receiver.id, [])
+        if len(bindings) != 1 or bindings[0].kind != "element" or bindings[0].position is not None:
+            return None
+        holder = bindings[0].expr
+    else:
+        return None
+    if isinstance(holder, ast.Name):  # ``layers = model.model.layers`` ... ``layers[i]``
+        bindings = resolver.bindings_of(site.scope.node).get(holder.id, [])
+        holder = bindings[0].expr if len(bindings) == 1 and bindings[0].kind == "value" else None
+    if not isinstance(holder, ast.Attribute):
+        return None
+    if resolver.resolve(holder, site.scope).kind not in (Kind.UNKNOWN, Kind.MODULE):
+        return None  # ``self.items = []``: a plain list, not a submodule
+    held = _submodule(resolver, holder, site)
+    if held is None:
+        return None
+    return Resolved(Kind.MODULE, via=f"an element of {ast.unparse(holder)}, {held.via}")

@@ -61,3 +61,14 @@ def looks_like_module(name: str, mentions_torch: bool) -> bool:
     if name and known.MODULE_NAME.search(name):
         return True
     return mentions_torch
+
+
+def with_elements(results: list[Resolved]) -> int:
+    """Which of several results of one kind to report (its index): for collections, one
+    whose elements are known (``model = []`` then ``model = [Wrap(m) for m in model]``:
+    an empty list says nothing of its elements); ``-1`` when they hold elements of
+    several kinds (then none is known)."""
+    elems = {r.elem for r in results if r.elem is not None}
+    if len(elems) > 1:
+        return -1
+    return next((i for i, r in enumerate(results) if r.elem is not None), 0)

@@ -190,6 +190,12 @@ EXTERNAL_MODULES = frozenset(
         "ModelMixin",
         "LightningModule",
         "InterpreterModule",
+        # torch.optim.swa_utils' averaged copy, timm's EMA copies (``ModelEma`` is a plain class)
+        "AveragedModel",
+        "ModelEmaV2",
+        "ModelEmaV3",
+        # torch_geometric's message-passing base (an nn.Module), subclassed by many projects
+        "MessagePassing",
         # fbgemm_gpu's table-batched embedding kernels (nn.Module subclasses)
         "SplitTableBatchedEmbeddingBagsCodegen",
         "IntNBitTableBatchedEmbeddingBagsCodegen",
@@ -231,11 +237,21 @@ MODULE_FACTORIES = frozenset(
 
 # Functions whose qualified name ends so: ``torchvision.models.feature_extraction.
 # create_feature_extractor(...)`` returns a GraphModule.
-MODULE_FACTORY_SUFFIXES = (".create_feature_extractor", ".symbolic_trace")
+MODULE_FACTORY_SUFFIXES = (
+    ".create_feature_extractor",
+    ".symbolic_trace",
+    # torch.ao.quantization's FX flow returns GraphModules; quantize_dynamic a module
+    ".prepare_fx",
+    ".prepare_qat_fx",
+    ".convert_fx",
+    ".convert_to_reference_fx",
+    ".quantize_dynamic",
+)
 
-# Alternate constructors: ``Cls.from_pretrained(...)`` and ``Cls.__new__(Cls)`` (an
-# instance whose ``__init__`` is run by hand) are instances of ``Cls``.
-CONSTRUCTOR_PREFIXES = ("from_", "__new__")
+# Alternate constructors: ``Cls.from_pretrained(...)``, ``Cls.__new__(Cls)`` (an
+# instance whose ``__init__`` is run by hand) and Lightning's
+# ``Cls.load_from_checkpoint(path)`` are instances of ``Cls``.
+CONSTRUCTOR_PREFIXES = ("from_", "__new__", "load_from_checkpoint")
 
 # Classes that are torch modules but refuse hooks, so ``.forward`` is their API:
 # ``_RemoteModule.register_*_hook`` raises; its ``forward`` is the RPC entry point.
@@ -265,6 +281,9 @@ NON_MODULE_BASES = frozenset(
         "float",
         "Generic",
         "TypedDict",
+        # huggingface_hub's mixins: a class built on them alone wraps a model, it is not one
+        "ModelHubMixin",
+        "PyTorchModelHubMixin",
     ]
 )
 
@@ -334,84 +353,30 @@ MODULE_WRAPPERS = frozenset(
         "fully_shard",
         "compile",
         "symbolic_trace",
+        # wrappers and converters that take a module and nothing else
+        "checkpoint_wrapper",
+        "offload_wrapper",
+        "convert_sync_batchnorm",
+        "revert_sync_batchnorm",
+        "AveragedModel",
+        "ModelEmaV2",
+        "ModelEmaV3",
+        "MMDistributedDataParallel",
+        "get_peft_model",
+        "prepare_model_for_kbit_training",
+        "quantize_dynamic",
+        "prepare_fx",
+        "prepare_qat_fx",
     }
 )
 
 # ``torch.distributed.rpc.RRef`` methods that give back the value the RRef holds.
 RREF_VALUE = frozenset({"to_here", "local_value"})
 
-# Libraries whose module base overrides ``__call__`` without running torch hooks
-# (``gpytorch.Module.__call__`` calls ``self.forward`` itself): a ``.forward`` call on
-# their classes skips nothing that calling would run.
-HOOKLESS_LIBRARIES = frozenset({"gpytorch"})
-
-# Model libraries whose public model classes are torch modules and say so in their
-# names: ``BertModel``, ``GPT2LMHeadModel``, ``AutoModelForCausalLM``,
-# ``T5ForConditionalGeneration`` (transformers), ``PeftModel`` (peft),
-# ``UNet2DConditionModel`` (diffusers), ``ComposerModel``/``HuggingFaceModel``
-# (composer). Their TensorFlow/Flax twins (``TF*``, ``Flax*``) are not torch modules.
-MODEL_LIBRARIES = frozenset({"transformers", "peft", "diffusers", "composer"})
-_LIBRARY_MODEL = re.compile(r"(?:Model|For[A-Z]\w*)$")
-
-# Packages whose public lowercase functions build models: ``torchvision.models.resnet50()``,
-# ``torchvision.models.detection.fasterrcnn_resnet50_fpn()``, ``get_model("vit_b_16")``.
-MODEL_FUNCTION_PACKAGES = (
-    "torchvision.models",
-    "torchvision.models.detection",
-    "torchvision.models.segmentation",
-    "torchvision.models.video",
-    "torchvision.models.optical_flow",
-    "torchvision.models.quantization",
-    "torchaudio.models",
-)
-_NOT_MODEL_FUNCTIONS = ("get_model_weights", "get_weight", "list_models")
-# Single functions of other libraries that build a model: mmdet's and mmseg's APIs.
-MODEL_FUNCTIONS = frozenset(
-    {"mmdet.apis.init_detector", "mmseg.apis.init_model", "mmseg.apis.init_segmentor"}
-)
-
-
-# Packages whose every public class is a torch module: torchmetrics' metrics
-# (``Accuracy``, ``MetricCollection``), torchaudio's transforms and models.
-MODULE_PACKAGES = ("torchmetrics", "torchaudio.transforms", "torchaudio.models")
-_NOT_MODULE_SUBPACKAGES = (".functional", ".utilities")
-
-
-# tensordict's module classes say so in their names (``TensorDictModule``,
-# ``TensorDictModuleBase``, ``TensorDictSequential``); the package has enums too.
-_TENSORDICT_NN = re.compile(r"Module|Sequential")
-
-
-def library_model_class(module: str, name: str) -> bool:
-    """Whether ``name`` imported from ``module`` is a module class of a known library."""
-    if module == "tensordict.nn" or module.startswith("tensordict.nn."):
-        return bool(_TENSORDICT_NN.search(name))
-    if any(module == p or module.startswith(f"{p}.") for p in MODULE_PACKAGES):
-        return name[:1].isupper() and not any(s in module for s in _NOT_MODULE_SUBPACKAGES)
-    if module.partition(".")[0] not in MODEL_LIBRARIES or name.startswith(("TF", "Flax")):
-        return False
-    return bool(_LIBRARY_MODEL.search(name)) or _transformers_layer(module, name)
-
-
-def _transformers_layer(module: str, name: str) -> bool:
-    """A layer class of a transformers model file (``transformers.models.llama.
-    modeling_llama.LlamaRMSNorm``): everything there but outputs and caches is a module."""
-    last = module.rpartition(".")[2]
-    return (
-        module.startswith("transformers.")
-        and last.startswith("modeling_")
-        and not last.startswith(("modeling_tf_", "modeling_flax_"))
-        and not last.endswith(("_utils", "_outputs"))
-        and name[:1].isupper()
-        and not any(part in name for part in ("Output", "Cache", "Config"))
-    )
-
-
-def library_model_function(qualified: str) -> bool:
-    """Whether the function ``package.name`` builds a model (see `MODEL_FUNCTION_PACKAGES`)."""
-    package, _, name = qualified.rpartition(".")
-    return qualified in MODEL_FUNCTIONS or (
-        package in MODEL_FUNCTION_PACKAGES
-        and name[:1].islower()
-        and name not in _NOT_MODEL_FUNCTIONS
-    )
+# Calls that hand back the module they are given, wrapped or not: ``accelerator.prepare
+# (model)``, ``accelerator.unwrap_model(model)``, ``fabric.setup_module(model)``,
+# ``torch.ao.quantization.prepare(model)``. Only a module argument makes them a module.
+MODULE_PASS_THROUGH = frozenset({"prepare", "prepare_model", "unwrap_model", "setup_module"})
+# Calls that hand back their arguments in order, each wrapped: ``model, opt =
+# accelerator.prepare(model, opt)``, ``model, opt = fabric.setup(model, opt)``.
+PASS_THROUGH_TUPLES = frozenset({"prepare", "setup"})

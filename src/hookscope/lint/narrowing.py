@@ -2,7 +2,8 @@
 
 ``x`` is a ``T`` inside ``if isinstance(x, T):`` (and in ``a if isinstance(x, T) else
 b``'s ``a``), and after ``assert isinstance(x, T)``, ``self.assertTrue(isinstance(x,
-T))`` or ``self.assertIsInstance(x, T)`` in the same function. Several classes
+T))`` or ``self.assertIsInstance(x, T)`` in the same function; ``issubclass(x, T)``
+says the same of a class ``x`` (``x(...)`` is then a ``T``). Several classes
 (``isinstance(x, (A, B))``) narrow only when they are all of one kind.
 """
 
@@ -74,7 +75,7 @@ def _isinstance_checks(test: ast.expr) -> Iterator[ast.Call]:
     elif (
         isinstance(test, ast.Call)
         and isinstance(test.func, ast.Name)
-        and test.func.id == "isinstance"
+        and test.func.id in ("isinstance", "issubclass")
         and len(test.args) == 2
     ):
         yield test
@@ -93,7 +94,8 @@ def narrowed(
         if kind is not None:
             shown = " ".join(ast.unparse(guard.check).split())
             via = f"{shown} at {resolver.file.path}:{guard.check.lineno}"
-            return Resolved(kind, via=via)
+            subclass = getattr(guard.check.func, "id", "") == "issubclass"
+            return Resolved(kind, is_class=subclass, via=via)  # issubclass: a class of it
     return None
 
 

@@ -22,6 +22,7 @@ import ast
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from hookscope.lint import known
 from hookscope.lint.bindings import Binding, returned
 from hookscope.lint.crossfile import foreign_function
 from hookscope.lint.kinds import UNKNOWN, Kind, Resolved
@@ -70,7 +71,7 @@ def given_by_callers(resolver: Resolver, func: Function, name: str, depth: int) 
         return None  # a call that may be another function's or may run this one unseen
     results = []
     for call, caller in calls:
-        argument = _argument(func, skip, call, name)
+        argument = argument_for(func, skip, call, name)
         if argument is None:
             return None
         if caller.node is func and isinstance(argument, ast.Name) and argument.id == name:
@@ -103,7 +104,7 @@ def unpacked(
         return UNKNOWN
     found = _callee(resolver, value, scope)
     if found is None:
-        return UNKNOWN
+        return _handed_back(resolver, value, position, scope, depth)
     owner, func, _ = found
     returns, yields = returned(func)
     elements = [
@@ -121,6 +122,27 @@ def unpacked(
     where = f"{owner.file.path}:{func.lineno}"
     shown = f"element {position} of what {func.name}() returns at {where}"
     return replace(result, via=f"{shown} ({result.via})" if result.via else shown)
+
+
+def _handed_back(
+    resolver: Resolver, call: ast.Call, position: int, scope: Scope, depth: int
+) -> Resolved:
+    """Element ``position`` of ``accelerator.prepare(model, opt)``-like calls, which hand
+    back their arguments in order: a module when that argument is one."""
+    func = call.func
+    last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    args = call.args
+    if (
+        last not in known.PASS_THROUGH_TUPLES
+        or position >= len(args)
+        or any(isinstance(a, ast.Starred) for a in args)
+    ):
+        return UNKNOWN
+    given = resolver.resolve(args[position], scope, depth + 1)
+    if given.kind is not Kind.MODULE or given.is_class:
+        return UNKNOWN
+    shown = f" ({given.via})" if given.via else ""
+    return replace(given, via=f"{last}(...) hands back argument {position}, a module{shown}")
 
 
 def _callee(
@@ -166,7 +188,7 @@ def _parameter(func: Function, skip: int, call: ast.Call, argument: ast.expr) ->
     return None
 
 
-def _argument(func: Function, skip: int, call: ast.Call, name: str) -> ast.expr | None:
+def argument_for(func: Function, skip: int, call: ast.Call, name: str) -> ast.expr | None:
     """The value ``call`` passes to the parameter ``name`` of ``func`` (``None``: unknown,
     a default, or passed through ``*args``/``**kwargs``)."""
     for keyword in call.keywords:

@@ -5,7 +5,8 @@ annotations (also in base classes; for a mixin that assigns none, in its same-fi
 subclasses); local and module-level assignments,
 parameters' annotations, ``for`` loops over ``ModuleList``/``Sequential``/
 ``ModuleDict``/``.modules()``/``.children()``; imports; class hierarchies through
-the same file, the project-wide class index and the ``torch.nn`` classes.
+the same file, the project-wide class index and the ``torch.nn`` classes. Calls are
+resolved in `calls` (constructors, factories, registries, class methods).
 
 When the type stays unknown, the documented heuristic `looks_like_module` decides
 from the receiver's last identifier (``self.encoder`` → ``encoder``): names of RPC
@@ -24,25 +25,34 @@ from hookscope.lint.bindings import (
     Binding,
     class_attributes,
     dotted,
+    in_own_value,
+    only_raises,
     reaching,
     returned,
     scope_bindings,
 )
+from hookscope.lint.calls import call_result
 from hookscope.lint.classes import ClassKinds, base_names
 from hookscope.lint.containers import (
+    alternatives,
     collection,
-    contents,
+    either,
     element,
-    getattr_value,
+    entry_of,
     literal_element,
     member,
-    rref_value,
 )
-from hookscope.lint.crossfile import factory_returns, fixture, foreign, import_origin
+from hookscope.lint.crossfile import (
+    aliased_base,
+    fixture,
+    foreign,
+    import_origin,
+    imported_value,
+    module_function,
+)
 from hookscope.lint.index import ClassIndex
-from hookscope.lint.kinds import MAX_DEPTH, NAMESPACE, UNKNOWN, Kind, Resolved
+from hookscope.lint.kinds import MAX_DEPTH, NAMESPACE, UNKNOWN, Kind, Resolved, with_elements
 from hookscope.lint.methods import (
-    built_by_classmethod,
     is_classmethod,
     is_property,
     is_staticmethod,
@@ -50,24 +60,10 @@ from hookscope.lint.methods import (
 from hookscope.lint.narrowing import Guard, guards, narrowed
 from hookscope.lint.passing import calls_by_name, given_by_callers, unpacked
 from hookscope.lint.pyfile import PyFile, Scope
-from hookscope.lint.typehints import annotation_kind, instance_class
+from hookscope.lint.registries import registry_class
+from hookscope.lint.tuples import tuple_item
+from hookscope.lint.typehints import annotation_kind
 
-_SELF_RETURNING = frozenset(
-    {
-        "to",
-        "cuda",
-        "cpu",
-        "eval",
-        "train",
-        "half",
-        "float",
-        "double",
-        "bfloat16",
-        "requires_grad_",
-        "to_empty",
-        "share_memory",
-    }
-)
 _COLLECTIONS = (
     ast.List,
     ast.Tuple,
@@ -77,10 +73,6 @@ _COLLECTIONS = (
     ast.SetComp,
     ast.GeneratorExp,
     ast.DictComp,
-)
-# Calls that return their first argument (or a copy of it): ``weight_norm(m)`` is ``m``.
-_PASS_THROUGH = frozenset(
-    {"deepcopy", "copy", "compile", "cast", "weight_norm", "spectral_norm", "remove_weight_norm"}
 )
 
 
@@ -111,14 +103,24 @@ class Resolver(ClassKinds):
         if isinstance(expr, ast.Subscript):
             if isinstance(expr.value, (ast.Dict, ast.List, ast.Tuple)):
                 return literal_element(self, expr.value, scope, depth)
+            if isinstance(expr.value, ast.Name) and not isinstance(expr.slice, ast.Slice):
+                entry = entry_of(self, expr.value, scope, depth)  # ``BUILDERS[name]``
+                if entry is not None:
+                    return entry
             base = self.resolve(expr.value, scope, depth + 1)
             if isinstance(expr.slice, ast.Slice) and base.container:
                 return base  # a slice of a ModuleList or Sequential is one too
-            return member(self, base, scope)
+            found = member(self, base, scope)
+            if found.kind is Kind.UNKNOWN and base.kind is not Kind.MODULE:
+                item = tuple_item(self, expr, scope, depth)
+                return item or registry_class(self, expr.value, scope) or found
+            return found
         if isinstance(expr, ast.Call):
             return self._call(expr, scope, depth)
         if isinstance(expr, _COLLECTIONS):
             return collection(self, expr, scope, depth)
+        if isinstance(expr, (ast.IfExp, ast.BoolOp)):  # ``A() if c else B()``, ``net or Net()``
+            return either([self.resolve(v, scope, depth + 1) for v in alternatives(expr)])
         if isinstance(expr, (ast.Constant, ast.JoinedStr, ast.BinOp, ast.Compare)):
             return Resolved(Kind.OTHER)
         return UNKNOWN
@@ -131,7 +133,9 @@ class Resolver(ClassKinds):
         if key not in self._guards:
             self._guards[key] = guards(scope.node)
         found = narrowed(self, self._guards[key], expr, scope)
-        return replace(result, kind=found.kind, via=found.via) if found else result
+        if found is None:
+            return result
+        return replace(result, kind=found.kind, via=found.via, is_class=found.is_class)
 
     def _name(self, name: str, scope: Scope, depth: int, line: int = 0) -> Resolved:
         if name == scope.self_name and scope.cls is not None:
@@ -151,6 +155,7 @@ class Resolver(ClassKinds):
                         return found
                 if bindings:
                     if current is scope and line:
+                        bindings = [b for b in bindings if not in_own_value(b, line)]
                         bindings = reaching(current.node, bindings, line)
                     result = self.combine(bindings, depth, name)
                     return result if result is NAMESPACE else replace(result, name=name)
@@ -210,71 +215,12 @@ class Resolver(ClassKinds):
             module = import_origin(self, prefix, scope) if prefix else ""
             kind, container = self.class_kind(expr.attr, module)
             return Resolved(kind, is_class=True, container=container, name=expr.attr)
+        if base is NAMESPACE or (base.kind is Kind.UNKNOWN and not base.is_class):
+            return module_function(self, expr, scope)  # ``from pkg import models``
         return Resolved(Kind.UNKNOWN, name=expr.attr)
 
     def _call(self, expr: ast.Call, scope: Scope, depth: int) -> Resolved:
-        func = expr.func
-        if isinstance(func, ast.Name) and func.id == "type" and len(expr.args) == 1:
-            return replace(self.resolve(expr.args[0], scope, depth + 1), is_class=True)
-        last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        if isinstance(func, ast.Name) and func.id == "getattr":
-            return getattr_value(self, expr, scope, depth)
-        if last in _PASS_THROUGH and expr.args:
-            return self.resolve(expr.args[0], scope, depth + 1)
-        if last == "partial" and expr.args:  # partial(Block, dim=8) builds what Block builds
-            made = self.resolve(expr.args[0], scope, depth + 1)
-            return made if made.is_class or made.function or made.factory else UNKNOWN
-        if isinstance(func, ast.Attribute) and last in _SELF_RETURNING:
-            inner = self.resolve(func.value, scope, depth + 1)
-            if inner.kind is Kind.MODULE and not inner.is_class:
-                return inner
-        if last in known.RREF_VALUE and isinstance(func, ast.Attribute):
-            return rref_value(self, func.value, scope, depth + 1)
-        if last == "get_submodule":
-            return Resolved(Kind.MODULE, name=last)
-        if last == "module" and isinstance(func, ast.Attribute):
-            owner = self.resolve(func.value, scope, depth + 1)
-            if owner.cls == "ExportedProgram" and not owner.is_class:
-                return Resolved(
-                    Kind.MODULE, name=last, via="ExportedProgram.module() is a GraphModule"
-                )
-        path = dotted(func) or ""
-        if path in known.MODULE_FACTORIES or f".{path}".endswith(known.MODULE_FACTORY_SUFFIXES):
-            return Resolved(Kind.MODULE, name=last, via=f"{path}(...) returns a module")
-        origin = import_origin(self, path, scope) if path else ""
-        if known.library_model_function(origin):
-            return Resolved(Kind.MODULE, name=last, via=f"{origin}(...) builds a model")
-        if isinstance(func, ast.Attribute) and last.startswith(known.CONSTRUCTOR_PREFIXES):
-            # ``object.__new__(Cls)`` / ``Cls.__new__(Cls)``: an instance of its argument
-            of = func.value if last != "__new__" or not expr.args else expr.args[0]
-            owner = self.resolve(of, scope, depth + 1)
-            if owner.is_class and owner.kind is not Kind.UNKNOWN:
-                return replace(
-                    owner,
-                    is_class=False,
-                    name=last,
-                    cls=instance_class(self.file, self.index, owner.name),
-                )
-        if isinstance(func, ast.Attribute):
-            built = built_by_classmethod(self, func, scope, depth)
-            if built is not None:
-                return built
-        callee = self.resolve(func, scope, depth + 1)
-        if callee.function is not None:
-            return replace(self.returns_of(callee.function, depth), name=last)
-        if callee.factory:
-            return replace(factory_returns(self, callee.factory, depth + 1), name=last)
-        if path.endswith("export.export"):  # torch.export.export(...): an ExportedProgram
-            return Resolved(Kind.OTHER, name=last, cls="ExportedProgram")
-        if callee.is_class:
-            return Resolved(
-                callee.kind,
-                container=callee.container,
-                elem=contents(self, expr, scope, depth) if callee.container else None,
-                name=callee.name,
-                cls=instance_class(self.file, self.index, callee.name),
-            )
-        return Resolved(Kind.UNKNOWN, name=last)
+        return call_result(self, expr, scope, depth)
 
     def returns_of(self, func: ast.FunctionDef | ast.AsyncFunctionDef, depth: int) -> Resolved:
         """What calling a same-file function gives: its return annotation if it says, else
@@ -287,8 +233,8 @@ class Resolver(ClassKinds):
                 return replace(declared, via=f"{func.name}() -> {shown} at {where}")
         returns, yields = returned(func)
         scope = self.file.scopes.get(id(func))
-        if scope is None:
-            return UNKNOWN
+        if scope is None or (not returns and not yields and only_raises(func)):
+            return UNKNOWN  # ``raise NotImplementedError``: what overrides return is unknown
         as_bindings = [Binding("value", e, func) for e in (returns or yields)]
         result = self.combine(as_bindings, depth + 1) if as_bindings else Resolved(Kind.OTHER)
         if returns or not yields:
@@ -333,7 +279,11 @@ class Resolver(ClassKinds):
         if found:
             return self, found
         for base in base_names(cls):
-            owner, found = self._class_attr(base.rsplit(".", 1)[-1], attr, seen | {cls_name})
+            other = aliased_base(self, base)
+            if other is not None:  # ``from pkg.mod import Net as NetBase``: pkg/mod.py's Net
+                owner, found = other[0]._class_attr(other[1], attr, seen - {other[1]})
+            else:
+                owner, found = self._class_attr(base.rsplit(".", 1)[-1], attr, seen | {cls_name})
             if found:
                 return owner, found
         return (self, []) if seen else (self, self._in_subclasses(cls_name, attr))
@@ -376,7 +326,9 @@ class Resolver(ClassKinds):
         known_pairs = [(b, r) for b, r in pairs if r.kind is not Kind.UNKNOWN]
         kinds = {r.kind for _, r in known_pairs}
         if len(kinds) == 1:
-            binding, result = known_pairs[0]
+            chosen = with_elements([r for _, r in known_pairs])
+            binding, result = known_pairs[max(chosen, 0)]
+            result = result if chosen >= 0 else replace(result, elem=None)
             if result.via or not label or result is NAMESPACE:
                 return result
             return replace(result, via=self._describe(binding, label))
@@ -411,10 +363,15 @@ class Resolver(ClassKinds):
             module, _, name = binding.origin.rpartition(".")
             if name[:1].isupper() or name in self.index:  # classes such as qExpectedImprovement
                 kind, container = self.class_kind(name, module)
+                if kind is Kind.UNKNOWN and name not in self.index and name.isupper():
+                    value = imported_value(self, module, name, depth)  # ``DEFAULT_NET``
+                    if value.kind is not Kind.UNKNOWN:
+                        return value
                 return Resolved(kind, is_class=True, container=container, name=name)
             if name in self.index.functions:
                 return Resolved(Kind.OTHER, name=name, factory=f"{module}:{name}")
-            return Resolved(Kind.UNKNOWN, name=name)
+            value = imported_value(self, module, name, depth)  # a module-level value
+            return value if value.kind is not Kind.UNKNOWN else Resolved(Kind.UNKNOWN, name=name)
         if binding.expr is None:
             return UNKNOWN if binding.kind == "opaque" else None
         if isinstance(binding.expr, ast.Constant) and binding.expr.value is None:

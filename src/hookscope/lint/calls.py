@@ -1,0 +1,205 @@
+"""What a call gives: constructors, factories, pass-through and self-returning calls,
+registries, class methods that build instances, and project functions' returns."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from hookscope.lint import known, libraries
+from hookscope.lint.bindings import dotted, returned
+from hookscope.lint.containers import contents, getattr_value, rref_value
+from hookscope.lint.crossfile import factory_returns, foreign_function, import_origin
+from hookscope.lint.kinds import MAX_DEPTH, UNKNOWN, Kind, Resolved
+from hookscope.lint.methods import built_by_classmethod, find_method, is_classmethod
+from hookscope.lint.passing import argument_for
+from hookscope.lint.pyfile import Scope
+from hookscope.lint.registries import built_by_registry, is_registry_call
+from hookscope.lint.typehints import instance_class
+
+if TYPE_CHECKING:
+    from hookscope.lint.resolve import Resolver
+
+_SELF_RETURNING = frozenset(
+    {
+        "to",
+        "cuda",
+        "cpu",
+        "eval",
+        "train",
+        "half",
+        "float",
+        "double",
+        "bfloat16",
+        "requires_grad_",
+        "to_empty",
+        "share_memory",
+    }
+)
+# Calls that return their first argument (or a copy of it): ``weight_norm(m)`` is ``m``.
+_PASS_THROUGH = frozenset(
+    {"deepcopy", "copy", "compile", "cast", "weight_norm", "spectral_norm", "remove_weight_norm"}
+)
+
+
+def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) -> Resolved:
+    """What the call ``expr`` gives, evaluated in ``scope``."""
+    func = expr.func
+    if isinstance(func, ast.Name) and func.id == "type" and len(expr.args) == 1:
+        return replace(resolver.resolve(expr.args[0], scope, depth + 1), is_class=True)
+    last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if isinstance(func, ast.Name) and func.id == "getattr":
+        return getattr_value(resolver, expr, scope, depth)
+    if last in _PASS_THROUGH and expr.args:
+        return resolver.resolve(expr.args[0], scope, depth + 1)
+    if last in known.MODULE_PASS_THROUGH and expr.args:
+        given = resolver.resolve(expr.args[0], scope, depth + 1)
+        if given.kind is Kind.MODULE and not given.is_class:
+            shown = f" ({given.via})" if given.via else ""
+            return replace(given, name=last, via=f"{last}(...) returns the module given{shown}")
+    if last == "partial" and expr.args:  # partial(Block, dim=8) builds what Block builds
+        made = resolver.resolve(expr.args[0], scope, depth + 1)
+        return made if made.is_class or made.function or made.factory else UNKNOWN
+    if isinstance(func, ast.Attribute) and last in _SELF_RETURNING:
+        inner = resolver.resolve(func.value, scope, depth + 1)
+        if inner.kind is Kind.MODULE and not inner.is_class:
+            return inner
+    if last in known.RREF_VALUE and isinstance(func, ast.Attribute):
+        return rref_value(resolver, func.value, scope, depth + 1)
+    if last == "get_submodule":
+        return Resolved(Kind.MODULE, name=last)
+    if last == "module" and isinstance(func, ast.Attribute):
+        owner = resolver.resolve(func.value, scope, depth + 1)
+        if owner.cls == "ExportedProgram" and not owner.is_class:
+            return Resolved(Kind.MODULE, name=last, via="ExportedProgram.module() is a GraphModule")
+    path = dotted(func) or ""
+    if path in known.MODULE_FACTORIES or f".{path}".endswith(known.MODULE_FACTORY_SUFFIXES):
+        return Resolved(Kind.MODULE, name=last, via=f"{path}(...) returns a module")
+    origin = import_origin(resolver, path, scope) if path else ""
+    if libraries.library_model_function(origin):
+        return Resolved(Kind.MODULE, name=last, via=f"{origin}(...) builds a model")
+    package = _named_dynamically(func)  # ``getattr(models, arch)(...)``
+    package = import_origin(resolver, package, scope) if package else ""
+    if package in libraries.MODEL_FUNCTION_PACKAGES:
+        return Resolved(Kind.MODULE, name=last, via=f"a builder of {package} builds a model")
+    if isinstance(func, ast.Attribute) and last.startswith(known.CONSTRUCTOR_PREFIXES):
+        # ``object.__new__(Cls)`` / ``Cls.__new__(Cls)``: an instance of its argument
+        of = func.value if last != "__new__" or not expr.args else expr.args[0]
+        owner = resolver.resolve(of, scope, depth + 1)
+        if owner.is_class and owner.kind is not Kind.UNKNOWN:
+            return replace(
+                owner,
+                is_class=False,
+                name=last,
+                cls=instance_class(resolver.file, resolver.index, owner.name),
+            )
+    if isinstance(func, ast.Attribute):
+        built = built_by_classmethod(resolver, func, scope, depth)
+        if built is not None:
+            return built
+    if is_registry_call(last):
+        built = built_by_registry(resolver, expr, scope)
+        if built is not None:
+            return built
+    if isinstance(func, ast.Attribute):
+        inherited = _inherited_method(resolver, func, scope, depth)
+        if inherited is not None:
+            return inherited
+    callee = resolver.resolve(func, scope, depth + 1)
+    handed = handed_back(resolver, callee, expr, scope, depth)
+    if handed is not None:
+        return replace(handed, name=last)
+    if callee.function is not None:
+        return replace(resolver.returns_of(callee.function, depth), name=last)
+    if callee.factory:
+        return replace(factory_returns(resolver, callee.factory, depth + 1), name=last)
+    if path.endswith("export.export"):  # torch.export.export(...): an ExportedProgram
+        return Resolved(Kind.OTHER, name=last, cls="ExportedProgram")
+    if callee.is_class:
+        return Resolved(
+            callee.kind,
+            container=callee.container,
+            elem=contents(resolver, expr, scope, depth) if callee.container else None,
+            name=callee.name,
+            cls=instance_class(resolver.file, resolver.index, callee.name),
+        )
+    return Resolved(Kind.UNKNOWN, name=last)
+
+
+def handed_back(
+    resolver: Resolver, callee: Resolved, call: ast.Call, scope: Scope, depth: int
+) -> Resolved | None:
+    """A project function that returns one of its parameters unchanged (``def freeze(model):
+    ...; return model``): the module this call passes it; ``None`` otherwise."""
+    if callee.function is not None:
+        owner, func = resolver, callee.function
+    elif callee.factory and depth < MAX_DEPTH:
+        found = foreign_function(resolver, callee.factory)
+        if found is None:
+            return None
+        owner, func = found
+    else:
+        return None
+    returns, yields = returned(func)
+    names = {r.id for r in returns if isinstance(r, ast.Name)}
+    if (
+        yields
+        or not returns
+        or len(names) != 1
+        or len(returns) != sum(isinstance(r, ast.Name) for r in returns)
+    ):
+        return None
+    name = names.pop()
+    bindings = owner.bindings_of(func).get(name, [])
+    if len(bindings) != 1 or bindings[0].kind not in ("opaque", "annotation"):
+        return None  # not a parameter, or rebound in the body
+    defined = owner.file.scopes.get(id(func))
+    skip = 1 if isinstance(call.func, ast.Attribute) and defined and defined.self_name else 0
+    argument = argument_for(func, skip, call, name)
+    if argument is None:
+        return None
+    given = resolver.resolve(argument, scope, depth + 1)
+    if given.kind is not Kind.MODULE or given.is_class:
+        return None
+    where = f"{owner.file.path}:{func.lineno}"
+    shown = f" ({given.via})" if given.via else ""
+    return replace(given, via=f"{func.name}() at {where} returns its {name}, a module{shown}")
+
+
+def _inherited_method(
+    resolver: Resolver, func: ast.Attribute, scope: Scope, depth: int
+) -> Resolved | None:
+    """``obj.method(...)`` where ``method`` comes from a base class in another project
+    file: what that method returns, read in its own file."""
+    owner = resolver.resolve(func.value, scope, depth + 1)
+    if not owner.cls or owner.is_class or depth >= MAX_DEPTH:
+        return None
+    located = find_method(resolver, owner.cls, func.attr)
+    if located is None or located[0] is resolver:
+        return None  # this file's methods resolve through the usual path
+    where, method = located
+    result = where.returns_of(method, depth + 1)
+    if result.kind is Kind.UNKNOWN or is_classmethod(method):
+        return None
+    return replace(result, name=func.attr)
+
+
+def _named_dynamically(func: ast.expr) -> str:
+    """``pkg`` of ``getattr(pkg, name)`` / ``pkg.__dict__[name]`` (a name not written
+    out); ``""`` otherwise."""
+    if (
+        isinstance(func, ast.Call)
+        and isinstance(func.func, ast.Name)
+        and func.func.id == "getattr"
+        and len(func.args) == 2
+        and not isinstance(func.args[1], ast.Constant)  # a written name: `getattr_value`
+    ):
+        return dotted(func.args[0]) or ""
+    if (
+        isinstance(func, ast.Subscript)
+        and isinstance(func.value, ast.Attribute)
+        and func.value.attr == "__dict__"
+    ):
+        return dotted(func.value.value) or ""
+    return ""

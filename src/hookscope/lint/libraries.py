@@ -1,0 +1,157 @@
+"""Facts about other libraries' classes and functions: which are torch modules, which
+build models, which run no torch hooks. Keyed by the module they are imported from, so
+that a project's own class of the same name (a pydantic ``BaseModel``) is not taken for
+one.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Libraries whose module base overrides ``__call__`` without running torch hooks
+# (``gpytorch.Module.__call__`` calls ``self.forward`` itself): a ``.forward`` call on
+# their classes skips nothing that calling would run.
+HOOKLESS_LIBRARIES = frozenset({"gpytorch"})
+
+# Model libraries whose public model classes are torch modules and say so in their
+# names: ``BertModel``, ``GPT2LMHeadModel``, ``AutoModelForCausalLM``,
+# ``T5ForConditionalGeneration`` (transformers), ``PeftModel`` (peft),
+# ``UNet2DConditionModel`` (diffusers), ``ComposerModel``/``HuggingFaceModel``
+# (composer). Their TensorFlow/Flax twins (``TF*``, ``Flax*``) are not torch modules.
+MODEL_LIBRARIES = frozenset({"transformers", "peft", "diffusers", "composer"})
+_LIBRARY_MODEL = re.compile(r"(?:Model|ModelWith[A-Z]\w*|For[A-Z]\w*)$")
+
+# Packages whose public lowercase functions build models: ``torchvision.models.resnet50()``,
+# ``torchvision.models.detection.fasterrcnn_resnet50_fpn()``, ``get_model("vit_b_16")``.
+MODEL_FUNCTION_PACKAGES = (
+    "torchvision.models",
+    "torchvision.models.detection",
+    "torchvision.models.segmentation",
+    "torchvision.models.video",
+    "torchvision.models.optical_flow",
+    "torchvision.models.quantization",
+    "torchaudio.models",
+)
+_NOT_MODEL_FUNCTIONS = ("get_model_weights", "get_weight", "list_models")
+# Single functions of other libraries that build a model: mmdet's and mmseg's APIs,
+# open_clip's and whisper's loaders, peft's wrapper.
+MODEL_FUNCTIONS = frozenset(
+    {"mmdet.apis.init_detector", "mmseg.apis.init_model", "mmseg.apis.init_segmentor"}
+    | {"open_clip.create_model", "whisper.load_model", "peft.get_peft_model"}
+)
+
+
+# Packages whose every public class is a torch module: torchmetrics' metrics
+# (``Accuracy``, ``MetricCollection``), torchaudio's transforms and models,
+# sentence-transformers' model package.
+MODULE_PACKAGES = (
+    "torchmetrics",
+    "torchaudio.transforms",
+    "torchaudio.models",
+    "sentence_transformers.models",
+)
+_NOT_MODULE_SUBPACKAGES = (".functional", ".utilities")
+
+
+# tensordict's module classes say so in their names (``TensorDictModule``,
+# ``TensorDictModuleBase``, ``TensorDictSequential``); the package has enums too.
+_TENSORDICT_NN = re.compile(r"Module|Sequential")
+
+
+# Module base classes of libraries, by the package they are imported from (a submodule
+# of it too: ``mmengine.model.base_module``): OpenMMLab's ``BaseModule``/``BaseModel``
+# (mmengine, and mmcv before 2.0) and layers that projects build on.
+LIBRARY_MODULE_CLASSES: dict[str, frozenset[str]] = {
+    "mmengine.model": frozenset(
+        {
+            "BaseModule",
+            "BaseModel",
+            "BaseDataPreprocessor",
+            "ImgDataPreprocessor",
+            "BaseTTAModel",
+            "ModuleList",
+            "ModuleDict",
+            "Sequential",
+            "BaseAveragedModel",
+            "ExponentialMovingAverage",
+            "MomentumAnnealingEMA",
+            "StochasticWeightAverage",
+            "MMDistributedDataParallel",
+            "MMSeparateDistributedDataParallel",
+            "MMFullyShardedDataParallel",
+        }
+    ),
+    "mmcv.runner": frozenset({"BaseModule", "ModuleList", "ModuleDict", "Sequential"}),
+    # diffusers' autoencoders and transformers whose names do not end in "Model"
+    "diffusers": frozenset(
+        {"AutoencoderKL", "AutoencoderTiny", "AsymmetricAutoencoderKL", "PriorTransformer"}
+        | {"AutoencoderKLTemporalDecoder", "ConsistencyDecoderVAE"}
+    ),
+    "sentence_transformers": frozenset({"SentenceTransformer"}),
+    "mmcv.cnn": frozenset(
+        {"ConvModule", "DepthwiseSeparableConvModule", "Scale", "ContextBlock", "NonLocal2d"}
+    ),
+}
+
+# OpenMMLab model packages, and their subpackages that hold only modules (``from
+# mmdet.models.backbones import ResNet``); ``mmdet.models`` itself re-exports
+# non-module helpers (assigners, coders), so only these subpackages count.
+OPENMMLAB_PACKAGES = frozenset(
+    {"mmdet", "mmseg", "mmpretrain", "mmcls", "mmdet3d", "mmpose", "mmocr", "mmaction"}
+    | {"mmagic", "mmedit", "mmrotate", "mmyolo", "mmtrack", "mmselfsup"}
+)
+OPENMMLAB_MODULE_SUBPACKAGES = frozenset(
+    {"backbones", "necks", "dense_heads", "roi_heads", "detectors", "losses", "heads"}
+    | {"segmentors", "decode_heads", "classifiers", "recognizers", "data_preprocessors"}
+)
+
+
+def _openmmlab_module(module: str, name: str) -> bool:
+    parts = module.split(".")
+    return (
+        len(parts) >= 3
+        and parts[0] in OPENMMLAB_PACKAGES
+        and parts[1] == "models"
+        and parts[2] in OPENMMLAB_MODULE_SUBPACKAGES
+        and name[:1].isupper()
+    )
+
+
+def library_model_class(module: str, name: str) -> bool:
+    """Whether ``name`` imported from ``module`` is a module class of a known library."""
+    for package, names in LIBRARY_MODULE_CLASSES.items():
+        if (module == package or module.startswith(f"{package}.")) and name in names:
+            return True
+    if _openmmlab_module(module, name):
+        return True
+    if module == "tensordict.nn" or module.startswith("tensordict.nn."):
+        return bool(_TENSORDICT_NN.search(name))
+    if any(module == p or module.startswith(f"{p}.") for p in MODULE_PACKAGES):
+        return name[:1].isupper() and not any(s in module for s in _NOT_MODULE_SUBPACKAGES)
+    if module.partition(".")[0] not in MODEL_LIBRARIES or name.startswith(("TF", "Flax")):
+        return False
+    return bool(_LIBRARY_MODEL.search(name)) or _transformers_layer(module, name)
+
+
+def _transformers_layer(module: str, name: str) -> bool:
+    """A layer class of a transformers model file (``transformers.models.llama.
+    modeling_llama.LlamaRMSNorm``): everything there but outputs and caches is a module."""
+    last = module.rpartition(".")[2]
+    return (
+        module.startswith("transformers.")
+        and last.startswith("modeling_")
+        and not last.startswith(("modeling_tf_", "modeling_flax_"))
+        and not last.endswith(("_utils", "_outputs"))
+        and name[:1].isupper()
+        and not any(part in name for part in ("Output", "Cache", "Config"))
+    )
+
+
+def library_model_function(qualified: str) -> bool:
+    """Whether the function ``package.name`` builds a model (see `MODEL_FUNCTION_PACKAGES`)."""
+    package, _, name = qualified.rpartition(".")
+    return qualified in MODEL_FUNCTIONS or (
+        package in MODEL_FUNCTION_PACKAGES
+        and name[:1].islower()
+        and name not in _NOT_MODEL_FUNCTIONS
+    )
