@@ -2,8 +2,10 @@
 
 Copies of ``hookscope.zoo.SmallCNN`` (batch 32), each compiled, each with its
 own ``forward`` code object so that dynamo keeps one cache entry per copy.
-Variants (a Monitor opened before the first compiled call; the traced row
-function swapped through ``TracedCollector.reduce`` before that call):
+Variants (a Monitor opened before the first compiled call; where a variant
+writes its rows as tensor ops that inductor fuses, ``TracedCollector.extern``
+is set to False and the row function swapped through
+``TracedCollector.reduce`` before that call):
 
 * ``compiled``: no Monitor;
 * ``outputs=False``: no forward statistics (gradient probes and parameter
@@ -13,7 +15,10 @@ function swapped through ``TracedCollector.reduce`` before that call):
 * ``sum only``: one reduction per output (its sum);
 * ``float32``: all statistics accumulated in float32;
 * ``per channel``: 4-D outputs reduced per channel first, then summed;
-* ``defaults``: the Monitor as shipped.
+* ``tensor ops``: every row (forward and gradient) as tensor ops, the
+  formulation used on the CPU until the fifth session;
+* ``defaults``: the Monitor as shipped (on the CPU one extern op per row,
+  `hookscope.stats.rowop`).
 
 A training step is forward + loss, backward, SGD step, ``mon.step()``; each
 is timed separately. Steps alternate between variants (order reversed every
@@ -99,6 +104,7 @@ VARIANTS: dict[str, tuple[dict[str, bool] | None, Row | None]] = {
     "sum only": ({}, sum_only),
     "float32": ({}, float32),
     "per channel": ({}, per_channel),
+    "tensor ops": ({}, reduce_row),
     "defaults": ({}, None),
 }
 
@@ -133,7 +139,8 @@ def main() -> None:
         if options is not None:
             mons[name] = hookscope.Monitor(model, **options).open()
             if row is not None:
-                mons[name]._compiled.traced.reduce = row
+                traced = mons[name]._compiled.traced
+                traced.extern, traced.reduce = False, row
         runs[name] = torch.compile(model)
         opts[name] = torch.optim.SGD(model.parameters(), lr=1e-3)
     times: dict[str, dict[str, list[float]]] = {n: {p: [] for p in PHASES} for n in names}

@@ -122,7 +122,8 @@ def test_jobs_are_capped_at_cpus_and_files(tmp_path: Path) -> None:
         check=True,
         timeout=120,
     )
-    assert proc.stdout.strip() == "[2, 2]"  # the scan pool and the check pool
+    # The scan pool and the check pool: one worker each, the calling process is the second.
+    assert proc.stdout.strip() == "[1, 1]"
 
 
 def test_control_characters_in_file_names_are_escaped(

@@ -37,7 +37,11 @@ def register(subparsers: Any) -> None:
         "--diff", action="store_true", help="print the fixes as a diff, write nothing"
     )
     parser.add_argument(
-        "--jobs", "-j", type=_jobs, default=None, help="worker processes (0 = one per CPU)"
+        "--jobs",
+        "-j",
+        type=_jobs,
+        default=None,
+        help="processes in all, this one included (0 = one per CPU)",
     )
     parser.add_argument(
         "--exclude",

@@ -57,7 +57,8 @@ def lint(
         select: rule codes or prefixes to run (default: all), e.g. ``["HS1"]``.
         ignore: codes or prefixes to leave out.
         exclude: extra glob patterns of files or folders to skip.
-        jobs: worker processes; ``0`` or ``None`` = one per CPU, ``1`` = in-process.
+        jobs: processes in all, the calling one included (it takes a share of the
+            files); ``0`` or ``None`` = one per CPU, ``1`` = in-process only.
         config: ``True`` reads ``[tool.hookscope.lint]`` from the nearest
             ``pyproject.toml``; ``False`` reads none; a path reads that file.
             Arguments given here override it.

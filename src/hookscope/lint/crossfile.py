@@ -30,15 +30,9 @@ def fixture_def(
 ) -> tuple[Resolver, ast.FunctionDef | ast.AsyncFunctionDef] | None:
     """The pytest fixture ``name`` a parameter of ``scope`` receives (of the test class
     around it, of this file, or of a ``conftest.py``), with the resolver of its file."""
-    pyfile = resolver.file
-    owners = [*([scope.cls.body] if scope.cls is not None else []), pyfile.tree.body]
-    for stmt in (stmt for body in owners for stmt in body):
-        if (
-            isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and stmt.name == name
-            and any(_is_fixture(d) for d in stmt.decorator_list)
-        ):
-            return resolver, stmt
+    stmt = _local_fixture(resolver, name, scope)
+    if stmt is not None:
+        return resolver, stmt
     if resolver.index.functions_in(name, "conftest"):
         return foreign_function(resolver, f"conftest:{name}")
     return None
@@ -47,20 +41,29 @@ def fixture_def(
 def fixture(resolver: Resolver, name: str, scope: Scope, depth: int) -> Resolved | None:
     """A parameter named like a pytest fixture of the test class around ``scope`` (which
     shadows the others, as in pytest), of this file, or of a ``conftest.py``."""
-    pyfile = resolver.file
-    owners = [*([scope.cls.body] if scope.cls is not None else []), pyfile.tree.body]
+    stmt = _local_fixture(resolver, name, scope)
+    if stmt is not None:
+        result = resolver.returns_of(stmt, depth)
+        where = f"{resolver.file.path}:{stmt.lineno}"
+        return replace(result, name=name, via=f"pytest fixture {name}() at {where}")
+    if resolver.index.functions_in(name, "conftest"):
+        result = factory_returns(resolver, f"conftest:{name}")
+        return replace(result, name=name) if result.kind is not Kind.UNKNOWN else None
+    return None
+
+
+def _local_fixture(
+    resolver: Resolver, name: str, scope: Scope
+) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The fixture ``name`` of the test class around ``scope``, else of this file."""
+    owners = [*([scope.cls.body] if scope.cls is not None else []), resolver.file.tree.body]
     for stmt in (stmt for body in owners for stmt in body):
         if (
             isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
             and stmt.name == name
             and any(_is_fixture(d) for d in stmt.decorator_list)
         ):
-            result = resolver.returns_of(stmt, depth)
-            where = f"{pyfile.path}:{stmt.lineno}"
-            return replace(result, name=name, via=f"pytest fixture {name}() at {where}")
-    if resolver.index.functions_in(name, "conftest"):
-        result = factory_returns(resolver, f"conftest:{name}")
-        return replace(result, name=name) if result.kind is not Kind.UNKNOWN else None
+            return stmt
     return None
 
 

@@ -31,6 +31,7 @@ JIT_INTERFACE = "@torch.jit.interface"
 # each "def"/"return" with a fast search; line starts and word starts are checked by hand.
 _DEF = re.compile(rb"def[ \t]+(\w+)[ \t]*\(")
 _ASYNC = re.compile(rb"async[ \t]+")
+_A = ord("a")  # the first byte of "async": most indented defs are told apart by it alone
 # The end of a signature, with its return annotation if any: ") -> T:" or "):".
 _SIGNATURE_END = re.compile(rb"\)[ \t]*(?:->[ \t]*([^\n]+?)[ \t]*)?:[ \t]*(?:#[^\n]*)?\r?\n")
 _TOP_LEVEL = re.compile(rb"\n(?=[^\s#)\]}])")  # not the ")" closing a signature
@@ -96,19 +97,25 @@ def scan_classes(data: bytes, path: str = "") -> list[ClassEntry]:
     starts: list[int] = []
     entries: list[tuple[str, tuple[str, ...], list[tuple[str, str]], str]] = []
     line, counted = 1, 0
-    imported = _from_imports(data, path)
     for match in _CLASS.finditer(data):
         start = match.start()
         if data[data.rfind(b"\n", 0, start) + 1 : start].strip(b" \t"):
             continue  # "class" not at the start of a line
         name = match.group(1).decode("ascii", errors="replace")
-        raw = (match.group(2) or b"").decode("utf-8", errors="replace")
+        raw = match.group(2)
         line, counted = line + data.count(b"\n", counted, start), start
         starts.append(start)
-        bases = tuple(imported.get(b, b) for b in _bases(raw))
+        bases = _bases(raw.decode("utf-8", errors="replace")) if raw else ()
         if _JIT_INTERFACE.search(data, max(0, start - 80), start):
             bases = (JIT_INTERFACE,)
         entries.append((name, bases, [], f"{path}:{line}"))
+    # Only a bare name can be imported (``from m import Base``); dotted bases stay as written.
+    bare = {base for entry in entries for base in entry[1] if "." not in base}
+    if bare:
+        imported = _from_imports(data, path, bare)
+        entries = [
+            (n, tuple(imported.get(b, b) for b in bases), a, w) for n, bases, a, w in entries
+        ]
     if entries and b"self." in data:
         # Annotations above the first class have no owner; no match spans a line, and
         # only indentation precedes starts[0] on its line, so starting there is exact.
@@ -119,20 +126,25 @@ def scan_classes(data: bytes, path: str = "") -> list[ClassEntry]:
     return [(name, bases, tuple(attrs), where) for name, bases, attrs, where in entries]
 
 
-def _from_imports(data: bytes, path: str = "") -> dict[str, str]:
+def _from_imports(data: bytes, path: str = "", wanted: set[str] | None = None) -> dict[str, str]:
     """``{local name: "module.Name"}`` of the ``from module import Name [as local]`` lines.
 
     Bases are recorded with the module they come from, so that ``class Net(Base)``
     after ``from pkg.layers import Block as Base`` resolves to ``pkg/layers.py``'s
     ``Block``, even when other files define classes called ``Block`` too. Relative
-    imports are made absolute from ``path`` (relative to the project root).
+    imports are made absolute from ``path`` (relative to the project root). With
+    ``wanted``, only the statements whose names mention one of them are read (the
+    others bind none of them): the entries of ``wanted`` are the same either way.
     """
     out: dict[str, str] = {}
     if b"import" not in data:
         return out
-    for module, names in _FROM_IMPORT.findall(data):
+    for module, raw in _FROM_IMPORT.findall(data):
+        names = raw.decode("ascii", "replace")
+        if wanted is not None and not any(name in names for name in wanted):
+            continue
         prefix = absolute_module(module.decode("ascii", "replace"), path)
-        for name, alias in _IMPORTED.findall(names.decode("ascii", "replace").strip("()")):
+        for name, alias in _IMPORTED.findall(names.strip("()")):
             if name != "import":
                 out[alias or name] = f"{prefix}.{name}"
     return out
@@ -159,7 +171,9 @@ def scan_functions(data: bytes, path: str = "") -> list[FunctionEntry]:
     for match in _DEF.finditer(data):
         start = match.start()
         line_start = data.rfind(b"\n", 0, start) + 1
-        if line_start != start and not _ASYNC.fullmatch(data, line_start, start):
+        if line_start != start and (
+            data[line_start] != _A or not _ASYNC.fullmatch(data, line_start, start)
+        ):
             continue  # not a top-level def
         begin = match.end()
         top = _TOP_LEVEL.search(data, begin)
@@ -167,14 +181,36 @@ def scan_functions(data: bytes, path: str = "") -> list[FunctionEntry]:
         signature = _SIGNATURE_END.search(data, begin, min(end, begin + _MAX_SIGNATURE))
         arrow = signature.group(1) if signature else None
         annotation = arrow.decode("utf-8", "replace") if arrow else ""
-        calls = [m.group(1) for m in _RETURN_CALL.finditer(data, begin, end) if _starts(data, m)]
-        every = len(calls) == sum(_starts(data, m) for m in _RETURN.finditer(data, begin, end))
-        returns = tuple(c.decode("ascii", "replace") for c in calls) if every else ()
+        returns = _returned_calls(data, begin, end)
         line, counted = line + data.count(b"\n", counted, line_start), line_start
         out.append(
             (match.group(1).decode("ascii", "replace"), annotation, returns, f"{path}:{line}")
         )
     return out
+
+
+def _returned_calls(data: bytes, begin: int, end: int) -> tuple[str, ...]:
+    """The names called by the ``return`` statements of ``data[begin:end]`` when every
+    ``return`` returns a call (``return Net(...)``), else ``()``.
+
+    One pass over the ``return`` words: a ``return NAME(`` match starts at one of them,
+    so trying `_RETURN_CALL` there, after the end of the previous match, finds exactly
+    what its own ``finditer`` over the body would.
+    """
+    calls: list[bytes] = []
+    returns, resume = 0, begin
+    for match in _RETURN.finditer(data, begin, end):
+        word = _starts(data, match)
+        returns += word
+        if match.start() >= resume:
+            call = _RETURN_CALL.match(data, match.start(), end)
+            if call is not None:
+                resume = call.end()
+                if word:
+                    calls.append(call.group(1))
+    if len(calls) != returns:
+        return ()
+    return tuple(c.decode("ascii", "replace") for c in calls)
 
 
 def _starts(data: bytes, match: re.Match[bytes]) -> bool:
@@ -184,7 +220,8 @@ def _starts(data: bytes, match: re.Match[bytes]) -> bool:
 
 
 def _bases(raw: str) -> tuple[str, ...]:
-    raw = _SUBSCRIPT.sub("", raw)
+    if "[" in raw:
+        raw = _SUBSCRIPT.sub("", raw)
     bases = []
     for part in raw.split(","):
         part = part.split("#", 1)[0].strip()

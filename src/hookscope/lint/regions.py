@@ -16,12 +16,17 @@ something the mask may have dropped (`Analysis.needs_full`).
 
 from __future__ import annotations
 
+import bisect
 import re
 
 _HOT = re.compile(r"(?<!super\(\))\.\s*forward\b|register_\w+_hook|compile")
+# Every line `_HOT` matches holds one of these words; literal patterns find them fast.
+_HOT_WORDS = tuple(re.compile(word) for word in ("forward", "_hook", "compile"))
 _SELF_ASSIGN = re.compile(r"self\.\w+\s*(?::[^=\n]*)?=[^=]")
 _ALWAYS = re.compile(r"\s*(?:async\s+)?def\s+(?:__init__|forward|__call__)\b")
 _DEF = re.compile(r"\s*(?:async\s+)?def\s")
+# The character after the indentation of a line that starts no statement ("": too short).
+_NOT_A_START = frozenset({"", " ", "\t", "#", ")", "]", "}", "\r", "\f"})
 _CONTINUATION = frozenset({"else", "elif", "except", "finally", "case"})
 _WORTH_IT = 0.9  # mask only when it drops more than 10% of the lines
 
@@ -29,11 +34,15 @@ _WORTH_IT = 0.9  # mask only when it drops more than 10% of the lines
 def _statement_starts(lines: list[str], begin: int, end: int, indent: str) -> list[int]:
     starts: list[int] = []
     width = len(indent)
+    # One comprehension over the lines, the loop below over the few that begin something.
+    candidates = [
+        i
+        for i, line in enumerate(lines[begin:end], begin)
+        if line[width : width + 1] not in _NOT_A_START and line.startswith(indent)
+    ]
     decorated = False  # inside a statement's decorators, before its def/class line
-    for i in range(begin, end):
+    for i in candidates:
         line = lines[i]
-        if not line.startswith(indent) or len(line) <= width or line[width] in " \t#)]}\r\f":
-            continue
         word = line[width:].split(None, 1)[0].rstrip(":")
         if word in _CONTINUATION:
             continue
@@ -45,8 +54,30 @@ def _statement_starts(lines: list[str], begin: int, end: int, indent: str) -> li
     return starts
 
 
-def _hot(lines: list[str], begin: int, end: int) -> bool:
-    return any(_HOT.search(lines[i]) for i in range(begin, end))
+def _hot_lines(text: str, lines: list[str]) -> list[int]:
+    """The 0-based numbers of the ``lines`` of ``text`` that `_HOT` matches, ascending.
+
+    Only the lines holding one of `_HOT_WORDS` are searched (a regular expression
+    without a literal prefix tries every position of the text).
+    """
+    found = sorted(m.start() for word in _HOT_WORDS for m in word.finditer(text))
+    hot: list[int] = []
+    line, counted = 0, 0
+    searched = -1
+    for start in found:
+        line += text.count("\n", counted, start)
+        counted = start
+        if line != searched:
+            searched = line
+            if _HOT.search(lines[line]):
+                hot.append(line)
+    return hot
+
+
+def _hot(hot: list[int], begin: int, end: int) -> bool:
+    """Whether one of the lines ``begin`` to ``end`` (excluded) is hot."""
+    i = bisect.bisect_left(hot, begin)
+    return i < len(hot) and hot[i] < end
 
 
 def mask(text: str) -> str | None:
@@ -56,17 +87,20 @@ def mask(text: str) -> str | None:
     if len(starts) < 2:
         return None
     keep = [False] * len(lines)
+    hot_lines = _hot_lines(text, lines)
     for begin, end in zip(starts, [*starts[1:], len(lines)], strict=True):
         is_import = lines[begin].startswith(("import ", "from "))
-        hot = not is_import and _hot(lines, begin, end)
-        if is_import or (hot and not _keep_class_members(lines, begin, end, keep)):
+        hot = not is_import and _hot(hot_lines, begin, end)
+        if is_import or (hot and not _keep_class_members(lines, begin, end, keep, hot_lines)):
             keep[begin:end] = [True] * (end - begin)
     if sum(keep) > _WORTH_IT * len(lines):
         return None
     return "\n".join(line if k else "" for line, k in zip(lines, keep, strict=True))
 
 
-def _keep_class_members(lines: list[str], begin: int, end: int, keep: list[bool]) -> bool:
+def _keep_class_members(
+    lines: list[str], begin: int, end: int, keep: list[bool], hot: list[int]
+) -> bool:
     """Keep the useful members of a class statement; ``False`` if it is not a plain class."""
     header = begin
     while header < end and lines[header].lstrip().startswith("@"):
@@ -89,19 +123,19 @@ def _keep_class_members(lines: list[str], begin: int, end: int, keep: list[bool]
         return False
     keep[begin:body] = [True] * (body - begin)
     for m_begin, m_end in zip(members, [*members[1:], end], strict=True):
-        if _keep_class_members(lines, m_begin, m_end, keep):
+        if _keep_class_members(lines, m_begin, m_end, keep, hot):
             continue  # a nested class: its own useful members are kept
-        if _useful_member(lines, m_begin, m_end):
+        if _useful_member(lines, m_begin, m_end, hot):
             keep[m_begin:m_end] = [True] * (m_end - m_begin)
     return True
 
 
-def _useful_member(lines: list[str], begin: int, end: int) -> bool:
+def _useful_member(lines: list[str], begin: int, end: int, hot: list[int]) -> bool:
     first = begin
     while first < end and lines[first].lstrip().startswith("@"):
         first += 1
     if first >= end or not _DEF.match(lines[first]):
         return True  # class-level statements: attributes, aliases such as __call__ = ...
-    if _ALWAYS.match(lines[first]) or _hot(lines, begin, end):
+    if _ALWAYS.match(lines[first]) or _hot(hot, begin, end):
         return True
     return any(_SELF_ASSIGN.search(lines[i]) for i in range(first, end))

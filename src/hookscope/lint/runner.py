@@ -1,6 +1,7 @@
 """Find files, pre-filter them cheaply, index classes, run the rules in parallel.
 
-Two passes, each spread over ``jobs`` processes:
+Two passes, each spread over ``jobs`` processes (this one and ``jobs - 1`` workers,
+see `hookscope.lint.sharing`):
 
 1. every file is read as bytes: its ``class`` lines go into the project-wide class
    index (a regular expression, no parsing) and a substring test decides whether
@@ -17,7 +18,7 @@ import gc
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from hookscope.lint.project import Scan, find_root, group_by_root, scan_with_cac
 from hookscope.lint.pyfile import PyFile
 from hookscope.lint.regions import mask
 from hookscope.lint.registry import UnreadableFileRule, all_rules
+from hookscope.lint.sharing import shared_map
 from hookscope.lint.source import DEFAULT_MAX_FILE_SIZE, Unreadable, decode_python, read_bytes
 from hookscope.lint.suppress import is_suppressed
 
@@ -323,23 +325,14 @@ def _check_all(
         (p for p in files if scans[p].candidate and not scans[p].error),
         key=lambda p: -scans[p].size,
     )
-    jobs = _workers(jobs, len(files))
-    if jobs == 1 or len(candidates) < 8:
-        results: Iterable[list[Finding]] = (
-            analyze_file(p, index, codes, max_bytes) for p in candidates
-        )
-        findings.extend(
-            f for r in _progress(results, len(candidates), "check", progress) for f in r
-        )
-    else:
-        from concurrent.futures import ProcessPoolExecutor  # imported late: see _scan_all
+    jobs = _workers(jobs, len(files)) if len(candidates) >= 8 else 1
 
-        init = (index, codes, max_bytes)
-        with ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=init) as pool:
-            results = pool.map(_analyze_worker, candidates)
-            findings.extend(
-                f for r in _progress(results, len(candidates), "check", progress) for f in r
-            )
+    def check(path: str) -> list[Finding]:
+        return analyze_file(path, index, codes, max_bytes)
+
+    init = (index, codes, max_bytes)
+    results = shared_map(_analyze_worker, check, candidates, jobs, _init_worker, init)
+    findings.extend(f for _, r in _progress(results, len(candidates), "check", progress) for f in r)
     return LintRun(sorted(findings, key=_order), index, codes, len(files), max_bytes)
 
 
@@ -361,22 +354,14 @@ def _scan_all(
     size = max(1, len(files) // (jobs * 8))
     chunks = [files[i : i + size] for i in range(0, len(files), size)]
     work = functools.partial(_scan_files, max_bytes=max_bytes, root=str(root or ""))
-    scans: dict[str, Scan] = {}
-    with ExitStack() as stack:
-        if jobs == 1:
-            parts: Iterable[dict[str, Scan]] = map(work, chunks)
-        else:
-            # Imported here: it pulls in multiprocessing (~30-70 ms), which a single-file
-            # run (the pre-commit hook, an editor) never needs.
-            from concurrent.futures import ProcessPoolExecutor
-
-            pool = stack.enter_context(ProcessPoolExecutor(jobs, initializer=_init_worker))
-            parts = pool.map(work, chunks)
-        for part in parts:
-            scans.update(part)
-            if progress is not None:
-                progress("index", len(scans), len(files))
-    return scans
+    parts: list[dict[str, Scan]] = [{} for _ in chunks]
+    done = 0
+    for i, part in shared_map(work, work, chunks, jobs, _init_worker):
+        parts[i] = part
+        done += len(part)
+        if progress is not None:
+            progress("index", done, len(files))
+    return {path: scan for part in parts for path, scan in part.items()}
 
 
 def _workers(jobs: int, files: int) -> int:

@@ -18,7 +18,7 @@ from hookscope.hooks.selection import ModuleSelector, select_modules
 from hookscope.hooks.session import HookSession, OnError, session
 from hookscope.monitor.alerts import AlertRules, Thresholds
 from hookscope.monitor.collector import CollectOptions, Collector
-from hookscope.monitor.compiled import CompiledSupport
+from hookscope.monitor.compiled import CompiledSupport, uncount_traced_calls
 from hookscope.monitor.deferred import DeferredResult
 from hookscope.monitor.options import (
     ZeroPolicy,
@@ -234,6 +234,7 @@ class Monitor:
         self._session.add_forward_hook(collector.on_forward, selector)
         if self.params:
             self._session.add_grad_hook(collector.on_param_grad)
+        uncount_traced_calls(self._session)
         self._collector = collector
 
     def close(self) -> None:

@@ -3,13 +3,17 @@
 When dynamo traces a monitored module, `Collector` hands the forward hook to
 `TracedCollector.on_forward` (see `hookscope.hooks.compiled.tracing`):
 
-* each output tensor's statistics (`hookscope.stats.traced.reduce_row`) are
-  merged into a fixed row of a device buffer (``module index * SLOTS + tensor
-  index``), so inductor fuses them with the kernels that make the output and
-  the graph gains one small mutated input instead of host reads;
+* each output tensor's statistics are merged into a fixed row of a device
+  buffer (``module index * SLOTS + tensor index``), so the graph gains one
+  small mutated input instead of host reads. On the CPU a row is one node,
+  `hookscope.stats.rowop.merge_row_op`, an extern kernel that reduces the
+  tensor in one pass of hookscope's C kernel; on other devices it is
+  `hookscope.stats.traced.reduce_row`'s tensor ops, which inductor fuses with
+  the kernels that make the output (`TracedCollector.extern` says which);
 * gradients w.r.t. those outputs go through `_Probe`, an identity whose
   backward writes the gradient's row into the gradient of ``sink``, a leaf
-  tensor: autograd accumulates it in ``sink.grad`` like any parameter's.
+  tensor: autograd accumulates it in ``sink.grad`` like any parameter's
+  (the row: `hookscope.stats.rowop.grad_rows_op` or tensor ops, as above).
   Tensor hooks on intermediate tensors would break the graph (dynamo needs
   compiled autograd for them). The probe clones the output, since a module
   downstream may modify it in place (``x += residual``, ``ReLU(inplace=True)``);
@@ -30,13 +34,16 @@ probes on outputs that are not a tensor or a tuple/list of tensors.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch import nn
 
 from hookscope.monitor.collector import Entry
 from hookscope.stats import Plan, kind_of, tensors_in
 from hookscope.stats.reduce import Kind
+from hookscope.stats.rowop import grad_rows_op, merge_row_op
 from hookscope.stats.traced import (
     GRAD_FIELDS,
     accumulator_dtype,
@@ -52,6 +59,25 @@ from hookscope.stats.traced import (
 #: Tensors of one module output that get a row.
 SLOTS = 8
 
+#: ``(tensor, plan, accumulator dtype) -> row``: a forward row as tensor ops.
+RowFn = Callable[[torch.Tensor, Plan, torch.dtype], torch.Tensor]
+
+
+def _relu_input(
+    module: nn.Module | None, args: tuple[Any, ...], output: Any
+) -> torch.Tensor | None:
+    """The input of an out-of-place ``nn.ReLU`` whose output is ``relu(input)``, else None.
+
+    Only float32 (the one dtype `hookscope.stats.rowop.relu_row_values` reads
+    in one pass); an in-place ReLU's input is its output.
+    """
+    if type(module) is not nn.ReLU or module.inplace or len(args) != 1:
+        return None
+    x = args[0]
+    if not isinstance(x, torch.Tensor) or not isinstance(output, torch.Tensor):
+        return None
+    return x if x.dtype == torch.float32 and x.shape == output.shape else None
+
 
 class _Layout:
     """What one module's rows hold, as last traced (written inside the graph, read by `take`)."""
@@ -66,17 +92,22 @@ class _Probe(torch.autograd.Function):
     """Identity on ``x`` whose backward puts the gradient's row into ``sink``'s gradient."""
 
     @staticmethod
-    def forward(ctx: Any, x: torch.Tensor, sink: torch.Tensor, row: int) -> torch.Tensor:
-        ctx.row = row
+    def forward(
+        ctx: Any, x: torch.Tensor, sink: torch.Tensor, row: int, extern: bool
+    ) -> torch.Tensor:
+        ctx.row, ctx.extern = row, extern
         ctx.rows = sink.shape[0]
         ctx.dtype = sink.dtype
         return x.clone()
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None, None]:
+        g = grad.detach()
+        if ctx.extern:
+            return grad, grad_rows_op(g, ctx.row, ctx.rows, ctx.dtype), None, None
         rows = torch.zeros(ctx.rows, len(GRAD_FIELDS), dtype=ctx.dtype, device=grad.device)
-        rows[ctx.row] = grad_row(grad, ctx.dtype)
-        return grad, rows, None
+        rows[ctx.row] = grad_row(g, ctx.dtype)
+        return grad, rows, None, None
 
 
 class TracedCollector:
@@ -104,9 +135,12 @@ class TracedCollector:
         self.outputs = outputs
         self.grads = grads
         self.index = {name: i for i, name in enumerate(names)}
-        #: Reduces one output tensor to a forward row (`reduce_row`; benchmarks swap it
-        #: before the first compiled call to measure other formulations).
-        self.reduce = reduce_row
+        #: Rows as one extern op each (`hookscope.stats.rowop`) rather than tensor ops
+        #: inductor fuses; None: extern on the CPU only. Benchmarks set it (and
+        #: `reduce`) before the first compiled call to compare formulations.
+        self.extern: bool | None = None
+        #: The tensor-op formulation of a forward row (`reduce_row`).
+        self.reduce: RowFn = reduce_row
         self.layouts = [_Layout() for _ in names]
         rows = len(names) * SLOTS
         self.buffer = empty_rows(rows, device)
@@ -118,16 +152,25 @@ class TracedCollector:
         #: Whether a compiled graph ran in the step `take` last handed over.
         self.ran = False
 
-    def on_forward(self, name: str, output: Any) -> Any:
-        """Traced forward hook body: merge output rows, probe gradients; the new output or None."""
+    def on_forward(
+        self, name: str, output: Any, module: nn.Module | None = None, args: tuple[Any, ...] = ()
+    ) -> Any:
+        """Traced forward hook body: merge output rows, probe gradients; the new output or None.
+
+        Given the module and its ``args``, the row of an ``nn.ReLU``'s output is
+        taken from its input (`_relu_input`), so that inductor need not store
+        the output for the op.
+        """
         i = self.index[name]
         found = tensors_in(output, "output")[:SLOTS]
         if self.outputs:
             plan = self.plans[name]
-            dtype = self.buffer.dtype
+            source = _relu_input(module, args, output)
             for j, (_path, t) in enumerate(found):
-                row = i * SLOTS + j
-                self.buffer[row] = merge_row(self.buffer[row], self.reduce(t, plan, dtype))
+                if source is not None and self._uses_extern(source):
+                    self._merge(i * SLOTS + j, source.detach(), plan, relu=True)
+                else:
+                    self._merge(i * SLOTS + j, t.detach(), plan)
         layout = self.layouts[i]
         layout.paths = tuple(path for path, _ in found)
         layout.shapes = tuple(tuple(t.shape) for _, t in found)
@@ -145,12 +188,23 @@ class TracedCollector:
             )
         return None
 
+    def _uses_extern(self, t: torch.Tensor) -> bool:
+        """Whether ``t``'s rows are extern ops (a constant while dynamo traces)."""
+        return t.device.type == "cpu" if self.extern is None else self.extern
+
+    def _merge(self, row: int, t: torch.Tensor, plan: Plan, *, relu: bool = False) -> None:
+        if self._uses_extern(t):
+            zeros = plan.zeros != "none"
+            merge_row_op(self.buffer, row, t, plan.squares, plan.extrema, zeros, relu)
+        else:
+            self.buffer[row] = merge_row(self.buffer[row], self.reduce(t, plan, self.buffer.dtype))
+
     def _probe(self, row: int | None, t: Any) -> Any:
         if row is None or not isinstance(t, torch.Tensor):
             return t
         if not (t.requires_grad and t.is_floating_point()):
             return t
-        return _Probe.apply(t, self.sink, row)
+        return _Probe.apply(t, self.sink, row, self._uses_extern(t))
 
     def take(self) -> tuple[list[Entry], list[Entry]]:
         """This step's forward and backward entries (one host read each); empties the buffers."""

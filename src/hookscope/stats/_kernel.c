@@ -48,7 +48,7 @@
 /* Elements to prefetch ahead: 4 KiB of float32 (measured: ~20% faster on data
  * just written by the previous layer, which is partly out of cache). */
 #define PREFETCH 1024
-/* Smallest part: 64 Ki elements, 15-40 us of work on one core. */
+/* Smallest part: 64 Ki elements, 4-40 us of work on one core (AVX-512 in cache to 8 lanes from DRAM). */
 #define PART_MIN 65536
 #define MAX_PARTS 256
 #define MAX_HELPERS 63

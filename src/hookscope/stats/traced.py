@@ -4,7 +4,10 @@
 through ctypes, a host read of the sum to skip NaN counts): none of that can
 be traced. Here every statistic is a tensor op with no branch on a value,
 so dynamo puts them in the model's graph and inductor fuses them with the
-kernels that produce the tensor (one read of it, often none extra).
+kernels that produce the tensor (one read of it, often none extra). On the
+CPU the compiled Monitor uses `hookscope.stats.rowop` instead (one extern
+op per row); these ops remain its formulation on other devices and the
+rows' fallback for NaN/Inf, integer, bool and complex tensors.
 
 How each statistic is written matters on CPU, where inductor vectorises
 some ops and not others (SmallCNN's ReLU output, 0.5 M float32 elements, 2

@@ -1,0 +1,170 @@
+"""A statistics row as one graph node: the ``hookscope::merge_row_`` and ``grad_rows`` ops.
+
+Written as tensor ops (`hookscope.stats.traced.reduce_row`), the row of one
+output is about a dozen graph nodes that inductor fuses into the kernels
+making the output. On CPU that fusion is what costs (SmallCNN training
+step, see the "Monitor on a compiled model" section of benchmarks/README.md):
+the extra reductions over BatchNorm and ReLU outputs change the schedule of
+the conv → BatchNorm → ReLU → MaxPool kernel, and the dozen nodes per row
+are most of the C++ inductor generates and compiles at warm-up.
+
+As a ``torch.library`` custom op the row is one node. Inductor does not look
+inside it: it hands the op a stored tensor and calls it as an extern kernel,
+so the model's own kernels are scheduled as without hookscope, apart from
+storing that tensor. On the CPU the op reduces a dense floating tensor in
+one pass of hookscope's C kernel (`hookscope.stats.native`); everything else
+(other devices, integer, bool and complex tensors, NaN or Inf in the
+tensor, no C compiler) runs `reduce_row`'s tensor ops eagerly, on the
+tensor's own device and without a host read. A fake (meta) implementation
+lets dynamo and inductor trace it; ``fullgraph=True`` works. ``grad_rows``
+does the same for a gradient row (`GRAD_FIELDS`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from hookscope.stats import native
+from hookscope.stats.reduce import Plan, Zeros
+from hookscope.stats.traced import FIELDS, GRAD_FIELDS, grad_row, merge_row, reduce_row
+
+__all__ = ["grad_row_values", "grad_rows_op", "merge_row_op", "relu_row_values", "row_values"]
+
+_ZEROS: tuple[Zeros, Zeros] = ("none", "count")
+_CALLS, _MIN, _MAX = FIELDS.index("calls"), FIELDS.index("min"), FIELDS.index("max")
+# `_values` writes rows in this order
+assert FIELDS == ("calls", "numel", "sum", "sumsq", "min", "max", "nonzero", "nan", "inf")
+#: The ops, defined through ``torch.library.Library`` rather than ``custom_op``:
+#: a call then costs ~2 µs of dispatch instead of ~17 µs (20 calls a SmallCNN step).
+_LIB = torch.library.Library("hookscope", "DEF")
+#: Inductor may hand the ops a tensor in any memory order (the C kernel reads
+#: any dense layout) instead of copying a channels-last output to NCHW first.
+_TAGS = (torch.Tag.flexible_layout,)
+_LIB.define(
+    "merge_row_(Tensor(a!) rows, int index, Tensor x, bool squares, bool extrema, bool zeros, "
+    "bool relu=False) -> ()",
+    tags=_TAGS,
+)
+_LIB.define("grad_rows(Tensor g, int index, int rows, ScalarType dtype) -> Tensor", tags=_TAGS)
+
+
+def _merge_row_(
+    rows: torch.Tensor,
+    index: int,
+    x: torch.Tensor,
+    squares: bool,
+    extrema: bool,
+    zeros: bool,
+    relu: bool = False,
+) -> None:
+    """Merge the row of ``x`` (``relu(x)`` with ``relu``) into ``rows[index]`` in place.
+
+    ``squares``, ``extrema`` and ``zeros`` are the `Plan` fields.
+    """
+    if not x.numel():  # only the call counts (aminmax of nothing would raise)
+        rows[index, _CALLS] += 1
+        return
+    values = None
+    if rows.is_cpu:
+        values = relu_row_values(x) if relu else row_values(x)
+    if values is None:
+        if relu:
+            x = torch.relu(x)
+        plan = Plan(squares=squares, extrema=extrema, zeros=_ZEROS[zeros])
+        rows[index] = merge_row(rows[index], reduce_row(x, plan, rows.dtype))
+        return
+    row = rows.numpy()[index]  # a view: ~2 µs a merge instead of ~5 through tensor ops
+    old = row.tolist()
+    merged = [a + b for a, b in zip(old, values, strict=True)]
+    merged[_MIN], merged[_MAX] = min(old[_MIN], values[_MIN]), max(old[_MAX], values[_MAX])
+    row[:] = merged
+
+
+def _merge_row_fake(
+    rows: torch.Tensor,
+    index: int,
+    x: torch.Tensor,
+    squares: bool,
+    extrema: bool,
+    zeros: bool,
+    relu: bool = False,
+) -> None:
+    return None
+
+
+def _grad_rows(g: torch.Tensor, index: int, rows: int, dtype: torch.dtype) -> torch.Tensor:
+    """A ``(rows, len(GRAD_FIELDS))`` tensor of zeros but for ``g``'s gradient row at ``index``."""
+    out = torch.zeros(rows, len(GRAD_FIELDS), dtype=dtype, device=g.device)
+    values = grad_row_values(g) if out.is_cpu else None
+    if values is None:
+        out[index] = grad_row(g, dtype)
+    else:
+        out.numpy()[index] = values
+    return out
+
+
+def _grad_rows_fake(g: torch.Tensor, index: int, rows: int, dtype: torch.dtype) -> torch.Tensor:
+    return g.new_empty(rows, len(GRAD_FIELDS), dtype=dtype)
+
+
+# One Python kernel for every device: the C kernel on the CPU, tensor ops elsewhere.
+_LIB.impl("merge_row_", _merge_row_, "CompositeExplicitAutograd")
+_LIB.impl("grad_rows", _grad_rows, "CompositeExplicitAutograd")
+torch.library.register_fake("hookscope::merge_row_", _merge_row_fake, lib=_LIB)
+torch.library.register_fake("hookscope::grad_rows", _grad_rows_fake, lib=_LIB)
+
+#: Merges ``x``'s row into ``rows[index]``: ``(rows, index, x, squares, extrema, zeros,
+#: relu=False) -> None``; with ``relu`` the row is ``relu(x)``'s.
+merge_row_op = torch.ops.hookscope.merge_row_.default
+#: ``(g, index, rows, dtype) -> (rows, len(GRAD_FIELDS))`` zeros but for ``g``'s row at ``index``.
+grad_rows_op = torch.ops.hookscope.grad_rows.default
+
+
+def row_values(x: torch.Tensor) -> list[float] | None:
+    """The forward row (`FIELDS`) of ``x`` from one pass of the C kernel, as host floats.
+
+    Every field is filled (the kernel takes them all in the one pass). Same
+    values as `reduce_row` up to summation order: the kernel sums ``x -
+    shift`` (``shift`` its first finite element), turned back into sums of
+    ``x`` in float64. None where the kernel does not apply (not a dense
+    float CPU tensor, empty, no C compiler) or the tensor holds a NaN or Inf
+    (the sums show it; `reduce_row` then counts them exactly).
+    """
+    got = native.moments(x) if x.is_floating_point() and x.numel() else None
+    if got is None or not (math.isfinite(got.shifted_sum) and math.isfinite(got.shifted_sumsq)):
+        return None
+    return _values(got)
+
+
+def relu_row_values(x: torch.Tensor) -> list[float] | None:
+    """`row_values` of ``relu(x)`` from one pass over ``x`` (float32), without making ``relu(x)``.
+
+    For an ``nn.ReLU``'s output: inductor then need not store that output for
+    the op (it computes it inside the next kernel, e.g. a pooling loop).
+    None where `hookscope.stats.native.moments_relu` does not apply (not a
+    dense float32 CPU tensor) or ``x`` holds a NaN or Inf.
+    """
+    got = native.moments_relu(x) if x.dtype == torch.float32 and x.numel() else None
+    if got is None or not all(
+        math.isfinite(v) for m in got for v in (m.shifted_sum, m.shifted_sumsq)
+    ):
+        return None
+    return _values(got[1])
+
+
+def _values(got: native.Moments) -> list[float]:
+    """A row (`FIELDS`) from the kernel's moments of a finite tensor (no NaN, no Inf)."""
+    return [1.0, float(got.n), got.sum, got.sumsq, got.min, got.max, got.nonzero, 0.0, 0.0]
+
+
+def grad_row_values(g: torch.Tensor) -> list[float] | None:
+    """The gradient row (`GRAD_FIELDS`) of ``g`` from one pass of the C kernel, as host floats.
+
+    None where the kernel does not apply or ``g`` holds a NaN or Inf (`grad_row` counts them).
+    """
+    got = native.moments(g, 0.0) if g.is_floating_point() and g.numel() else None
+    if got is None or not math.isfinite(got.shifted_sumsq):
+        return None
+    return [float(got.n), got.sumsq, 0.0, 0.0]

@@ -1,0 +1,242 @@
+"""The shortcuts of the scan, the mask and the walker find what the plain ways find."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hookscope.lint import regions
+from hookscope.lint.index import _from_imports, scan_classes, scan_functions
+from hookscope.lint.pyfile import PyFile, _hot_lines
+from hookscope.lint.source import _read, read_bytes
+
+TRICKY = "\n".join(
+    [
+        "import torch",
+        "y = m.forward(x)",
+        "z = super().forward(x)",
+        "z = super()",
+        ".forward(x)",  # per line: nothing before the dot
+        "w = m.\x0bforward(x)",  # a vertical tab is a blank to \\s
+        "v = m.\u2028forward(x)",  # so is a line separator (str.split('\\n') keeps it)
+        "u = m.forwarding(x)",  # the word, but not the call
+        "h = m.register_forward_hook(f)",
+        "self._hooks = []",  # "_hook" without a registration
+        "c = torch.compile(m)",
+        "    if ok: model.forward(1); other.forward(2)",
+        "",
+        "s = 'forward _hook compile'",
+    ]
+)
+
+
+def test_hot_lines_of_the_mask_are_those_a_per_line_search_finds() -> None:
+    lines = TRICKY.split("\n")
+    expected = [i for i, line in enumerate(lines) if regions._HOT.search(line)]
+    assert regions._hot_lines(TRICKY, lines) == expected
+    assert 6 in expected and 7 not in expected and 9 not in expected  # the cases are real
+
+
+def test_hot_lines_of_the_walker_are_the_lines_with_the_words() -> None:
+    words = ("forward", "_hook", "compile")
+    expected = [n for n, line in enumerate(TRICKY.split("\n"), 1) if any(w in line for w in words)]
+    assert _hot_lines(TRICKY) == expected
+
+
+def test_the_walker_finds_hot_calls_in_every_kind_of_statement() -> None:
+    source = """
+import torch
+
+a = m.forward(1)
+a += m.forward(2)
+b: int = m.forward(3)
+m.forward(4)
+assert m.forward(5)
+if cond:
+    m.forward(6)
+elif other:
+    m.forward(7)
+else:
+    m.forward(8)
+with ctx() as c:
+    m.forward(9)
+try:
+    m.forward(10)
+except ValueError:
+    m.forward(11)
+finally:
+    m.forward(12)
+match value:
+    case 1:
+        m.forward(13)
+for i in range(2):
+    m.forward(14)
+while cond:
+    m.forward(15)
+
+
+def f():
+    x = 1
+    return m.forward(16)
+
+
+class C:
+    y = 2
+    z = m.forward(17)
+"""
+    pyfile = PyFile.parse("t.py", source)
+    arguments = [
+        site.node.args[0].value  # type: ignore[attr-defined]
+        for site in pyfile.calls
+        if isinstance(site.node.func, ast.Attribute) and site.node.func.attr == "forward"
+    ]
+    assert arguments == list(range(1, 18))
+
+
+def test_returned_calls_are_kept_only_when_every_return_calls() -> None:
+    source = b"""def a():
+    return Net()
+
+
+def b(x):
+    if x:
+        return Net()
+    return make(1)
+
+
+def c():
+    return None
+
+
+def d():
+    s = "return return(1)"
+    return f()
+
+
+async def e():
+    return pkg.Model(2)
+"""
+    entries = {name: calls for name, _, calls, _ in scan_functions(source, "m.py")}
+    assert entries == {
+        "a": ("Net",),
+        "b": ("Net", "make"),
+        "c": (),
+        "d": (),  # a "return" in a string counts as a return that calls nothing known
+        "e": ("pkg.Model",),
+    }
+
+
+def test_bases_are_qualified_through_imports_only_when_bare() -> None:
+    source = b"""from torch import nn
+from .layers import Block as Base, Other
+from unrelated import Thing
+
+
+class Net(Base):
+    pass
+
+
+class Plain(nn.Module, Other):
+    pass
+"""
+    classes = {name: bases for name, bases, _, _ in scan_classes(source, "pkg/sub/model.py")}
+    assert classes == {
+        "Net": ("pkg.sub.layers.Block",),
+        "Plain": ("nn.Module", "pkg.sub.layers.Other"),
+    }
+    every = _from_imports(source, "pkg/sub/model.py")
+    wanted = _from_imports(source, "pkg/sub/model.py", {"Base"})
+    assert wanted["Base"] == every["Base"] and "Thing" in every and "Thing" not in wanted
+
+
+def test_reads_in_several_chunks_give_the_whole_file(tmp_path: Path) -> None:
+    path = tmp_path / "f.py"
+    data = bytes(range(256)) * 300  # 76,800 bytes: more than one 64 KiB block
+    path.write_bytes(data)
+    assert _read(str(path), 7, len(data) + 1) == data  # 7 bytes, then blocks
+    assert _read(str(path), 7, 50) == data[:50]  # never more than the limit
+    assert read_bytes(str(path)) == data
+    (tmp_path / "empty.py").write_bytes(b"")
+    assert read_bytes(str(tmp_path / "empty.py")) == b""
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_shared_map_gives_every_result_once_and_the_caller_works(tmp_path: Path, jobs: int) -> None:
+    (tmp_path / "square.py").write_text(
+        "import os, time\n\n\n"
+        "def square(x):\n"
+        "    time.sleep(0.02)\n"
+        "    return x * x, os.getpid()\n",
+        encoding="utf-8",
+    )
+    code = (
+        "import os, sys\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "from square import square\n"
+        "from hookscope.lint.sharing import shared_map\n"
+        f"results = list(shared_map(square, square, list(range(60)), {jobs}))\n"
+        "assert sorted(i for i, _ in results) == list(range(60)), results\n"
+        "assert all(value == i * i for i, (value, _) in results)\n"
+        "pids = {pid for _, (_, pid) in results}\n"
+        "print(len(pids), os.getpid() in pids)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    # One process (this one) with jobs=1; this one and one worker with jobs=2.
+    assert proc.stdout.split() == [str(jobs), "True"]
+
+
+def test_the_mask_keeps_the_hot_methods_and_drops_the_others() -> None:
+    text = "import torch\n\n" + "\n".join(
+        f"class C{i}(torch.nn.Module):\n"
+        f"    def helper(self):\n"
+        f"        return {i}\n\n"
+        f"    def use(self, m):\n"
+        f"        return m.forward({i})\n"
+        for i in range(20)
+    )
+    masked = regions.mask(text)
+    assert masked is not None
+    assert "def helper" not in masked
+    assert masked.count("def use(self, m):") == masked.count("m.forward(") == 20
+    assert len(masked.split("\n")) == len(text.split("\n"))  # line numbers kept
+
+
+def test_an_error_in_the_callers_share_ends_the_run_without_the_tasks_left(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "ran.log"
+    (tmp_path / "slow.py").write_text(
+        "import time\n\n\n"
+        "def slow(x):\n"
+        f"    with open({str(log)!r}, 'a') as out:\n"
+        "        out.write(f'{x}\\n')\n"
+        "    time.sleep(0.05)\n"
+        "    return x\n\n\n"
+        "def fails(x):\n"
+        "    raise ValueError(x)\n",
+        encoding="utf-8",
+    )
+    code = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "from slow import slow, fails\n"
+        "from hookscope.lint.sharing import shared_map\n"
+        "try:\n"
+        "    list(shared_map(slow, fails, list(range(200)), 2))\n"
+        "except ValueError as exc:\n"
+        "    print('raised', exc)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert proc.stdout.split() == ["raised", "199"]  # the last task, this process's first
+    # The worker ran only what it had taken before the error (the pool queues two
+    # tasks ahead); without the cancellation it would have run all 199 others.
+    ran = log.read_text(encoding="utf-8").split() if log.exists() else []
+    assert len(ran) < 10
