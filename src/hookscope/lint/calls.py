@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING
 
 from hookscope.lint import known, libraries
 from hookscope.lint.bindings import dotted, returned
-from hookscope.lint.containers import contents, getattr_value, rref_value
+from hookscope.lint.containers import (
+    contents,
+    entry_of,
+    getattr_value,
+    literal_element,
+    rref_value,
+)
 from hookscope.lint.crossfile import factory_returns, foreign_function, import_origin
 from hookscope.lint.kinds import MAX_DEPTH, UNKNOWN, Kind, Resolved
 from hookscope.lint.methods import built_by_classmethod, find_method, is_classmethod
@@ -61,6 +67,10 @@ def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) ->
     if last == "partial" and expr.args:  # partial(Block, dim=8) builds what Block builds
         made = resolver.resolve(expr.args[0], scope, depth + 1)
         return made if made.is_class or made.function or made.factory else UNKNOWN
+    if last == "get" and isinstance(func, ast.Attribute) and _no_default(expr):
+        entry = _dict_entry(resolver, func.value, scope, depth)
+        if entry is not None:  # ``{"a": ClassA, ...}.get(name)``: one of the entries
+            return entry
     if isinstance(func, ast.Attribute) and last in _SELF_RETURNING:
         inner = resolver.resolve(func.value, scope, depth + 1)
         if inner.kind is Kind.MODULE and not inner.is_class:
@@ -203,3 +213,21 @@ def _named_dynamically(func: ast.expr) -> str:
     ):
         return dotted(func.value.value) or ""
     return ""
+
+
+def _no_default(call: ast.Call) -> bool:
+    """``d.get(key)`` or ``d.get(key, None)``: an entry or nothing."""
+    rest = call.args[1:] + [k.value for k in call.keywords]
+    return len(call.args) >= 1 and all(
+        isinstance(v, ast.Constant) and v.value is None for v in rest
+    )
+
+
+def _dict_entry(resolver: Resolver, mapping: ast.expr, scope: Scope, depth: int) -> Resolved | None:
+    """An entry of a dict display, written in place or bound to a name, when they agree."""
+    if isinstance(mapping, ast.Dict):
+        found = literal_element(resolver, mapping, scope, depth)
+        return None if found.kind is Kind.UNKNOWN else found
+    if isinstance(mapping, ast.Name):
+        return entry_of(resolver, mapping, scope, depth)
+    return None

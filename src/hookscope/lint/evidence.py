@@ -22,12 +22,14 @@ narrowing, the other kind, is part of resolution: `narrowing`):
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import Iterator
 from dataclasses import replace
 
 from hookscope.lint import known
-from hookscope.lint.bindings import dotted
+from hookscope.lint.bindings import class_attributes, dotted
 from hookscope.lint.classes import base_names
+from hookscope.lint.crossfile import import_origin, imported_file
 from hookscope.lint.kinds import Kind, Resolved
 from hookscope.lint.passing import declared_by_callee
 from hookscope.lint.pyfile import CallSite, Scope
@@ -151,6 +153,8 @@ def _submodule(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolv
         return None
     if not name and owner.cls:
         return None  # a project class: `getattr_value` knows its attributes, plain ones too
+    if name and _from_library_calls(resolver, value, name, site.scope):
+        return None  # ``self.x = lib.load(...)``: whatever a library gives, not proof
     shown = ast.unparse(value)
     why = f"`{shown}` is a module ({owner.via})" if owner.via else f"`{shown}` is a module"
     return Resolved(Kind.MODULE, name=name, via=f"a submodule: {why}")
@@ -181,3 +185,36 @@ def _in_submodule(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Res
     if held is None:
         return None
     return Resolved(Kind.MODULE, via=f"an element of {ast.unparse(holder)}, {held.via}")
+
+
+def _from_library_calls(resolver: Resolver, value: ast.expr, name: str, scope: Scope) -> bool:
+    """Every assignment of ``self.<name>`` in the class is the result of a function of an
+    external library that resolution cannot follow (``exec_lib._load_for_executorch(p)``,
+    a pybind program): an attribute of a module, but not shown to be a submodule."""
+    if not (isinstance(value, ast.Name) and value.id == scope.self_name and scope.cls):
+        return False
+    bindings = class_attributes(scope.cls).get(name, [])
+    return bool(bindings) and all(
+        binding.kind == "value"
+        and isinstance(binding.expr, ast.Call)
+        and _library_function(resolver, binding.expr.func, resolver.scope_of(binding.owner))
+        for binding in bindings
+    )
+
+
+def _library_function(resolver: Resolver, func: ast.expr, scope: Scope) -> bool:
+    """``func`` names a function (not a class) imported from outside the project (torch
+    left out: ``torch.hub.load`` and friends give modules)."""
+    path = dotted(func) or ""
+    origin = import_origin(resolver, path, scope) if path else ""
+    module, _, last = origin.rpartition(".")
+    if not module or module.startswith((".", "torch")) or last.lstrip("_")[:1].isupper():
+        return False  # a class of the library (``ASGLoss(...)``) may well be a module
+    root = resolver.index.root or "."
+    top = module.partition(".")[0]
+    in_project = os.path.exists(os.path.join(root, top)) or os.path.exists(
+        os.path.join(root, f"{top}.py")
+    )
+    if in_project or resolver.index.functions.get(origin.rpartition(".")[2]):
+        return False  # a function of the project (``src/`` layouts: by its name)
+    return imported_file(resolver, module) is None

@@ -323,6 +323,32 @@ class SuperOtherRule(PythonRule):
             cls_arg, other = receiver.args  # type: ignore[attr-defined]
             if isinstance(other, ast.Name) and other.id in self_names(site.scope):
                 continue
+            if _own_type_on_self(site.scope, cls_arg, other):
+                continue
             yield analysis.finding(
                 type(self), site.node, cls=analysis.source(cls_arg), other=analysis.source(other)
             )
+
+
+def _own_type_on_self(scope: Scope, cls_arg: ast.expr, other: ast.expr) -> bool:
+    """``super(type(self), self)`` in a function whose first parameter is named ``self``.
+
+    Such a function (often a ``@staticmethod`` of a helper class) is installed as the
+    ``forward`` of module classes (``forward = Helper.sp_forward``); the call runs the base
+    ``forward`` on the module itself, like ``super().forward``.
+    """
+    if not (isinstance(other, ast.Name) and other.id == "self"):
+        return False
+    if not (
+        isinstance(cls_arg, ast.Call)
+        and dotted(cls_arg.func) == "type"
+        and len(cls_arg.args) == 1
+        and isinstance(cls_arg.args[0], ast.Name)
+        and cls_arg.args[0].id == "self"
+    ):
+        return False
+    node = scope.node
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return False
+    args = [*node.args.posonlyargs, *node.args.args]
+    return bool(args) and args[0].arg == "self"

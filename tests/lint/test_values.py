@@ -1,0 +1,114 @@
+"""Values whose origin decides whether ``x.forward(...)`` skips hooks (#15): classes kept
+in dicts, what external libraries return, lambda defaults, loop tuples, ``partial``."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from hookscope.lint import lint
+from tests.lint.conftest import expected_codes
+
+
+def _project(tmp_path: Path, name: str, source: str) -> Path:
+    (tmp_path / ".git").mkdir(exist_ok=True)
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source), encoding="utf-8")
+    return path
+
+
+def _found(tmp_path: Path, path: Path, codes: tuple[str, ...] = ("HS1",)) -> set[tuple[int, str]]:
+    findings = lint(tmp_path, select=list(codes), config=False)
+    return {(f.line, f.code) for f in findings if f.path.endswith(path.name)}
+
+
+def test_super_of_own_type_in_a_helper_installed_as_forward(tmp_path: Path) -> None:
+    path = _project(
+        tmp_path,
+        "sparse.py",
+        """\
+        import torch
+        from torch import nn
+
+
+        class SparseHelper:
+            @staticmethod
+            def sp_forward(self, x):
+                return super(type(self), self).forward(x)
+
+            @staticmethod
+            def on_other(self, other, x):
+                return super(type(other), other).forward(x)  # HS103
+
+
+        class SparseConv(nn.Conv2d):
+            forward = SparseHelper.sp_forward
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)
+
+
+def test_an_entry_of_a_dict_of_classes_is_a_class(tmp_path: Path) -> None:
+    path = _project(
+        tmp_path,
+        "table.py",
+        """\
+        import torch
+        from torch import nn
+
+
+        class FullEntangler(nn.Module):
+            def forward(self, x):
+                return x
+
+
+        class RingEntangler(nn.Module):
+            def forward(self, x):
+                return x
+
+
+        class EntangleOp(nn.Module):
+            def __init__(self, name):
+                super().__init__()
+                classes = {"full": FullEntangler, "ring": RingEntangler}
+                self.op_class = classes.get(name, None)
+                self.op = {"full": FullEntangler(), "ring": RingEntangler()}.get(name)
+
+            def forward(self, x):
+                self.op_class.forward(x)
+                return self.op.forward(x)  # HS101
+        """,
+    )
+    found = lint(tmp_path, select=["HS1"], config=False)
+    assert {(f.line, f.code) for f in found} == expected_codes(path)
+    assert all(f.fixable for f in found)  # the instance; the class is never flagged
+
+
+def test_what_an_external_library_function_returns_is_no_confident_submodule(
+    tmp_path: Path,
+) -> None:
+    path = _project(
+        tmp_path,
+        "program.py",
+        """\
+        import torch
+        from torch import nn
+        from runtime.bindings import portable as lib
+        from .loaders import load_block
+
+
+        class PteProgram(nn.Module):
+            def __init__(self, path):
+                super().__init__()
+                self.program = lib.load_program(path)
+                self.block = load_block(path)
+
+            def forward(self, x):
+                self.block.forward(x)  # HS101
+                return self.program.forward(x)  # HS104
+        """,
+    )
+    (tmp_path / "loaders.py").write_text(
+        "def load_block(path):\n    return BLOCKS[path]\n", encoding="utf-8"
+    )
+    assert _found(tmp_path, path, ("HS1", "HS104")) == expected_codes(path)
