@@ -112,3 +112,145 @@ def test_what_an_external_library_function_returns_is_no_confident_submodule(
         "def load_block(path):\n    return BLOCKS[path]\n", encoding="utf-8"
     )
     assert _found(tmp_path, path, ("HS1", "HS104")) == expected_codes(path)
+
+
+def test_a_lambda_parameter_defaulting_to_an_enclosing_module(tmp_path: Path) -> None:
+    path = _project(
+        tmp_path,
+        "closures.py",
+        """\
+        import torch
+        from torch import nn
+
+
+        class PointsRenderer(nn.Module):
+            def forward(self, x):
+                return x
+
+
+        def check(x, expect_raise):
+            renderer = PointsRenderer()
+            expect_raise(lambda renderer=renderer, x=x: renderer.forward(x))  # HS101
+            expect_raise(lambda *, r=renderer: r.forward(x))  # HS101
+            expect_raise(lambda count=3: count.forward(x))
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)
+
+
+def test_instances_built_from_a_column_of_class_tuples(tmp_path: Path) -> None:
+    path = _project(
+        tmp_path,
+        "columns.py",
+        """\
+        import torch
+        from torch import nn
+
+
+        class NormCompositor(nn.Module):
+            def forward(self, x):
+                return x
+
+
+        class AlphaCompositor(nn.Module):
+            def forward(self, x):
+                return x
+
+
+        def weighted(x):
+            return x
+
+
+        def check(x):
+            pairs = [(NormCompositor, weighted), (AlphaCompositor, weighted)]
+            for compositor_class, func in pairs:
+                compositor = compositor_class(0.5)
+                compositor.forward(x)  # HS101
+                func.forward(x)
+            for compositor_class, n in ((NormCompositor, 1), (AlphaCompositor, 2)):
+                compositor_class(n).forward(x)  # HS101
+                n.forward(x)
+        """,
+    )
+    assert _found(tmp_path, path, ("HS1", "HS104")) == expected_codes(path)
+
+
+def test_a_module_bound_by_functools_partial(tmp_path: Path) -> None:
+    path = _project(
+        tmp_path,
+        "gradients.py",
+        """\
+        import functools
+        from functools import partial
+        from typing import List
+
+        import torch
+        from torch import nn
+
+
+        class FunctionWrapper(nn.Module):
+            def forward(self, x):
+                return x
+
+
+        def render(functions: List[FunctionWrapper], x):
+            function = functions[0]
+            gradient = functools.partial(_gradient, function)
+            scaled = partial(_scaled, 2.0)
+            return gradient(x), scaled(x)
+
+
+        def _gradient(module, x):
+            return module.forward(x)  # HS101
+
+
+        def _scaled(factor, x):
+            return factor.forward(x)
+        """,
+    )
+    assert _found(tmp_path, path, ("HS1", "HS104")) == expected_codes(path)
+
+
+def test_module_classes_of_flow_rwkv_and_lpips_libraries(tmp_path: Path) -> None:
+    path = _project(
+        tmp_path,
+        "flows.py",
+        """\
+        import torch
+        import nflows.nn.nde.made as made
+        from nflows import distributions as distributions_
+        from nflows.transforms import InverseNotAvailable
+        from cpflows.flows import SequentialFlow
+        from rwkv.model import RWKV
+        import lpips
+
+
+        class MadeNet(made.MADE):
+            def log_prob(self, x):
+                return self.forward(x)  # HS102
+
+
+        class Mixture(distributions_.MADEMoG):
+            def sample(self, x):
+                return self._made.forward(x)  # HS101
+
+
+        class SequentialNet(SequentialFlow):
+            def sample(self, x):
+                return self.forward(x)  # HS102
+
+
+        class Chat:
+            def __init__(self, path):
+                self.model = RWKV(model=path)
+
+            def run(self, x):
+                return self.model.forward(x)  # HS101
+
+
+        def metric(x):
+            InverseNotAvailable().forward(x)  # HS104
+            return lpips.LPIPS(net="vgg").forward(x)  # HS101
+        """,
+    )
+    assert _found(tmp_path, path, ("HS1", "HS104")) == expected_codes(path)

@@ -77,6 +77,18 @@ def scope_bindings(owner: ast.AST) -> dict[str, list[Binding]]:
     return out
 
 
+def lambda_default(func: ast.Lambda, name: str) -> ast.expr | None:
+    """The default of the lambda's parameter ``name`` (evaluated where the lambda is
+    written; ``lambda r=renderer: r.forward(x)`` is called without arguments)."""
+    args = func.args
+    positional = [*args.posonlyargs, *args.args]
+    pairs = [
+        *zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True),
+        *zip(args.kwonlyargs, args.kw_defaults, strict=True),
+    ]
+    return next((value for arg, value in pairs if arg.arg == name and value is not None), None)
+
+
 def _own_nodes(body: Sequence[ast.AST]) -> list[ast.AST]:
     """Nodes of a body, not descending into nested functions or classes."""
     out: list[ast.AST] = []

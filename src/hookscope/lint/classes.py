@@ -50,7 +50,29 @@ class ClassKinds:
                 if isinstance(node, ast.ImportFrom)
                 for alias in node.names
             }
-        return tuple(self._from_imports.get(base, base) for base in bases)
+        return tuple(self._library_base(base) for base in bases)
+
+    def _library_base(self, base: str) -> str:
+        """``base`` with its imported name spelled out; a dotted base (``made.MADE`` after
+        ``import nflows.nn.nde.made as made``) only when that names a library module class."""
+        assert self._from_imports is not None
+        first, dot, rest = base.partition(".")
+        if not dot:
+            return self._from_imports.get(base, base)
+        origin = self._from_imports.get(first) or next(
+            (
+                alias.name
+                for node in self.file.tree.body
+                if isinstance(node, ast.Import)
+                for alias in node.names
+                if alias.asname == first
+            ),
+            "",
+        )
+        module, _, last = f"{origin}.{rest}".rpartition(".")
+        return (
+            f"{module}.{last}" if origin and libraries.library_model_class(module, last) else base
+        )
 
     def class_kind(self, name: str, module: str = "") -> tuple[Kind, bool]:
         """``(kind, is_container)`` of instances of the class named ``name`` (dotted ok).

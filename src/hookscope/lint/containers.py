@@ -69,12 +69,40 @@ def element(
             return element(resolver, func.value, position, scope, depth)
         if attr == "items" and isinstance(func, ast.Attribute) and position == 1:
             return element(resolver, func.value, None, scope, depth)
+    if position is not None:  # ``for cls, fn in [(A, f), (B, g)]``: a column of the rows
+        column = _column(resolver, iterable, position, scope, depth)
+        if column is not None:
+            return column
     if isinstance(iterable, (ast.List, ast.Tuple)):
         return literal_element(resolver, iterable, scope, depth) if position is None else UNKNOWN
     inner = resolver.resolve(iterable, scope, depth + 1)
     if position is not None:
         return UNKNOWN
     return member(resolver, inner, scope)
+
+
+def _column(
+    resolver: Resolver, iterable: ast.expr, position: int, scope: Scope, depth: int
+) -> Resolved | None:
+    """Item ``position`` of every row of a list or tuple display of tuples (written in
+    place or bound to a name), when those items all agree."""
+    if isinstance(iterable, (ast.List, ast.Tuple)):
+        owner, literal, where = resolver, iterable, scope
+    elif isinstance(iterable, ast.Name):
+        display = named_display(resolver, iterable, scope)
+        if display is None or isinstance(display[1], ast.Dict):
+            return None
+        owner, literal, where = display[0], display[1], display[0].scope_of(display[2])
+    else:
+        return None
+    rows = [e for e in literal.elts if isinstance(e, (ast.Tuple, ast.List))]
+    if not rows or len(rows) != len(literal.elts) or any(len(r.elts) <= position for r in rows):
+        return None
+    results = [owner.resolve(row.elts[position], where, depth + 1) for row in rows]
+    if len({(r.kind, r.is_class) for r in results}) != 1 or results[0].kind is Kind.UNKNOWN:
+        return None
+    first = results[0]
+    return first if len({r.name for r in results}) == 1 else replace(first, cls="")
 
 
 def member(resolver: Resolver, base: Resolved, scope: Scope) -> Resolved:

@@ -49,8 +49,17 @@ MODULE_PACKAGES = (
     "torchaudio.transforms",
     "torchaudio.models",
     "sentence_transformers.models",
+    # nflows: ``Transform``, ``Distribution`` and ``Flow`` (a ``Distribution``) are
+    # ``nn.Module``s, and so are the MADE and the nets of ``nflows.nn``.
+    "nflows.transforms",
+    "nflows.distributions",
+    "nflows.flows",
+    "nflows.nn.nde",
+    "nflows.nn.nets",
 )
 _NOT_MODULE_SUBPACKAGES = (".functional", ".utilities")
+# Classes of those packages that are exceptions (``nflows.transforms.InverseNotAvailable``).
+_NOT_MODULE_CLASS = re.compile(r"(?:Error|Exception|Warning|NotAvailable|OutsideDomain)$")
 
 
 # tensordict's module classes say so in their names (``TensorDictModule``,
@@ -91,6 +100,12 @@ LIBRARY_MODULE_CLASSES: dict[str, frozenset[str]] = {
     "mmcv.cnn": frozenset(
         {"ConvModule", "DepthwiseSeparableConvModule", "Scale", "ContextBlock", "NonLocal2d"}
     ),
+    # CP-Flow's flows (``SequentialFlow(torch.nn.Module)`` holds a ``ModuleList``), the
+    # rwkv package's model (an ``nn.Module``, or a ``ScriptModule`` under RWKV_JIT_ON),
+    # and the LPIPS perceptual metric (``lpips.LPIPS(net="vgg")``, an ``nn.Module``).
+    "cpflows": frozenset({"SequentialFlow", "DeepConvexFlow", "ActNorm"}),
+    "rwkv.model": frozenset({"RWKV"}),
+    "lpips": frozenset({"LPIPS"}),
 }
 
 # OpenMMLab model packages, and their subpackages that hold only modules (``from
@@ -127,7 +142,11 @@ def library_model_class(module: str, name: str) -> bool:
     if module == "tensordict.nn" or module.startswith("tensordict.nn."):
         return bool(_TENSORDICT_NN.search(name))
     if any(module == p or module.startswith(f"{p}.") for p in MODULE_PACKAGES):
-        return name[:1].isupper() and not any(s in module for s in _NOT_MODULE_SUBPACKAGES)
+        return (
+            name[:1].isupper()
+            and not any(s in module for s in _NOT_MODULE_SUBPACKAGES)
+            and not _NOT_MODULE_CLASS.search(name)
+        )
     if module.partition(".")[0] not in MODEL_LIBRARIES or name.startswith(("TF", "Flax")):
         return False
     return bool(_LIBRARY_MODEL.search(name)) or _transformers_layer(module, name)

@@ -26,6 +26,7 @@ from hookscope.lint.bindings import (
     class_attributes,
     dotted,
     in_own_value,
+    lambda_default,
     only_raises,
     reaching,
     returned,
@@ -168,6 +169,10 @@ class Resolver(ClassKinds):
     def _parameter(self, scope: Scope, name: str, depth: int) -> Resolved | None:
         """An unannotated parameter, from what the file's calls of its function pass."""
         func = scope.node
+        if isinstance(func, ast.Lambda):  # ``lambda r=renderer: r.forward(x)``
+            default = lambda_default(func, name)
+            outer = scope.parent or scope
+            return None if default is None else self.resolve(default, outer, depth + 1)
         if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return None
         if name not in {a.arg for a in [*func.args.posonlyargs, *func.args.args]}:
