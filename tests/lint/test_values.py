@@ -254,3 +254,54 @@ def test_module_classes_of_flow_rwkv_and_lpips_libraries(tmp_path: Path) -> None
         """,
     )
     assert _found(tmp_path, path, ("HS1", "HS104")) == expected_codes(path)
+
+
+def test_a_library_base_named_through_an_alias_in_another_project_file(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    _project(
+        tmp_path,
+        "pkg/wrappers.py",
+        """\
+        import numpy.random as rnd
+        import nflows.nn.nde.made as made
+        from nflows import distributions as dist
+
+
+        class MadeWrapper(made.MADE):
+            pass
+
+
+        class MixtureWrapper(dist.MADEMoG):
+            pass
+
+
+        class DrawWrapper(rnd.Generator):
+            pass
+        """,
+    )
+    path = _project(
+        tmp_path,
+        "pkg/estimators.py",
+        """\
+        import torch
+        from pkg.wrappers import MadeWrapper as MADE
+        from pkg.wrappers import DrawWrapper, MixtureWrapper
+
+
+        class CategoricalMade(MADE):
+            def log_prob(self, x):
+                return self.forward(x)  # HS102
+
+
+        class Mixture(MixtureWrapper):
+            def sample(self, x):
+                return self.forward(x)  # HS102
+
+
+        class Draws(DrawWrapper):
+            def sample(self, x):
+                return self.forward(x)
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)

@@ -13,7 +13,7 @@ import os
 
 from hookscope.lint import known, libraries
 from hookscope.lint.bindings import dotted
-from hookscope.lint.index import ClassIndex, absolute_module
+from hookscope.lint.index import ClassIndex, absolute_module, defined_in
 from hookscope.lint.kinds import Kind
 from hookscope.lint.pyfile import PyFile
 
@@ -101,7 +101,10 @@ class ClassKinds:
                 self.index.in_module(last, module) if module and last not in known.FIXED else ()
             )
             if variants and last not in self.file.classes:
-                kinds = {self._bases_kind(bases) for bases in variants}
+                kinds = {
+                    self._bases_kind(self._foreign_library_bases(bases, last, module))
+                    for bases in variants
+                }
                 result = kinds.pop() if len(kinds) == 1 else None
             if result is None and not variants and self._compiled(module):
                 result = (Kind.UNKNOWN, False)  # not the project's same-named Python class
@@ -115,6 +118,25 @@ class ClassKinds:
             self._class_kinds[key] = result
         self._cycle = outer or (self._cycle and bool(self._computing))
         return result
+
+    def _foreign_library_bases(
+        self, bases: tuple[str, ...], last: str, module: str
+    ) -> tuple[str, ...]:
+        """The dotted bases of ``module``'s class ``last`` spelled through that file's own
+        imports (``made.MADE`` after ``import nflows.nn.nde.made as made``), for those that
+        name a library module class; the index keeps dotted bases as written."""
+        if not any("." in base for base in bases) or not self.index.root:
+            return bases
+        where = next(
+            (w for b, w in self.index.defs.get(last, ()) if b == bases and defined_in(w, module)),
+            "",
+        )
+        try:
+            with open(os.path.join(self.index.root, where.rsplit(":", 1)[0]), "rb") as f:
+                text = f.read().decode("utf-8", errors="replace")
+        except OSError:
+            return bases
+        return tuple(_through_imports(text, base) for base in bases)
 
     def _compiled(self, module: str) -> bool:
         """Whether ``module`` is a compiled extension of this project (``pkg._C``): its
@@ -181,3 +203,31 @@ class ClassKinds:
         """For a class with unresolved bases: does a base's name read like a module?"""
         names = base_names(cls)
         return self.file.imports_torch and any(known.MODULE_NAME.search(n) for n in names)
+
+
+def _through_imports(text: str, base: str) -> str:
+    """``head.Name`` with ``head`` replaced by what an import in ``text`` binds it to
+    (``import a.b as head``, ``from a import b as head``, ``from a import head``), when
+    that names a library module class (see `libraries.library_model_class`)."""
+    head, dot, rest = base.partition(".")
+    if not dot:
+        return base
+    origin = ""
+    for line in text.splitlines():
+        words = line.split()
+        if words[:1] == ["import"] and words[2:] == ["as", head]:
+            origin = words[1]
+        elif (
+            words[:1] == ["from"]
+            and words[2:3] == ["import"]
+            and words[3:]
+            in (
+                [head],
+                [words[3], "as", head],
+            )
+        ):
+            origin = f"{words[1]}.{words[3]}"
+        if origin:
+            break
+    module, _, name = f"{origin}.{rest}".rpartition(".")
+    return f"{module}.{name}" if origin and libraries.library_model_class(module, name) else base
