@@ -108,8 +108,10 @@ def _bound_by_partials(
         for call, caller in resolver.calls_named("partial")
         if call.args and isinstance(call.args[0], ast.Name) and call.args[0].id == func.name
     ]
+    if not partials:
+        return None
     uses = sum(isinstance(n, ast.Name) and n.id == func.name for n in ast.walk(resolver.file.tree))
-    if not partials or uses != len(partials):
+    if uses != len(partials):
         return None  # also called or handed on some other way
     results = []
     for call, caller in partials:
