@@ -177,9 +177,9 @@ class Collector:
         if not self.recording:
             return None
         if tracing():
-            return (
-                None if self.traced is None else self.traced.on_forward(name, output, module, args)
-            )
+            if self.traced is None:
+                return None
+            return self.traced.on_forward(name, output, module, args)
         if _in_backward():
             self._recomputed(name, output, "output", True)
             return None
