@@ -141,20 +141,35 @@ def unpacked(
         return _handed_back(resolver, value, position, scope, depth)
     owner, func, _ = found
     returns, yields = returned(func)
+    if yields:
+        return UNKNOWN
+    return tuple_element(owner, func, returns, position, depth, f"{func.name}() returns")
+
+
+def tuple_element(
+    owner: Resolver,
+    func: ast.FunctionDef | ast.AsyncFunctionDef,
+    values: list[ast.expr],
+    position: int,
+    depth: int,
+    what: str,
+) -> Resolved:
+    """Element ``position`` of ``values`` (what ``func`` hands back: ``what`` says how)
+    when each of them is a tuple that long, else `UNKNOWN`."""
     elements = [
-        r.elts[position]
-        for r in returns
-        if isinstance(r, ast.Tuple)
-        and position < len(r.elts)
-        and not any(isinstance(e, ast.Starred) for e in r.elts)
+        v.elts[position]
+        for v in values
+        if isinstance(v, ast.Tuple)
+        and position < len(v.elts)
+        and not any(isinstance(e, ast.Starred) for e in v.elts)
     ]
-    if yields or not returns or len(elements) != len(returns):
+    if not values or len(elements) != len(values):
         return UNKNOWN
     result = owner.combine([Binding("value", e, func) for e in elements], depth + 1)
     if result.kind is Kind.UNKNOWN:
         return result
     where = f"{owner.file.path}:{func.lineno}"
-    shown = f"element {position} of what {func.name}() returns at {where}"
+    shown = f"element {position} of what {what} at {where}"
     return replace(result, via=f"{shown} ({result.via})" if result.via else shown)
 
 

@@ -9,13 +9,12 @@ every ``return`` is a tuple, ``made = make(); made[0]``, ``made = (net, opt); ma
 from __future__ import annotations
 
 import ast
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from hookscope.lint.bindings import Binding, returned
 from hookscope.lint.crossfile import fixture_def
 from hookscope.lint.kinds import Kind, Resolved
-from hookscope.lint.passing import unpacked
+from hookscope.lint.passing import tuple_element, unpacked
 from hookscope.lint.pyfile import Scope
 
 if TYPE_CHECKING:
@@ -79,19 +78,6 @@ def _returned_item(
     """Element ``position`` of what the fixture ``func`` returns or yields, when each of
     its returns (yields) is a tuple that long."""
     returns, yields = returned(func)
-    values = returns or yields
-    elements = [
-        v.elts[position]
-        for v in values
-        if isinstance(v, ast.Tuple)
-        and position < len(v.elts)
-        and not any(isinstance(e, ast.Starred) for e in v.elts)
-    ]
-    if not values or len(elements) != len(values):
-        return None
-    result = owner.combine([Binding("value", e, func) for e in elements], depth + 1)
-    if result.kind is Kind.UNKNOWN:
-        return None
-    where = f"{owner.file.path}:{func.lineno}"
-    shown = f"element {position} of what fixture {func.name}() gives at {where}"
-    return replace(result, via=f"{shown} ({result.via})" if result.via else shown)
+    what = f"fixture {func.name}() gives"
+    result = tuple_element(owner, func, returns or yields, position, depth, what)
+    return None if result.kind is Kind.UNKNOWN else result
