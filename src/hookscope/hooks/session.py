@@ -77,6 +77,9 @@ class HookSession:
         self.bypass_policy: BypassPolicy = bypass
         self.bypass_modules = bypass_modules
         self.keep_wrappers = keep_wrappers
+        #: Count hook calls inside compiled graphs (an in-graph counter per group); the
+        #: Monitor turns this off for its own session, where nothing reads those counts.
+        self.count_traced = True
         self._clean: CleanNames | None = None
         self.registrations: list[Registration] = []
         self._runner = HookRunner(on_error)
@@ -322,7 +325,7 @@ class HookSession:
             self.stale_checked = True
             warn_stale(self.model, "hookscope.session", eager=True, stacklevel=4)
         # one device counter per group, for the calls inside compiled graphs
-        traced_calls = torch.zeros(len(selection), dtype=torch.int64)
+        traced_calls = torch.zeros(len(selection), dtype=torch.int64) if self.count_traced else None
         regs = []
         for slot, selected in enumerate(selection):
             reg = self._attach(kind, hook, selected, register)

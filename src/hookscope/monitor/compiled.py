@@ -23,7 +23,6 @@ from torch import nn
 
 from hookscope.hooks.compiled import warn_stale
 from hookscope.hooks.selection import SelectedModule
-from hookscope.hooks.session import HookSession
 from hookscope.monitor.collector import Entry
 from hookscope.monitor.coverage import missing_phases, warn_inputs, warn_missing
 from hookscope.monitor.records import Missing, Phase
@@ -79,19 +78,6 @@ class CompiledSupport:
             warn_inputs(self.model, step)
         missing: tuple[Missing, ...] = ("inputs", *phases)
         return missing
-
-
-def uncount_traced_calls(session: HookSession) -> None:
-    """Stop counting the calls of ``session``'s hooks inside compiled graphs.
-
-    For the Monitor's own session: nothing reads those counts (the Monitor
-    knows a graph ran from `TracedCollector.used`), and each count is an
-    in-graph tensor update per hook and call that inductor compiles into
-    small kernels of its own (1-2.5 s of a SmallCNN warm-up; see
-    benchmarks/README.md). Eager calls are still counted.
-    """
-    for reg in session.registrations:
-        reg.traced_calls = None
 
 
 def _device_of(model: nn.Module) -> torch.device:

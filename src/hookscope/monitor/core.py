@@ -18,7 +18,7 @@ from hookscope.hooks.selection import ModuleSelector, select_modules
 from hookscope.hooks.session import HookSession, OnError, session
 from hookscope.monitor.alerts import AlertRules, Thresholds
 from hookscope.monitor.collector import CollectOptions, Collector
-from hookscope.monitor.compiled import CompiledSupport, uncount_traced_calls
+from hookscope.monitor.compiled import CompiledSupport
 from hookscope.monitor.deferred import DeferredResult
 from hookscope.monitor.options import (
     ZeroPolicy,
@@ -205,6 +205,9 @@ class Monitor:
         ids = {id(sel.module) for sel in selected}
         self._compiled = CompiledSupport(self, selected, plans)
         self._session = session(self.model, on_error=self.on_error, keep_wrappers=True).__enter__()
+        # Nothing reads the session's in-graph call counts; each costs compile time
+        # (1-2.5 s of a SmallCNN warm-up, benchmarks/README.md). Eager calls still count.
+        self._session.count_traced = False
         self._session.stale_checked = True  # CompiledSupport warned already
         try:
             self._attach(selected, plans, lambda _name, module: id(module) in ids)
@@ -234,7 +237,6 @@ class Monitor:
         self._session.add_forward_hook(collector.on_forward, selector)
         if self.params:
             self._session.add_grad_hook(collector.on_param_grad)
-        uncount_traced_calls(self._session)
         self._collector = collector
 
     def close(self) -> None:
