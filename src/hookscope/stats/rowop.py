@@ -82,16 +82,8 @@ def _merge_row_(
     row[:] = merged
 
 
-def _merge_row_fake(
-    rows: torch.Tensor,
-    index: int,
-    x: torch.Tensor,
-    squares: bool,
-    extrema: bool,
-    zeros: bool,
-    relu: bool = False,
-) -> None:
-    return None
+def _merge_row_fake(*_args: object, **_kwargs: object) -> None:
+    """``merge_row_`` only writes into ``rows``: under fake tensors there is nothing to make."""
 
 
 def _grad_rows(g: torch.Tensor, index: int, rows: int, dtype: torch.dtype) -> torch.Tensor:
