@@ -215,6 +215,6 @@ def _library_function(resolver: Resolver, func: ast.expr, scope: Scope) -> bool:
     in_project = os.path.exists(os.path.join(root, top)) or os.path.exists(
         os.path.join(root, f"{top}.py")
     )
-    if in_project or resolver.index.functions.get(origin.rpartition(".")[2]):
+    if in_project or resolver.index.functions.get(last):
         return False  # a function of the project (``src/`` layouts: by its name)
     return imported_file(resolver, module) is None
