@@ -42,6 +42,23 @@ def test_import_and_lint_command_do_not_import_torch(tmp_path: Path) -> None:
     assert out.stdout.split() == ["0", "False"]
 
 
+def test_capture_and_monitor_do_not_import_dynamo() -> None:
+    # ~0.7 s of imports, and with dynamo loaded a gloo rank that ran async
+    # collectives aborts now and then at exit: only compiled models need it
+    code = (
+        "import sys, torch, hookscope\n"
+        "model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())\n"
+        "with hookscope.capture(model), hookscope.Monitor(model) as mon:\n"
+        "    model(torch.randn(2, 4))\n"
+        "    mon.step()\n"
+        "print('torch._dynamo' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300
+    )
+    assert out.stdout.split() == ["False"]
+
+
 def test_every_error_is_a_hookscope_error() -> None:
     from hookscope import errors
 

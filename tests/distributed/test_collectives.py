@@ -3,7 +3,7 @@
 `workers.layouts` runs `workers.Branchy` on 2 gloo ranks for 6 steps; its
 ``extra`` layer runs on both ranks at step 2 (eval-only code) and on rank 1
 alone at step 3 (rank-dependent code). The collectives each ``mon.step()``
-starts are counted with the PyTorch profiler (``gloo:*`` events).
+starts are counted by wrapping the collectives of ``torch.distributed`` (each still runs).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ process. `stale_graphs` detects it and `warn_stale` says what to do.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from types import CodeType
 
@@ -69,6 +70,11 @@ def unwrap_compiled(model: nn.Module) -> nn.Module:
 
 
 def _cached_graphs(code: CodeType) -> int:
+    if "torch._dynamo" not in sys.modules:
+        # Nothing was compiled in this process. Importing dynamo to find out
+        # would cost ~0.7 s, and with it loaded a gloo rank that ran async
+        # collectives aborts now and then at exit (torch 2.13).
+        return 0
     try:
         from torch._dynamo.eval_frame import _debug_get_cache_entry_list
     except ImportError:  # pragma: no cover - older torch without the helper

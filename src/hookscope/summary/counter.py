@@ -60,6 +60,13 @@ class MacCounter(TorchDispatchMode):
             distinct argument metadata.
     """
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # Otherwise torch wraps ``__torch_dispatch__`` in ``torch._dynamo.disable``,
+        # a context switch on every op (summary ~9% slower) for a mode that
+        # never runs under torch.compile.
+        return False
+
     def __init__(self, stack: list[CallRecord], cache: OpCache | None = None) -> None:
         super().__init__()
         self.stack = stack
