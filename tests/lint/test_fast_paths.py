@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
 from pathlib import Path
-
-import pytest
 
 from hookscope.lint import regions
 from hookscope.lint.index import _from_imports, scan_classes, scan_functions
@@ -164,33 +160,6 @@ def test_reads_in_several_chunks_give_the_whole_file(tmp_path: Path) -> None:
     assert read_bytes(str(tmp_path / "empty.py")) == b""
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
-def test_shared_map_gives_every_result_once_and_the_caller_works(tmp_path: Path, jobs: int) -> None:
-    (tmp_path / "square.py").write_text(
-        "import os, time\n\n\n"
-        "def square(x):\n"
-        "    time.sleep(0.02)\n"
-        "    return x * x, os.getpid()\n",
-        encoding="utf-8",
-    )
-    code = (
-        "import os, sys\n"
-        f"sys.path.insert(0, {str(tmp_path)!r})\n"
-        "from square import square\n"
-        "from hookscope.lint.sharing import shared_map\n"
-        f"results = list(shared_map(square, square, list(range(60)), {jobs}))\n"
-        "assert sorted(i for i, _ in results) == list(range(60)), results\n"
-        "assert all(value == i * i for i, (value, _) in results)\n"
-        "pids = {pid for _, (_, pid) in results}\n"
-        "print(len(pids), os.getpid() in pids)\n"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
-    # One process (this one) with jobs=1; this one and one worker with jobs=2.
-    assert proc.stdout.split() == [str(jobs), "True"]
-
-
 def test_the_mask_keeps_the_hot_methods_and_drops_the_others() -> None:
     text = "import torch\n\n" + "\n".join(
         f"class C{i}(torch.nn.Module):\n"
@@ -205,38 +174,3 @@ def test_the_mask_keeps_the_hot_methods_and_drops_the_others() -> None:
     assert "def helper" not in masked
     assert masked.count("def use(self, m):") == masked.count("m.forward(") == 20
     assert len(masked.split("\n")) == len(text.split("\n"))  # line numbers kept
-
-
-def test_an_error_in_the_callers_share_ends_the_run_without_the_tasks_left(
-    tmp_path: Path,
-) -> None:
-    log = tmp_path / "ran.log"
-    (tmp_path / "slow.py").write_text(
-        "import time\n\n\n"
-        "def slow(x):\n"
-        f"    with open({str(log)!r}, 'a') as out:\n"
-        "        out.write(f'{x}\\n')\n"
-        "    time.sleep(0.05)\n"
-        "    return x\n\n\n"
-        "def fails(x):\n"
-        "    raise ValueError(x)\n",
-        encoding="utf-8",
-    )
-    code = (
-        "import sys\n"
-        f"sys.path.insert(0, {str(tmp_path)!r})\n"
-        "from slow import slow, fails\n"
-        "from hookscope.lint.sharing import shared_map\n"
-        "try:\n"
-        "    list(shared_map(slow, fails, list(range(200)), 2))\n"
-        "except ValueError as exc:\n"
-        "    print('raised', exc)\n"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert proc.stdout.split() == ["raised", "199"]  # the last task, this process's first
-    # The worker ran only what it had taken before the error (the pool queues two
-    # tasks ahead); without the cancellation it would have run all 199 others.
-    ran = log.read_text(encoding="utf-8").split() if log.exists() else []
-    assert len(ran) < 10
