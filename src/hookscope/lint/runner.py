@@ -98,6 +98,11 @@ def _gc_paused() -> Iterator[None]:
     Parsing allocates millions of AST nodes, which triggers collections that walk
     the whole heap; ASTs and the linter's records hold no reference cycles, so
     reference counting frees them anyway. This halves the time of a big run.
+
+    What the run keeps (the class index: about a million objects on a big tree) is
+    moved to the oldest generation before the collector is turned back on;
+    otherwise the first young collection after the run would walk all of it
+    (40-100 ms), as if it were new.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -105,6 +110,8 @@ def _gc_paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
+            gc.freeze()  # every tracked object into the permanent generation,
+            gc.unfreeze()  # and back into the oldest one: no object is left out
             gc.enable()
 
 
