@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 
-from hookscope.lint import regions
+from hookscope.lint import discover, regions
+from hookscope.lint.discovery import DEFAULT_EXCLUDE, SUFFIXES, _exclusion
 from hookscope.lint.index import _from_imports, scan_classes, scan_functions
 from hookscope.lint.pyfile import PyFile, _hot_lines
 from hookscope.lint.source import _read, read_bytes
@@ -174,3 +176,46 @@ def test_the_mask_keeps_the_hot_methods_and_drops_the_others() -> None:
     assert "def helper" not in masked
     assert masked.count("def use(self, m):") == masked.count("m.forward(") == 20
     assert len(masked.split("\n")) == len(text.split("\n"))  # line numbers kept
+
+
+def _walked(root: Path, exclude: list[str]) -> list[str]:
+    """The files `discover` finds, the plain way: ``os.walk`` with pruned, sorted folders."""
+    excluded = _exclusion((*DEFAULT_EXCLUDE, *exclude))
+    found = []
+    for folder, dirs, files in os.walk(root):
+        rel = os.path.relpath(folder, root)
+        prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+        dirs[:] = sorted(d for d in dirs if not excluded(d, prefix + d))
+        found.extend(
+            os.path.join(folder, name)
+            for name in sorted(files)
+            if name.endswith(SUFFIXES) and not excluded(name, prefix + name)
+        )
+    return found
+
+
+def test_discovery_walks_like_os_walk(tmp_path: Path) -> None:
+    for rel in ["b.py", "a.pyi", "z.cs", "c.txt", "pkg/m.py", "pkg/sub/n.py", "gen/x.py"]:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n", encoding="utf-8")
+    (tmp_path / "pkg/__pycache__").mkdir()
+    (tmp_path / "pkg/__pycache__/m.py").write_text("", encoding="utf-8")
+    (tmp_path / "linked").symlink_to(tmp_path / "pkg", target_is_directory=True)  # not entered
+    (tmp_path / "broken.py").symlink_to(tmp_path / "missing.py")  # listed: HS000 later
+    (tmp_path / "file_link.py").symlink_to(tmp_path / "b.py")
+    (tmp_path / "dir.py").mkdir()  # a folder named like a file
+    (tmp_path / "dir.py/inner.py").write_text("", encoding="utf-8")
+    for given in (tmp_path, Path(f"{tmp_path}/")):
+        for exclude in ([], ["gen", "pkg/sub/*"]):
+            assert discover([given], exclude) == _walked(given, exclude)
+    assert {Path(p).name for p in discover([tmp_path])} == {
+        "b.py",
+        "a.pyi",
+        "z.cs",
+        "m.py",
+        "n.py",
+        "x.py",
+        "broken.py",
+        "file_link.py",
+        "inner.py",
+    }
