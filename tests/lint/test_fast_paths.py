@@ -6,6 +6,8 @@ import ast
 import os
 from pathlib import Path
 
+import pytest
+
 from hookscope.lint import discover, regions
 from hookscope.lint.discovery import DEFAULT_EXCLUDE, SUFFIXES, _exclusion
 from hookscope.lint.index import _from_imports, scan_classes, scan_functions
@@ -160,6 +162,27 @@ def test_reads_in_several_chunks_give_the_whole_file(tmp_path: Path) -> None:
     assert read_bytes(str(path)) == data
     (tmp_path / "empty.py").write_bytes(b"")
     assert read_bytes(str(tmp_path / "empty.py")) == b""
+
+
+def test_a_file_no_bigger_than_stat_said_is_read_in_one_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "f.py"
+    data = b"x = 1\n" * 5000
+    path.write_bytes(data)
+    calls: list[int] = []
+    real = os.read
+
+    def counted(fd: int, n: int) -> bytes:
+        calls.append(n)
+        return real(fd, n)
+
+    monkeypatch.setattr(os, "read", counted)
+    assert read_bytes(str(path)) == data
+    assert calls == [len(data) + 1]  # the short read is the end: no second call
+    calls.clear()
+    assert _read(str(path), 100, len(data) + 1) == data  # asked too little: read on
+    assert calls[0] == 100 and len(calls) > 1
 
 
 def test_the_mask_keeps_the_hot_methods_and_drops_the_others() -> None:
