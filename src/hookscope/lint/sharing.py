@@ -29,6 +29,7 @@ from hookscope.errors import LintError
 T = TypeVar("T")
 R = TypeVar("R")
 
+# Whether workers are forked; elsewhere (and in tests that turn it off) a pool runs them.
 FORK = hasattr(os, "fork") and sys.platform != "darwin"
 _TICKET = 4  # bytes per task number
 _HEADER = 8  # bytes of the length that precedes each pickled result
