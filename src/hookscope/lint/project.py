@@ -79,7 +79,9 @@ def _root_of(folder: str, seen: dict[str, Path | None]) -> Path | None:
         passed.append(folder)
         if os.path.basename(folder) in _INSTALLED:
             break
-        if any(os.path.exists(os.path.join(folder, marker)) for marker in ROOT_MARKERS):
+        # os.access answers like os.path.exists, without raising (and catching) an
+        # error for every marker that is not there.
+        if any(os.access(os.path.join(folder, marker), os.F_OK) for marker in ROOT_MARKERS):
             root = Path(folder)
             break
         parent = os.path.dirname(folder)
