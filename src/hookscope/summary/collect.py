@@ -22,7 +22,7 @@ from hookscope.errors import ForwardError
 from hookscope.hooks import session
 from hookscope.summary.counter import CallRecord, MacCounter
 from hookscope.summary.meta import meta_autocast
-from hookscope.summary.opcache import OpCache
+from hookscope.summary import opcache
 from hookscope.summary.swap import stand_ins
 
 #: At most this many tensor shapes are recorded per module input or output.
@@ -143,7 +143,7 @@ def run_forward(
             it raised in and the modules that had finished.
     """
     recorder = _Recorder()
-    counter = MacCounter(recorder.stack, OpCache() if device.type == "meta" else None)
+    counter = MacCounter(recorder.stack, opcache.shared() if device.type == "meta" else None)
     with session(model, detect_bypass=True, bypass="record", keep_wrappers=True) as hooks:
         hooks.add_forward_pre_hook(recorder.pre, with_kwargs=True)
         hooks.add_forward_hook(recorder.post)

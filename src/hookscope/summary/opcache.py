@@ -1,4 +1,4 @@
-"""Reusing meta-kernel results within one summary: the same op on the same shapes runs once.
+"""Reusing meta-kernel results: the same op on the same shapes runs once per process.
 
 On the meta device most of a summary's time goes to PyTorch's meta kernels,
 many of them Python decompositions (``batch_norm``, elementwise ops through
@@ -11,7 +11,12 @@ dtype with ``torch.empty_strided``.
 
 Only ops whose schema makes fresh outputs are cached: no output aliases an
 input (views, in-place ops) and no argument is written to. Arguments of
-unknown types are not keyed: the kernel runs.
+unknown types are not keyed: the kernel runs. The default dtype is part of
+the key (factory ops without a ``dtype`` use it).
+
+Every summary on the meta device shares one cache (`shared`), so the second
+summary of a model, and a model whose blocks another model also had, skips
+the kernels; it keeps at most `MAX_ENTRIES` keys, the oldest go first.
 """
 
 from __future__ import annotations
@@ -35,6 +40,13 @@ _PLAIN = (
 
 Spec = tuple[tuple[int, ...], tuple[int, ...], torch.dtype]
 
+#: Keys a cache holds at most (each a few hundred bytes).
+MAX_ENTRIES = 50_000
+
+
+class _Outputs(tuple[Spec, ...]):
+    """The specs of an op that returns several tensors (a spec is a tuple too)."""
+
 
 class _Unkeyable(Exception):
     pass
@@ -44,7 +56,7 @@ class OpCache:
     """Outputs' metadata of the meta ops run so far, by op and argument metadata."""
 
     def __init__(self) -> None:
-        self._specs: dict[tuple[Any, ...], Spec | tuple[Spec, ...]] = {}
+        self._specs: dict[tuple[Any, ...], Spec | _Outputs] = {}
         self._fresh: dict[Any, bool] = {}
 
     def run(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -55,22 +67,37 @@ class OpCache:
         if not fresh:
             return func(*args, **kwargs)
         try:
-            key = (func, _key(args), _key(tuple(sorted(kwargs.items()))))
+            kwargs_key = _key(tuple(sorted(kwargs.items())))
+            key = (func, _key(args), kwargs_key, torch.get_default_dtype())
         except _Unkeyable:
             return func(*args, **kwargs)
         spec = self._specs.get(key)
         if spec is None:
             out = func(*args, **kwargs)
             if isinstance(out, torch.Tensor) and out.is_meta:
-                self._specs[key] = _spec(out)
+                self._remember(key, _spec(out))
             elif isinstance(out, tuple) and all(
                 isinstance(t, torch.Tensor) and t.is_meta for t in out
             ):
-                self._specs[key] = tuple(_spec(t) for t in out)
+                self._remember(key, _Outputs(_spec(t) for t in out))
             return out
-        if isinstance(spec[2], torch.dtype):
-            return _make(spec)
-        return tuple(_make(s) for s in spec)
+        if isinstance(spec, _Outputs):
+            return tuple(_make(s) for s in spec)
+        return _make(spec)
+
+
+    def _remember(self, key: tuple[Any, ...], spec: Spec | _Outputs) -> None:
+        if len(self._specs) >= MAX_ENTRIES:
+            del self._specs[next(iter(self._specs))]
+        self._specs[key] = spec
+
+
+_SHARED = OpCache()
+
+
+def shared() -> OpCache:
+    """The cache every summary on the meta device uses."""
+    return _SHARED
 
 
 def _makes_fresh_tensors(func: Any) -> bool:
