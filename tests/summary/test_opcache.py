@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from hookscope.summary.collect import run_forward
 from hookscope.summary import opcache
+from hookscope.summary.collect import run_forward
 from hookscope.summary.opcache import OpCache
 from hookscope.zoo import resnet50_like
 

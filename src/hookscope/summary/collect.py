@@ -20,9 +20,9 @@ from torch import nn
 
 from hookscope.errors import ForwardError
 from hookscope.hooks import session
+from hookscope.summary import opcache
 from hookscope.summary.counter import CallRecord, MacCounter
 from hookscope.summary.meta import meta_autocast
-from hookscope.summary import opcache
 from hookscope.summary.swap import stand_ins
 
 #: At most this many tensor shapes are recorded per module input or output.

@@ -85,7 +85,6 @@ class OpCache:
             return tuple(_make(s) for s in spec)
         return _make(spec)
 
-
     def _remember(self, key: tuple[Any, ...], spec: Spec | _Outputs) -> None:
         if len(self._specs) >= MAX_ENTRIES:
             del self._specs[next(iter(self._specs))]
