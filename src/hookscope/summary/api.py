@@ -28,7 +28,7 @@ from hookscope.summary.inputs import (
     normalize_sizes,
     to_device,
 )
-from hookscope.summary.params import ModuleParams, model_totals, module_params
+from hookscope.summary.params import ModuleParams, model_totals, params_by_module
 from hookscope.summary.records import ModelSummary, SummaryRow, UncountedOp
 
 _META = torch.device("meta")
@@ -179,7 +179,7 @@ def _forward(
 def _rows(
     model: nn.Module, collected: Collected, depth: int | None, names: CleanNames
 ) -> tuple[SummaryRow, ...]:
-    per_module = {id(m): module_params(m) for m in model.modules()}
+    per_module = params_by_module(model)
     empty = ModuleParams(0, 0, "")
     rows: list[SummaryRow] = []
     for rec in collected.records:

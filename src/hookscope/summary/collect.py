@@ -83,8 +83,8 @@ class _Recorder:
         #: id(exception) -> (exception, the calls open when it left the innermost module)
         self.failures: dict[int, tuple[BaseException, list[CallRecord]]] = {}
 
-    def pre(self, name: str, module: nn.Module, args: Any, kwargs: Any) -> None:
-        """Forward pre-hook ``(name, module, args, kwargs) -> None``: open a call."""
+    def pre(self, name: str, module: nn.Module, _args: Any) -> None:
+        """Model-wide pre-hook ``(name, module, args) -> None``: open a call."""
         key = id(module)
         self.calls[key] = self.calls.get(key, 0) + 1
         record = CallRecord(
@@ -94,37 +94,32 @@ class _Recorder:
             depth=len(self.stack),
             module_id=key,
             call=self.calls[key],
-            input_shapes=shapes_of((args, kwargs)),
         )
         if self.stack:
             self.stack[-1].children.append(record)
         self.records.append(record)
         self.stack.append(record)
 
-    def post(self, _name: str, module: nn.Module, _args: Any, output: Any) -> None:
-        """Forward hook ``(name, module, args, output) -> None``: close the call."""
+    def post(self, _name: str, module: nn.Module, args: Any, kwargs: Any, output: Any) -> None:
+        """Model-wide post-hook ``(name, module, args, kwargs, output) -> None``: close the call.
+
+        ``kwargs`` is None when the forward raised: PyTorch runs the hook
+        inside its ``except`` block, and the first such call (innermost
+        module) sees the whole chain still open.
+        """
         record = self.stack[-1] if self.stack else None
         if record is None or record.module_id != id(module):
             return  # not opened by ``pre`` (hooks added mid-forward)
         self.stack.pop()
+        record.input_shapes = shapes_of((args, kwargs or {}))
+        if kwargs is None:
+            exc = sys.exc_info()[1]
+            if exc is not None and id(exc) not in self.failures:
+                self.failures[id(exc)] = (exc, [*self.stack, record])
+            return
         record.output_shapes = shapes_of(output)
         record.output_bytes = bytes_of(output)
         record.finished = True
-
-    def post_always(self, _name: str, module: nn.Module, _args: Any, _output: Any) -> None:
-        """Forward hook with ``always_call=True``: close a call whose forward raised.
-
-        On success ``post`` already closed the call. When the forward raised,
-        PyTorch runs only always-call hooks, inside its ``except`` block: the
-        first such call (innermost module) sees the whole chain still open.
-        """
-        record = self.stack[-1] if self.stack else None
-        if record is None or record.module_id != id(module) or record.finished:
-            return
-        exc = sys.exc_info()[1]
-        if exc is not None and id(exc) not in self.failures:
-            self.failures[id(exc)] = (exc, list(self.stack))
-        self.stack.pop()
 
 
 def run_forward(
@@ -145,9 +140,7 @@ def run_forward(
     recorder = _Recorder()
     counter = MacCounter(recorder.stack, opcache.shared() if device.type == "meta" else None)
     with session(model, detect_bypass=True, bypass="record", keep_wrappers=True) as hooks:
-        hooks.add_forward_pre_hook(recorder.pre, with_kwargs=True)
-        hooks.add_forward_hook(recorder.post)
-        hooks.add_forward_hook(recorder.post_always, always_call=True)
+        hooks.add_model_hooks(recorder.pre, recorder.post)
         try:
             with stand_ins(model, device), torch.no_grad(), counter, _no_ops(device):
                 output = model(*args, **kwargs)

@@ -10,8 +10,11 @@ and, on a repeat, makes fresh outputs of the recorded shape, strides and
 dtype with ``torch.empty_strided``.
 
 Only ops whose schema makes fresh outputs are cached: no output aliases an
-input (views, in-place ops) and no argument is written to. Arguments of
-unknown types are not keyed: the kernel runs. The default dtype is part of
+input (views, in-place ops, ``out=`` variants). An op that also writes to an
+argument it does not return (``native_batch_norm``'s running statistics) is
+cached too: every argument is a meta tensor, whose data does not exist.
+Arguments of unknown types (and tensors on other devices) are not keyed:
+the kernel runs. The default dtype is part of
 the key (factory ops without a ``dtype`` use it).
 
 Every summary on the meta device shares one cache (`shared`), so the second
@@ -103,9 +106,7 @@ def _makes_fresh_tensors(func: Any) -> bool:
     schema = getattr(func, "_schema", None)
     if schema is None or not schema.returns:
         return False
-    if any(r.alias_info is not None or str(r.type) != "Tensor" for r in schema.returns):
-        return False
-    return not any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
+    return not any(r.alias_info is not None or str(r.type) != "Tensor" for r in schema.returns)
 
 
 def _key(value: Any) -> Any:
