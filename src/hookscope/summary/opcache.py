@@ -41,6 +41,7 @@ _PLAIN = (
     torch.layout,
 )
 
+_PLAIN_TYPES = frozenset(_PLAIN)
 Spec = tuple[tuple[int, ...], tuple[int, ...], torch.dtype]
 
 #: Keys a cache holds at most (each a few hundred bytes).
@@ -110,14 +111,19 @@ def _makes_fresh_tensors(func: Any) -> bool:
 
 
 def _key(value: Any) -> Any:
+    kind = type(value)  # exact types first: this runs for every argument of every op
+    if kind in _PLAIN_TYPES:
+        return (kind, value)
+    if kind is tuple or kind is list:
+        return (kind, *[_key(v) for v in value])
     if isinstance(value, torch.Tensor):
         if not value.is_meta:
             raise _Unkeyable
-        return (tuple(value.shape), value.stride(), value.dtype, value.storage_offset())
+        return (value.shape, value.stride(), value.dtype, value.storage_offset())
     if isinstance(value, (tuple, list)):
-        return (type(value), *(_key(v) for v in value))
+        return (kind, *[_key(v) for v in value])
     if isinstance(value, _PLAIN):
-        return (type(value), value)
+        return (kind, value)
     raise _Unkeyable
 
 

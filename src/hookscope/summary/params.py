@@ -119,14 +119,16 @@ def params_by_module(model: nn.Module) -> dict[int, ModuleParams]:
         if done is not None:
             return done
         own: dict[tuple[object, ...], None] = {}
-        for param in module.parameters(recurse=False):
-            key = tensor_key(param)
-            own[key] = None
-            numels[key] = param.numel()
-            trained[key] = param.numel() if param.requires_grad else 0
+        for param in module._parameters.values():
+            if param is not None:
+                key = tensor_key(param)
+                own[key] = None
+                numels[key] = param.numel()
+                trained[key] = param.numel() if param.requires_grad else 0
         total = dict(own)
-        for child in module.children():
-            total.update(visit(child))
+        for child in module._modules.values():
+            if child is not None:
+                total.update(visit(child))
         count = sum(map(numels.__getitem__, total))
         trainable_count = sum(map(trained.__getitem__, total))
         label: Trainable = ""
