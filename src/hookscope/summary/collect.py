@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,37 +29,34 @@ from hookscope.summary.swap import stand_ins
 MAX_SHAPES = 16
 
 
-def iter_tensors(obj: Any, _depth: int = 0) -> Iterator[torch.Tensor]:
-    """Tensors in nested tuples, lists and mappings (HF ``ModelOutput`` included)."""
+def iter_tensors(obj: Any) -> list[torch.Tensor]:
+    """Tensors in nested tuples, lists and mappings (HF ``ModelOutput`` included), in order."""
+    found: list[torch.Tensor] = []
+    _gather(obj, found, 0)
+    return found
+
+
+def _gather(obj: Any, found: list[torch.Tensor], depth: int) -> None:
+    # a list filled in place, no generators: it runs twice per module call
     if isinstance(obj, torch.Tensor):
-        yield obj
-    elif _depth < 6 and isinstance(obj, (list, tuple)):
+        found.append(obj)
+    elif depth < 6 and isinstance(obj, (list, tuple)):
         for item in obj:
-            yield from iter_tensors(item, _depth + 1)
-    elif _depth < 6 and isinstance(obj, Mapping):
+            _gather(item, found, depth + 1)
+    elif depth < 6 and isinstance(obj, Mapping):
         for item in obj.values():
-            yield from iter_tensors(item, _depth + 1)
+            _gather(item, found, depth + 1)
 
 
 def shapes_of(obj: Any) -> tuple[tuple[int, ...], ...]:
     """Shapes of the first `MAX_SHAPES` tensors in ``obj``."""
-    shapes: list[tuple[int, ...]] = []
-    for tensor in iter_tensors(obj):
-        if len(shapes) == MAX_SHAPES:
-            break
-        shapes.append(tuple(int(n) for n in tensor.shape))
-    return tuple(shapes)
+    return tuple(tuple(map(int, t.shape)) for t in iter_tensors(obj)[:MAX_SHAPES])
 
 
 def bytes_of(obj: Any) -> int:
     """Bytes of every distinct tensor in ``obj``."""
-    seen: set[int] = set()
-    total = 0
-    for tensor in iter_tensors(obj):
-        if id(tensor) not in seen:
-            seen.add(id(tensor))
-            total += tensor.numel() * tensor.element_size()
-    return total
+    distinct = {id(t): t for t in iter_tensors(obj)}
+    return sum(t.numel() * t.element_size() for t in distinct.values())
 
 
 @dataclass

@@ -86,7 +86,7 @@ class OpCache:
                 self._remember(key, _Outputs(_spec(t) for t in out))
             return out
         if isinstance(spec, _Outputs):
-            return tuple(_make(s) for s in spec)
+            return tuple([_make(s) for s in spec])
         return _make(spec)
 
     def _remember(self, key: tuple[Any, ...], spec: Spec | _Outputs) -> None:
