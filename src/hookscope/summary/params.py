@@ -133,7 +133,9 @@ def params_by_module(model: nn.Module) -> dict[int, ModuleParams]:
         trainable_count = sum(map(trained.__getitem__, total))
         label: Trainable = ""
         if count:
-            label = "yes" if trainable_count == count else "no" if trainable_count == 0 else "partial"
+            label = (
+                "yes" if trainable_count == count else "no" if trainable_count == 0 else "partial"
+            )
         result[id(module)] = ModuleParams(sum(map(numels.__getitem__, own)), count, label)
         subtree[id(module)] = total
         return total
