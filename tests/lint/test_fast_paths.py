@@ -11,7 +11,7 @@ import pytest
 from hookscope.lint import discover, regions
 from hookscope.lint.discovery import DEFAULT_EXCLUDE, SUFFIXES, _exclusion
 from hookscope.lint.index import _from_imports, scan_classes, scan_functions
-from hookscope.lint.pyfile import PyFile, _hot_lines
+from hookscope.lint.pyfile import PyFile, mention_lines
 from hookscope.lint.source import _read, read_bytes
 
 TRICKY = "\n".join(
@@ -44,7 +44,7 @@ def test_hot_lines_of_the_mask_are_those_a_per_line_search_finds() -> None:
 def test_hot_lines_of_the_walker_are_the_lines_with_the_words() -> None:
     words = ("forward", "_hook", "compile")
     expected = [n for n, line in enumerate(TRICKY.split("\n"), 1) if any(w in line for w in words)]
-    assert _hot_lines(TRICKY) == expected
+    assert mention_lines(TRICKY) == expected
 
 
 def test_the_walker_finds_hot_calls_in_every_kind_of_statement() -> None:

@@ -28,7 +28,7 @@ from hookscope.lint.discovery import discover
 from hookscope.lint.findings import Finding
 from hookscope.lint.index import ClassIndex, IndexBuilder, scan_classes, scan_functions
 from hookscope.lint.project import Scan, find_root, group_by_root, scan_with_cache
-from hookscope.lint.pyfile import PyFile
+from hookscope.lint.pyfile import PyFile, mention_lines
 from hookscope.lint.regions import mask
 from hookscope.lint.registry import UnreadableFileRule, all_rules
 from hookscope.lint.sharing import shared_map
@@ -154,19 +154,21 @@ def analyze_text(path: str, text: str, index: ClassIndex, codes: frozenset[str])
     The statements that cannot hold a finding are masked out first (see `regions`);
     the whole file is parsed when that fails or a rule was unsure without them.
     """
-    masked = mask(text)
+    lines, mentions = text.split("\n"), mention_lines(text)  # for the mask and the walker
+    masked = mask(text, lines, mentions)
     if masked is not None:
         try:
             tree = ast.parse(masked, filename=path)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             tree = None  # parsed again in full below, which reports the error
         if tree is not None:
-            analysis = Analysis.of(PyFile.from_tree(path, text, tree), index, partial=True)
+            pyfile = PyFile.from_tree(path, text, tree, lines=lines, mentions=mentions)
+            analysis = Analysis.of(pyfile, index, partial=True)
             findings = _check(analysis, codes)
             if not analysis.needs_full and not analysis.resolver.missed:
                 return findings
     try:
-        pyfile = PyFile.parse(path, text)
+        pyfile = PyFile.parse(path, text, lines=lines, mentions=mentions)
     except (RecursionError, MemoryError):
         return _unreadable(path, "too deeply nested to parse (RecursionError)", codes)
     except (SyntaxError, ValueError) as exc:
