@@ -114,6 +114,24 @@ def test_bad_model_spec_exits_2_with_one_line(
     assert message in err and "Traceback" not in err and err.count("\n") == 1
 
 
+def test_a_reader_that_goes_away_ends_the_run_quietly(tmp_path: Path) -> None:
+    # `hookscope lint . | head -1`: far more output than a pipe holds, reader gone
+    lines = "".join(f"    y = model.layer.forward(x{i})\n" for i in range(4000))
+    source = f"from torch import nn\nmodel = nn.Sequential()\ndef f(x):\n{lines}"
+    (tmp_path / "many.py").write_text(source)
+    with subprocess.Popen(
+        [sys.executable, "-m", "hookscope", "lint", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert b"HS10" in proc.stdout.readline()
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=120) == 141
+    assert "Traceback" not in err and "BrokenPipe" not in err
+
+
 def test_bad_arguments_exit_2_without_traceback() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "hookscope", "hooks"], capture_output=True, text=True
