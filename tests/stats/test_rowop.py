@@ -6,7 +6,13 @@ import pytest
 import torch
 
 from hookscope.stats import ACTIVATION_STATS, plan_for
-from hookscope.stats.rowop import grad_rows_op, merge_row_op, relu_row_values, row_values
+from hookscope.stats.rowop import (
+    affine_row_op,
+    grad_rows_op,
+    merge_row_op,
+    relu_row_values,
+    row_values,
+)
 from hookscope.stats.traced import FIELDS, GRAD_FIELDS, empty_rows, grad_row, reduce_row
 
 PLAN = plan_for(ACTIVATION_STATS)
@@ -102,6 +108,8 @@ def test_ops_pass_torch_library_checks() -> None:
     x = _activations(torch.float32)
     torch.library.opcheck(merge_row_op, (empty_rows(3), 1, x, True, True, True))
     torch.library.opcheck(grad_rows_op, (x, 1, 3, torch.float64))
+    c = torch.ones(x.shape[1])
+    torch.library.opcheck(affine_row_op, (empty_rows(3), 1, x, c, c, c, True, True, True, True))
 
 
 @pytest.mark.parametrize("path_", ["kernel", "tensor ops"])
@@ -125,3 +133,48 @@ def test_relu_rows_of_an_input_with_nan_propagate_it() -> None:
     row = dict(zip(FIELDS, buf[0].tolist(), strict=True))
     assert row["nan"] == 1
     _assert_rows_equal(row, _expected(torch.relu(x)))
+
+
+def _affine(x: torch.Tensor, relu: bool) -> tuple[dict[str, float], dict[str, float]]:
+    """The op's row of ``(x - mean) * scale + bias`` (per channel) and the tensor ops' row."""
+    channels = x.shape[1]
+    mean, bias = torch.randn(2, channels, generator=_SEED)
+    scale = torch.randn(channels, generator=_SEED)  # some negative
+    buf = empty_rows(2)
+    affine_row_op(buf, 1, x, mean, scale, bias, True, True, True, relu)
+    shape = [1, channels] + [1] * (x.dim() - 2)
+    y = (x - mean.view(shape)) * scale.view(shape) + bias.view(shape)
+    got = dict(zip(FIELDS, buf[1].tolist(), strict=True))
+    return got, _expected(torch.relu(y) if relu else y)
+
+
+@pytest.mark.parametrize("relu", [False, True], ids=["norm", "relu"])
+@pytest.mark.parametrize(
+    "layout", ["nchw", "channels-last", "2-d", "not dense", "nan"], ids=lambda s: s
+)
+def test_affine_rows_equal_the_rows_of_the_normalised_tensor(relu: bool, layout: str) -> None:
+    x = torch.randn(4, 6, 5, 5, generator=_SEED)
+    if layout == "channels-last":
+        x = x.to(memory_format=torch.channels_last)
+    elif layout == "2-d":
+        x = x[:, :, 0, 0]
+    elif layout == "not dense":
+        x = x[:, :, ::2]
+    elif layout == "nan":
+        x[1, 2, 3, 4] = float("nan")
+    got, want = _affine(x, relu)
+    if layout == "nan":
+        assert got["nan"] == 1
+    for key, value in want.items():
+        assert got[key] == pytest.approx(value, rel=1e-5, abs=1e-5, nan_ok=True), key
+
+
+def test_affine_rows_merge_across_calls() -> None:
+    x = torch.randn(3, 4, 7, generator=_SEED)
+    ones, zeros = torch.ones(4), torch.zeros(4)
+    buf = empty_rows(1)
+    for _ in range(2):
+        affine_row_op(buf, 0, x, zeros, ones, zeros, True, True, True)
+    want = dict(zip(FIELDS, buf[0].tolist(), strict=True))
+    assert (want["calls"], want["numel"]) == (2, 2 * x.numel())
+    assert want["sum"] == pytest.approx(2 * x.double().sum().item())

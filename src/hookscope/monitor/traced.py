@@ -43,7 +43,7 @@ from torch import nn
 from hookscope.monitor.collector import Entry
 from hookscope.stats import Plan, kind_of, tensors_in
 from hookscope.stats.reduce import Kind
-from hookscope.stats.rowop import grad_rows_op, merge_row_op
+from hookscope.stats.rowop import affine_row_op, grad_rows_op, merge_row_op
 from hookscope.stats.traced import (
     GRAD_FIELDS,
     accumulator_dtype,
@@ -77,6 +77,42 @@ def _relu_input(
     if not isinstance(x, torch.Tensor) or not isinstance(output, torch.Tensor):
         return None
     return x if x.dtype == torch.float32 and x.shape == output.shape else None
+
+
+#: A BatchNorm's output as its input and per-channel parts: ``(x, mean, scale, bias)``,
+#: the output being ``(x - mean) * scale + bias`` along dim 1.
+Affine = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
+
+
+def _norm_parts(module: nn.Module | None, args: tuple[Any, ...], output: Any) -> Affine | None:
+    """A float32 BatchNorm's output as `Affine` parts of its input, else None.
+
+    The mean and variance are the batch's (``var_mean`` over every dim but 1,
+    as BatchNorm computes them: inductor merges the two) in training mode,
+    the running ones otherwise. Reading the input, which the backward keeps
+    anyway, instead of the output lets inductor keep BatchNorm → ReLU →
+    pooling in one kernel without storing the BatchNorm output.
+    """
+    if type(module) not in _NORMS or len(args) != 1:
+        return None
+    assert isinstance(module, nn.modules.batchnorm._BatchNorm)
+    x = args[0]
+    if not isinstance(x, torch.Tensor) or not isinstance(output, torch.Tensor):
+        return None
+    if x.dtype != torch.float32 or x.dim() < 2 or x.shape != output.shape:
+        return None
+    x = x.detach()
+    if module.training or module.running_mean is None or module.running_var is None:
+        dims = [d for d in range(x.dim()) if d != 1]
+        var, mean = torch.var_mean(x, dim=dims, correction=0)
+    else:
+        mean, var = module.running_mean, module.running_var
+    scale = torch.rsqrt(var + module.eps)
+    if module.weight is not None:
+        scale = scale * module.weight.detach()
+    bias = torch.zeros_like(mean) if module.bias is None else module.bias.detach()
+    return x, mean, scale, bias
 
 
 class _Layout:
@@ -147,6 +183,9 @@ class TracedCollector:
         self.sink = torch.zeros(
             rows, len(GRAD_FIELDS), dtype=accumulator_dtype(device), device=device
         ).requires_grad_(grads)
+        #: The last BatchNorm's returned output and its `Affine` parts, while tracing
+        #: (cleared by the next hook, so that no tensor outlives the graph).
+        self._norm: tuple[torch.Tensor, Affine] | None = None
         #: Set inside the graph (a replayed attribute store) when it ran this step.
         self.used = False
         #: Whether a compiled graph ran in the step `take` last handed over.
@@ -163,11 +202,24 @@ class TracedCollector:
         """
         i = self.index[name]
         found = tensors_in(output, "output")[:SLOTS]
+        norm, self._norm = self._norm, None
+        parts: Affine | None = None
         if self.outputs:
             plan = self.plans[name]
+            parts = _norm_parts(module, args, output)
+            if parts is not None and not self._uses_extern(parts[0]):
+                parts = None
+            # a ReLU right after a BatchNorm (as in nn.Sequential): its row from the same parts
+            relu_of = None
+            if norm is not None and type(module) is nn.ReLU and len(args) == 1:
+                relu_of = norm[1] if args[0] is norm[0] else None
             source = _relu_input(module, args, output)
             for j, (_path, t) in enumerate(found):
-                if source is not None and self._uses_extern(source):
+                if parts is not None:
+                    self._merge_affine(i * SLOTS + j, parts, plan, relu=False)
+                elif relu_of is not None:
+                    self._merge_affine(i * SLOTS + j, relu_of, plan, relu=True)
+                elif source is not None and self._uses_extern(source):
                     self._merge(i * SLOTS + j, source.detach(), plan, relu=True)
                 else:
                     self._merge(i * SLOTS + j, t.detach(), plan)
@@ -177,6 +229,13 @@ class TracedCollector:
         layout.dtypes = tuple(t.dtype for _, t in found)
         layout.kinds = tuple(kind_of(t) for _, t in found)
         self.used = True
+        result = self._probed(output, found, i)
+        if parts is not None:
+            self._norm = (output if result is None else result, parts)
+        return result
+
+    def _probed(self, output: Any, found: list[tuple[str, torch.Tensor]], i: int) -> Any:
+        """``output`` with gradient probes on its tensors, or None without gradient rows."""
         if not (self.grads and torch.is_grad_enabled()):
             return None
         rows = {path: i * SLOTS + j for j, (path, _) in enumerate(found)}
@@ -187,6 +246,13 @@ class TracedCollector:
                 self._probe(rows.get(f"output[{j}]"), t) for j, t in enumerate(output)
             )
         return None
+
+    def _merge_affine(self, row: int, parts: Affine, plan: Plan, *, relu: bool) -> None:
+        x, mean, scale, bias = parts
+        zeros = plan.zeros != "none"
+        affine_row_op(
+            self.buffer, row, x, mean, scale, bias, plan.squares, plan.extrema, zeros, relu
+        )
 
     def _uses_extern(self, t: torch.Tensor) -> bool:
         """Whether ``t``'s rows are extern ops (a constant while dynamo traces)."""
