@@ -42,8 +42,9 @@ def test_one_graph_and_one_op_per_row_on_the_cpu(extern: bool | None) -> None:
     ops = _ops(monitored.graphs)
     merges = ops.count(torch.ops.hookscope.merge_row_.default)
     affine = ops.count(torch.ops.hookscope.affine_row_.default)
+    moves = ops.count(torch.ops.hookscope.move_row_.default)
     # the Linear outputs; the BatchNorm's and its ReLU's from the BatchNorm's input
-    assert (merges, affine) == ((2, 2) if extern is None else (0, 0))
+    assert (merges, affine, moves) == ((2, 1, 1) if extern is None else (0, 0, 0))
     assert (torch.aminmax in ops) == (extern is False)
 
 
@@ -180,9 +181,9 @@ def test_batchnorm_output_is_not_read_by_the_rows() -> None:
         (graph,) = dynamo.explain(model)(x).graphs
     nodes = list(graph.graph.nodes)
     conv = next(n for n in nodes if "conv2d" in str(n.target))
-    affine = [n for n in nodes if n.target is torch.ops.hookscope.affine_row_.default]
-    assert [n.args[-1] for n in affine] == [False, True]  # the BatchNorm's row, then the ReLU's
-    for node in affine:
-        assert node.args[2].args[0] is conv  # x.detach() of the convolution's output
+    (affine,) = [n for n in nodes if n.target is torch.ops.hookscope.affine_row_.default]
+    assert affine.args[2].args[0] is conv  # x.detach() of the convolution's output
+    (move,) = [n for n in nodes if n.target is torch.ops.hookscope.move_row_.default]
+    assert (move.args[1:], affine.args[1]) == ((affine.args[-1], 16), 8)  # spare row → ReLU's
     merged = [n.args[2] for n in nodes if n.target is torch.ops.hookscope.merge_row_.default]
     assert len(merged) == 3  # the two convolutions and the last ReLU (from its input)

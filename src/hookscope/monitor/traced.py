@@ -43,7 +43,7 @@ from torch import nn
 from hookscope.monitor.collector import Entry
 from hookscope.stats import Plan, kind_of, tensors_in
 from hookscope.stats.reduce import Kind
-from hookscope.stats.rowop import affine_row_op, grad_rows_op, merge_row_op
+from hookscope.stats.rowop import affine_row_op, grad_rows_op, merge_row_op, move_row_op
 from hookscope.stats.traced import (
     GRAD_FIELDS,
     accumulator_dtype,
@@ -183,9 +183,9 @@ class TracedCollector:
         self.sink = torch.zeros(
             rows, len(GRAD_FIELDS), dtype=accumulator_dtype(device), device=device
         ).requires_grad_(grads)
-        #: The last BatchNorm's returned output and its `Affine` parts, while tracing
-        #: (cleared by the next hook, so that no tensor outlives the graph).
-        self._norm: tuple[torch.Tensor, Affine] | None = None
+        #: While tracing, the last BatchNorm's returned output and the spare row that
+        #: holds the row of its ReLU (cleared by the next hook: no tensor outlives the graph).
+        self._norm: tuple[torch.Tensor, int] | None = None
         #: Set inside the graph (a replayed attribute store) when it ran this step.
         self.used = False
         #: Whether a compiled graph ran in the step `take` last handed over.
@@ -207,18 +207,18 @@ class TracedCollector:
         if self.outputs:
             plan = self.plans[name]
             parts = _norm_parts(module, args, output)
-            if parts is not None and not self._uses_extern(parts[0]):
+            if parts is not None and (len(found) != 1 or not self._uses_extern(parts[0])):
                 parts = None
-            # a ReLU right after a BatchNorm (as in nn.Sequential): its row from the same parts
-            relu_of = None
+            # a ReLU right after a BatchNorm (as in nn.Sequential): the BatchNorm's op made its row
+            spare = None
             if norm is not None and type(module) is nn.ReLU and len(args) == 1:
-                relu_of = norm[1] if args[0] is norm[0] else None
+                spare = norm[1] if args[0] is norm[0] and len(found) == 1 else None
             source = _relu_input(module, args, output)
             for j, (_path, t) in enumerate(found):
                 if parts is not None:
-                    self._merge_affine(i * SLOTS + j, parts, plan, relu=False)
-                elif relu_of is not None:
-                    self._merge_affine(i * SLOTS + j, relu_of, plan, relu=True)
+                    self._merge_affine(i * SLOTS, parts, plan, relu_index=(i + 1) * SLOTS - 1)
+                elif spare is not None:
+                    move_row_op(self.buffer, spare, i * SLOTS)
                 elif source is not None and self._uses_extern(source):
                     self._merge(i * SLOTS + j, source.detach(), plan, relu=True)
                 else:
@@ -231,7 +231,7 @@ class TracedCollector:
         self.used = True
         result = self._probed(output, found, i)
         if parts is not None:
-            self._norm = (output if result is None else result, parts)
+            self._norm = (output if result is None else result, (i + 1) * SLOTS - 1)
         return result
 
     def _probed(self, output: Any, found: list[tuple[str, torch.Tensor]], i: int) -> Any:
@@ -247,11 +247,17 @@ class TracedCollector:
             )
         return None
 
-    def _merge_affine(self, row: int, parts: Affine, plan: Plan, *, relu: bool) -> None:
+    def _merge_affine(self, row: int, parts: Affine, plan: Plan, *, relu_index: int) -> None:
+        """A BatchNorm's row from its input; the row of ``relu`` of its output into ``relu_index``.
+
+        ``relu_index`` is the BatchNorm's last (spare) row: a ReLU called on the
+        output next moves it into its own row (`move_row_op`); otherwise the
+        next call of this BatchNorm replaces it, and `take` never reads it.
+        """
         x, mean, scale, bias = parts
         zeros = plan.zeros != "none"
         affine_row_op(
-            self.buffer, row, x, mean, scale, bias, plan.squares, plan.extrema, zeros, relu
+            self.buffer, row, x, mean, scale, bias, plan.squares, plan.extrema, zeros, relu_index
         )
 
     def _uses_extern(self, t: torch.Tensor) -> bool:
