@@ -9,7 +9,10 @@ When dynamo traces a monitored module, `Collector` hands the forward hook to
   `hookscope.stats.rowop.merge_row_op`, an extern kernel that reduces the
   tensor in one pass of hookscope's C kernel; on other devices it is
   `hookscope.stats.traced.reduce_row`'s tensor ops, which inductor fuses with
-  the kernels that make the output (`TracedCollector.extern` says which);
+  the kernels that make the output (`TracedCollector.extern` says which).
+  On the CPU a float32 BatchNorm's row is made from its input
+  (`hookscope.stats.rowop.affine_row_op`), and so is the row of a ReLU
+  called next on its output, so that inductor need store neither output;
 * gradients w.r.t. those outputs go through `_Probe`, an identity whose
   backward writes the gradient's row into the gradient of ``sink``, a leaf
   tensor: autograd accumulates it in ``sink.grad`` like any parameter's
@@ -175,6 +178,9 @@ class TracedCollector:
         #: inductor fuses; None: extern on the CPU only. Benchmarks set it (and
         #: `reduce`) before the first compiled call to compare formulations.
         self.extern: bool | None = None
+        #: BatchNorm rows (and the next ReLU's) from the BatchNorm's input on the CPU
+        #: (`_norm_parts`); benchmarks turn it off to compare.
+        self.norm_from_input = True
         #: The tensor-op formulation of a forward row (`reduce_row`).
         self.reduce: RowFn = reduce_row
         self.layouts = [_Layout() for _ in names]
@@ -206,7 +212,7 @@ class TracedCollector:
         parts: Affine | None = None
         if self.outputs:
             plan = self.plans[name]
-            parts = _norm_parts(module, args, output)
+            parts = _norm_parts(module, args, output) if self.norm_from_input else None
             if parts is not None and (len(found) != 1 or not self._uses_extern(parts[0])):
                 parts = None
             # a ReLU right after a BatchNorm (as in nn.Sequential): the BatchNorm's op made its row

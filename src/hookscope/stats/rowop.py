@@ -18,6 +18,15 @@ tensor, no C compiler) runs `reduce_row`'s tensor ops eagerly, on the
 tensor's own device and without a host read. A fake (meta) implementation
 lets dynamo and inductor trace it; ``fullgraph=True`` works. ``grad_rows``
 does the same for a gradient row (`GRAD_FIELDS`).
+
+Reading a tensor makes inductor store it. A BatchNorm's output, and the
+ReLU's after it, are otherwise never stored: the next pooling loop
+recomputes them from the convolution output that the backward keeps anyway.
+``affine_row_`` therefore takes that input with the per-channel mean, scale
+and bias, rebuilds the output in a scratch tensor and reduces it, with the
+ReLU's row from the same pass (`native.moments_relu`) put in a spare row;
+``move_row_`` merges the spare row into the ReLU's own when the ReLU runs
+(SmallCNN training step: 2.2-2.4x the compiled step → 1.4x).
 """
 
 from __future__ import annotations
