@@ -14,6 +14,7 @@ import hookscope
 from hookscope.monitor.traced import TracedCollector
 from hookscope.stats import ACTIVATION_STATS, plan_for
 from hookscope.stats.traced import reduce_row
+from hookscope.zoo import Bottleneck
 
 
 def _mlp() -> nn.Module:
@@ -187,3 +188,28 @@ def test_batchnorm_output_is_not_read_by_the_rows() -> None:
     assert (move.args[1:], affine.args[1]) == ((affine.args[-1], 16), 8)  # spare row → ReLU's
     merged = [n.args[2] for n in nodes if n.target is torch.ops.hookscope.merge_row_.default]
     assert len(merged) == 3  # the two convolutions and the last ReLU (from its input)
+
+
+@pytest.mark.slow
+def test_bottleneck_with_a_shared_relu_equals_eager() -> None:
+    """A custom forward: one in-place ReLU after two BatchNorms, and after a residual sum."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 16, 3), Bottleneck(16, 8, stride=2))
+    x = torch.randn(4, 3, 12, 12, generator=torch.Generator().manual_seed(4))
+
+    def run(m: nn.Module, compiled: bool) -> dict[tuple[str, str, str], float]:
+        with hookscope.Monitor(m) as mon:
+            call = torch.compile(m, fullgraph=True) if compiled else m
+            for _ in range(2):
+                call(x).square().mean().backward()
+                result = mon.step()
+        assert result is not None and result.missing == ()
+        return {(r.phase, r.module, r.stat): r.value for r in result.records}
+
+    eager = run(copy.deepcopy(model), compiled=False)
+    dynamo.reset()
+    compiled = run(model, compiled=True)
+    assert compiled.keys() == eager.keys()
+    assert {("forward", "1.bn1", "mean"), ("forward", "1.relu", "max")} <= eager.keys()
+    for key, value in eager.items():
+        assert math.isclose(compiled[key], value, rel_tol=1e-4, abs_tol=1e-6), key
