@@ -184,3 +184,16 @@ def test_a_model_that_overrides_train_goes_through_its_eval() -> None:
     hookscope.summary(model, input_size=(2, 4))
     assert model.modes == [True, False]  # the summary called model.eval()
     assert (model.training, model.fc.training, model.norm.training) == (True, True, False)
+
+
+def test_a_real_run_shows_the_layers_pytorch_would_fuse() -> None:
+    # TransformerEncoderLayer takes a fused kernel in eval mode unless hooks are attached
+    layer = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True)
+    names = {
+        device: [
+            r.name for r in hookscope.summary(layer, input_size=(2, 5, 16), device=device).rows
+        ]
+        for device in ("meta", "cpu")
+    }
+    assert names["cpu"] == names["meta"]
+    assert {"self_attn", "linear1", "norm2"} <= set(names["cpu"])

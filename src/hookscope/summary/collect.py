@@ -50,7 +50,7 @@ def _gather(obj: Any, found: list[torch.Tensor], depth: int) -> None:
 
 def shapes_of(obj: Any) -> tuple[tuple[int, ...], ...]:
     """Shapes of the first `MAX_SHAPES` tensors in ``obj``."""
-    return tuple(tuple(map(int, t.shape)) for t in iter_tensors(obj)[:MAX_SHAPES])
+    return tuple([tuple(t.shape) for t in iter_tensors(obj)[:MAX_SHAPES]])
 
 
 def bytes_of(obj: Any) -> int:
@@ -81,7 +81,7 @@ class _Recorder:
         self.failures: dict[int, tuple[BaseException, list[CallRecord]]] = {}
 
     def pre(self, name: str, module: nn.Module, _args: Any) -> None:
-        """Model-wide pre-hook ``(name, module, args) -> None``: open a call."""
+        """Pre-hook ``(name, module, args) -> None``: open a call."""
         key = id(module)
         self.calls[key] = self.calls.get(key, 0) + 1
         record = CallRecord(
@@ -98,7 +98,7 @@ class _Recorder:
         self.stack.append(record)
 
     def post(self, _name: str, module: nn.Module, args: Any, kwargs: Any, output: Any) -> None:
-        """Model-wide post-hook ``(name, module, args, kwargs, output) -> None``: close the call.
+        """Post-hook ``(name, module, args, kwargs, output) -> None``: close the call.
 
         ``kwargs`` is None when the forward raised: PyTorch runs the hook
         inside its ``except`` block, and the first such call (innermost
@@ -117,6 +117,13 @@ class _Recorder:
         record.output_shapes = shapes_of(output)
         record.output_bytes = bytes_of(output)
         record.finished = True
+
+    def failed(self, name: str, module: nn.Module, args: Any, _output: Any) -> None:
+        """Per-module forward hook with ``always_call=True``: close a call whose forward raised.
+
+        On success ``post`` already closed the call, and this finds it gone.
+        """
+        self.post(name, module, args, None, None)
 
 
 def run_forward(
@@ -137,7 +144,15 @@ def run_forward(
     recorder = _Recorder()
     counter = MacCounter(recorder.stack, opcache.shared() if device.type == "meta" else None)
     with session(model, detect_bypass=True, bypass="record", keep_wrappers=True) as hooks:
-        hooks.add_model_hooks(recorder.pre, recorder.post)
+        if device.type == "meta":
+            hooks.add_model_hooks(recorder.pre, recorder.post)  # two hooks, whatever the size
+        else:
+            # Hooks on every module keep PyTorch's fused inference paths off
+            # (TransformerEncoderLayer checks for them), so every submodule
+            # runs and gets its row; no fused path runs on the meta device.
+            hooks.add_forward_pre_hook(recorder.pre)
+            hooks.add_forward_hook(recorder.post, with_kwargs=True)
+            hooks.add_forward_hook(recorder.failed, always_call=True)
         try:
             with stand_ins(model, device), torch.no_grad(), counter, _no_ops(device):
                 output = model(*args, **kwargs)
