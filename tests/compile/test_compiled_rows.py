@@ -213,3 +213,28 @@ def test_bottleneck_with_a_shared_relu_equals_eager() -> None:
     assert {("forward", "1.bn1", "mean"), ("forward", "1.relu", "max")} <= eager.keys()
     for key, value in eager.items():
         assert math.isclose(compiled[key], value, rel_tol=1e-4, abs_tol=1e-6), key
+
+
+@pytest.mark.slow
+def test_a_user_hook_that_changes_the_batchnorm_output_is_seen() -> None:
+    """With another hook on the BatchNorm, its rows and its ReLU's are read from the outputs."""
+    model = _norm_net(nn.BatchNorm2d(6), inplace=False)
+    model[1].register_forward_hook(lambda _m, _a, out: out * 2.0 + 1.0)
+    x = torch.randn(5, 3, 9, 9, generator=torch.Generator().manual_seed(3))
+
+    def run(m: nn.Module, compiled: bool) -> dict[tuple[str, str, str], float]:
+        with hookscope.Monitor(m) as mon:
+            call = torch.compile(m, fullgraph=True) if compiled else m
+            for _ in range(2):
+                call(x).square().mean().backward()
+                result = mon.step()
+        assert result is not None
+        return {(r.phase, r.module, r.stat): r.value for r in result.records}
+
+    eager = run(copy.deepcopy(model), compiled=False)
+    dynamo.reset()
+    compiled = run(model, compiled=True)
+    assert compiled.keys() == eager.keys()
+    assert eager[("forward", "1", "mean")] == pytest.approx(1.0, abs=1e-5)  # the hook's output
+    for key, value in eager.items():
+        assert math.isclose(compiled[key], value, rel_tol=1e-4, abs_tol=1e-6), key

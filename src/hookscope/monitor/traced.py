@@ -42,6 +42,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.modules import module as _module
 
 from hookscope.monitor.collector import Entry
 from hookscope.stats import Plan, kind_of, tensors_in
@@ -100,6 +101,8 @@ def _norm_parts(module: nn.Module | None, args: tuple[Any, ...], output: Any) ->
     if type(module) not in _NORMS or len(args) != 1:
         return None
     assert isinstance(module, nn.modules.batchnorm._BatchNorm)
+    if not _hooks_alone(module):
+        return None
     x = args[0]
     if not isinstance(x, torch.Tensor) or not isinstance(output, torch.Tensor):
         return None
@@ -116,6 +119,20 @@ def _norm_parts(module: nn.Module | None, args: tuple[Any, ...], output: Any) ->
         scale = scale * module.weight.detach()
     bias = torch.zeros_like(mean) if module.bias is None else module.bias.detach()
     return x, mean, scale, bias
+
+
+def _hooks_alone(module: nn.Module) -> bool:
+    """Whether the module has no hooks but the Monitor's (a pre-hook and a forward hook).
+
+    Another hook could change the output, or a ReLU's input in place, so that
+    a row made from the BatchNorm's input would no longer be the one eager
+    mode reads.
+    """
+    return (
+        len(module._forward_hooks) <= 1
+        and len(module._forward_pre_hooks) <= 1
+        and not (_module._global_forward_hooks or _module._global_forward_pre_hooks)
+    )
 
 
 class _Layout:
@@ -217,7 +234,12 @@ class TracedCollector:
                 parts = None
             # a ReLU right after a BatchNorm (as in nn.Sequential): the BatchNorm's op made its row
             spare = None
-            if norm is not None and type(module) is nn.ReLU and len(args) == 1:
+            if (
+                norm is not None
+                and type(module) is nn.ReLU
+                and len(args) == 1
+                and _hooks_alone(module)
+            ):
                 spare = norm[1] if args[0] is norm[0] and len(found) == 1 else None
             source = _relu_input(module, args, output)
             for j, (_path, t) in enumerate(found):
