@@ -17,8 +17,12 @@ is set to False and the row function swapped through
 * ``per channel``: 4-D outputs reduced per channel first, then summed;
 * ``tensor ops``: every row (forward and gradient) as tensor ops, the
   formulation used on the CPU until the fifth session;
+* ``norm outputs``: the defaults but BatchNorm and ReLU rows read from
+  their outputs (``TracedCollector.norm_from_input`` off), as until the
+  sixth session;
 * ``defaults``: the Monitor as shipped (on the CPU one extern op per row,
-  `hookscope.stats.rowop`).
+  `hookscope.stats.rowop`; a BatchNorm's row and the next ReLU's from the
+  BatchNorm's input).
 
 A training step is forward + loss, backward, SGD step, ``mon.step()``; each
 is timed separately. Steps alternate between variants (order reversed every
@@ -105,6 +109,7 @@ VARIANTS: dict[str, tuple[dict[str, bool] | None, Row | None]] = {
     "float32": ({}, float32),
     "per channel": ({}, per_channel),
     "tensor ops": ({}, reduce_row),
+    "norm outputs": ({}, None),
     "defaults": ({}, None),
 }
 
@@ -138,9 +143,10 @@ def main() -> None:
         options, row = VARIANTS[name]
         if options is not None:
             mons[name] = hookscope.Monitor(model, **options).open()
+            traced = mons[name]._compiled.traced
             if row is not None:
-                traced = mons[name]._compiled.traced
                 traced.extern, traced.reduce = False, row
+            traced.norm_from_input = name != "norm outputs"
         runs[name] = torch.compile(model)
         opts[name] = torch.optim.SGD(model.parameters(), lr=1e-3)
     times: dict[str, dict[str, list[float]]] = {n: {p: [] for p in PHASES} for n in names}

@@ -6,7 +6,14 @@ import pytest
 import torch
 
 from hookscope.stats import ACTIVATION_STATS, plan_for
-from hookscope.stats.rowop import grad_rows_op, merge_row_op, relu_row_values, row_values
+from hookscope.stats.rowop import (
+    affine_row_op,
+    grad_rows_op,
+    merge_row_op,
+    move_row_op,
+    relu_row_values,
+    row_values,
+)
 from hookscope.stats.traced import FIELDS, GRAD_FIELDS, empty_rows, grad_row, reduce_row
 
 PLAN = plan_for(ACTIVATION_STATS)
@@ -102,6 +109,9 @@ def test_ops_pass_torch_library_checks() -> None:
     x = _activations(torch.float32)
     torch.library.opcheck(merge_row_op, (empty_rows(3), 1, x, True, True, True))
     torch.library.opcheck(grad_rows_op, (x, 1, 3, torch.float64))
+    c = torch.ones(x.shape[1])
+    torch.library.opcheck(affine_row_op, (empty_rows(3), 1, x, c, c, c, True, True, True, 2))
+    torch.library.opcheck(move_row_op, (empty_rows(3), 1, 2))
 
 
 @pytest.mark.parametrize("path_", ["kernel", "tensor ops"])
@@ -125,3 +135,59 @@ def test_relu_rows_of_an_input_with_nan_propagate_it() -> None:
     row = dict(zip(FIELDS, buf[0].tolist(), strict=True))
     assert row["nan"] == 1
     _assert_rows_equal(row, _expected(torch.relu(x)))
+
+
+def _affine(x: torch.Tensor, relu_index: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The op's rows of ``y = (x - mean) * scale + bias`` (per channel) and the tensor ops' rows.
+
+    Row 1 holds ``y``'s row; with ``relu_index`` 2, row 2 holds ``relu(y)``'s
+    (the op replaces what was there). The second tensor holds the same rows
+    from `reduce_row`.
+    """
+    channels = x.shape[1]
+    mean, bias = torch.randn(2, channels, generator=_SEED)
+    scale = torch.randn(channels, generator=_SEED)  # some negative
+    buf = empty_rows(3)
+    buf[2] = 5.0  # replaced, not merged into
+    affine_row_op(buf, 1, x, mean, scale, bias, True, True, True, relu_index)
+    shape = [1, channels] + [1] * (x.dim() - 2)
+    y = (x - mean.view(shape)) * scale.view(shape) + bias.view(shape)
+    want = empty_rows(3)
+    want[1] = reduce_row(y, PLAN, torch.float64)
+    want[2] = reduce_row(torch.relu(y), PLAN, torch.float64) if relu_index == 2 else 5.0
+    return buf, want
+
+
+@pytest.mark.parametrize("relu_index", [-1, 2], ids=["norm", "norm-and-relu"])
+@pytest.mark.parametrize(
+    "layout", ["nchw", "channels-last", "2-d", "not dense", "nan"], ids=lambda s: s
+)
+def test_affine_rows_equal_the_rows_of_the_normalised_tensor(relu_index: int, layout: str) -> None:
+    x = torch.randn(4, 6, 5, 5, generator=_SEED)
+    if layout == "channels-last":
+        x = x.to(memory_format=torch.channels_last)
+    elif layout == "2-d":
+        x = x[:, :, 0, 0]
+    elif layout == "not dense":
+        x = x[:, :, ::2]
+    elif layout == "nan":
+        x[1, 2, 3, 4] = float("nan")
+    got, want = _affine(x, relu_index)
+    if layout == "nan":
+        assert got[1, FIELDS.index("nan")] == 1
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
+def test_affine_rows_merge_across_calls_and_a_moved_row_merges_and_empties() -> None:
+    x = torch.randn(3, 4, 7, generator=_SEED)
+    ones, zeros = torch.ones(4), torch.zeros(4)
+    buf = empty_rows(3)
+    for _ in range(2):
+        affine_row_op(buf, 0, x, zeros, ones, zeros, True, True, True, 1)
+        move_row_op(buf, 1, 2)  # a ReLU after each call
+    row = dict(zip(FIELDS, buf[0].tolist(), strict=True))
+    assert (row["calls"], row["numel"]) == (2, 2 * x.numel())
+    assert row["sum"] == pytest.approx(2 * x.double().sum().item())
+    relu = dict(zip(FIELDS, buf[2].tolist(), strict=True))
+    assert (relu["calls"], relu["sum"]) == (2, pytest.approx(2 * x.relu().double().sum().item()))
+    torch.testing.assert_close(buf[1], empty_rows(1)[0])

@@ -9,7 +9,10 @@ When dynamo traces a monitored module, `Collector` hands the forward hook to
   `hookscope.stats.rowop.merge_row_op`, an extern kernel that reduces the
   tensor in one pass of hookscope's C kernel; on other devices it is
   `hookscope.stats.traced.reduce_row`'s tensor ops, which inductor fuses with
-  the kernels that make the output (`TracedCollector.extern` says which);
+  the kernels that make the output (`TracedCollector.extern` says which).
+  On the CPU a float32 BatchNorm's row is made from its input
+  (`hookscope.stats.rowop.affine_row_op`), and so is the row of a ReLU
+  called next on its output, so that inductor need store neither output;
 * gradients w.r.t. those outputs go through `_Probe`, an identity whose
   backward writes the gradient's row into the gradient of ``sink``, a leaf
   tensor: autograd accumulates it in ``sink.grad`` like any parameter's
@@ -39,11 +42,12 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.modules import module as _module
 
 from hookscope.monitor.collector import Entry
 from hookscope.stats import Plan, kind_of, tensors_in
 from hookscope.stats.reduce import Kind
-from hookscope.stats.rowop import grad_rows_op, merge_row_op
+from hookscope.stats.rowop import affine_row_op, grad_rows_op, merge_row_op, move_row_op
 from hookscope.stats.traced import (
     GRAD_FIELDS,
     accumulator_dtype,
@@ -77,6 +81,58 @@ def _relu_input(
     if not isinstance(x, torch.Tensor) or not isinstance(output, torch.Tensor):
         return None
     return x if x.dtype == torch.float32 and x.shape == output.shape else None
+
+
+#: A BatchNorm's output as its input and per-channel parts: ``(x, mean, scale, bias)``,
+#: the output being ``(x - mean) * scale + bias`` along dim 1.
+Affine = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
+
+
+def _norm_parts(module: nn.Module | None, args: tuple[Any, ...], output: Any) -> Affine | None:
+    """A float32 BatchNorm's output as `Affine` parts of its input, else None.
+
+    The mean and variance are the batch's (``var_mean`` over every dim but 1,
+    as BatchNorm computes them: inductor merges the two) in training mode,
+    the running ones otherwise. Reading the input, which the backward keeps
+    anyway, instead of the output lets inductor keep BatchNorm → ReLU →
+    pooling in one kernel without storing the BatchNorm output.
+    """
+    if type(module) not in _NORMS or len(args) != 1:
+        return None
+    assert isinstance(module, nn.modules.batchnorm._BatchNorm)
+    if not _hooks_alone(module):
+        return None
+    x = args[0]
+    if not isinstance(x, torch.Tensor) or not isinstance(output, torch.Tensor):
+        return None
+    if x.dtype != torch.float32 or x.dim() < 2 or x.shape != output.shape:
+        return None
+    x = x.detach()
+    if module.training or module.running_mean is None or module.running_var is None:
+        dims = [d for d in range(x.dim()) if d != 1]
+        var, mean = torch.var_mean(x, dim=dims, correction=0)
+    else:
+        mean, var = module.running_mean, module.running_var
+    scale = torch.rsqrt(var + module.eps)
+    if module.weight is not None:
+        scale = scale * module.weight.detach()
+    bias = torch.zeros_like(mean) if module.bias is None else module.bias.detach()
+    return x, mean, scale, bias
+
+
+def _hooks_alone(module: nn.Module) -> bool:
+    """Whether the module has no hooks but the Monitor's (a pre-hook and a forward hook).
+
+    Another hook could change the output, or a ReLU's input in place, so that
+    a row made from the BatchNorm's input would no longer be the one eager
+    mode reads.
+    """
+    return (
+        len(module._forward_hooks) <= 1
+        and len(module._forward_pre_hooks) <= 1
+        and not (_module._global_forward_hooks or _module._global_forward_pre_hooks)
+    )
 
 
 class _Layout:
@@ -139,6 +195,9 @@ class TracedCollector:
         #: inductor fuses; None: extern on the CPU only. Benchmarks set it (and
         #: `reduce`) before the first compiled call to compare formulations.
         self.extern: bool | None = None
+        #: BatchNorm rows (and the next ReLU's) from the BatchNorm's input on the CPU
+        #: (`_norm_parts`); benchmarks turn it off to compare.
+        self.norm_from_input = True
         #: The tensor-op formulation of a forward row (`reduce_row`).
         self.reduce: RowFn = reduce_row
         self.layouts = [_Layout() for _ in names]
@@ -147,6 +206,9 @@ class TracedCollector:
         self.sink = torch.zeros(
             rows, len(GRAD_FIELDS), dtype=accumulator_dtype(device), device=device
         ).requires_grad_(grads)
+        #: While tracing, the last BatchNorm's returned output and the spare row that
+        #: holds the row of its ReLU (cleared by the next hook: no tensor outlives the graph).
+        self._norm: tuple[torch.Tensor, int] | None = None
         #: Set inside the graph (a replayed attribute store) when it ran this step.
         self.used = False
         #: Whether a compiled graph ran in the step `take` last handed over.
@@ -163,11 +225,29 @@ class TracedCollector:
         """
         i = self.index[name]
         found = tensors_in(output, "output")[:SLOTS]
+        norm, self._norm = self._norm, None
+        parts: Affine | None = None
         if self.outputs:
             plan = self.plans[name]
+            parts = _norm_parts(module, args, output) if self.norm_from_input else None
+            if parts is not None and (len(found) != 1 or not self._uses_extern(parts[0])):
+                parts = None
+            # a ReLU right after a BatchNorm (as in nn.Sequential): the BatchNorm's op made its row
+            spare = None
+            if (
+                norm is not None
+                and type(module) is nn.ReLU
+                and len(args) == 1
+                and _hooks_alone(module)
+            ):
+                spare = norm[1] if args[0] is norm[0] and len(found) == 1 else None
             source = _relu_input(module, args, output)
             for j, (_path, t) in enumerate(found):
-                if source is not None and self._uses_extern(source):
+                if parts is not None:
+                    self._merge_affine(i * SLOTS, parts, plan, relu_index=(i + 1) * SLOTS - 1)
+                elif spare is not None:
+                    move_row_op(self.buffer, spare, i * SLOTS)
+                elif source is not None and self._uses_extern(source):
                     self._merge(i * SLOTS + j, source.detach(), plan, relu=True)
                 else:
                     self._merge(i * SLOTS + j, t.detach(), plan)
@@ -177,6 +257,13 @@ class TracedCollector:
         layout.dtypes = tuple(t.dtype for _, t in found)
         layout.kinds = tuple(kind_of(t) for _, t in found)
         self.used = True
+        result = self._probed(output, found, i)
+        if parts is not None:
+            self._norm = (output if result is None else result, (i + 1) * SLOTS - 1)
+        return result
+
+    def _probed(self, output: Any, found: list[tuple[str, torch.Tensor]], i: int) -> Any:
+        """``output`` with gradient probes on its tensors, or None without gradient rows."""
         if not (self.grads and torch.is_grad_enabled()):
             return None
         rows = {path: i * SLOTS + j for j, (path, _) in enumerate(found)}
@@ -187,6 +274,19 @@ class TracedCollector:
                 self._probe(rows.get(f"output[{j}]"), t) for j, t in enumerate(output)
             )
         return None
+
+    def _merge_affine(self, row: int, parts: Affine, plan: Plan, *, relu_index: int) -> None:
+        """A BatchNorm's row from its input; the row of ``relu`` of its output into ``relu_index``.
+
+        ``relu_index`` is the BatchNorm's last (spare) row: a ReLU called on the
+        output next moves it into its own row (`move_row_op`); otherwise the
+        next call of this BatchNorm replaces it, and `take` never reads it.
+        """
+        x, mean, scale, bias = parts
+        zeros = plan.zeros != "none"
+        affine_row_op(
+            self.buffer, row, x, mean, scale, bias, plan.squares, plan.extrema, zeros, relu_index
+        )
 
     def _uses_extern(self, t: torch.Tensor) -> bool:
         """Whether ``t``'s rows are extern ops (a constant while dynamo traces)."""

@@ -18,22 +18,49 @@ tensor, no C compiler) runs `reduce_row`'s tensor ops eagerly, on the
 tensor's own device and without a host read. A fake (meta) implementation
 lets dynamo and inductor trace it; ``fullgraph=True`` works. ``grad_rows``
 does the same for a gradient row (`GRAD_FIELDS`).
+
+Reading a tensor makes inductor store it. A BatchNorm's output, and the
+ReLU's after it, are otherwise never stored: the next pooling loop
+recomputes them from the convolution output that the backward keeps anyway.
+``affine_row_`` therefore takes that input with the per-channel mean, scale
+and bias, rebuilds the output in a scratch tensor and reduces it, with the
+ReLU's row from the same pass (`native.moments_relu`) put in a spare row;
+``move_row_`` merges the spare row into the ReLU's own when the ReLU runs
+(SmallCNN training step: 2.2-2.4x the compiled step → 1.4x).
 """
 
 from __future__ import annotations
 
 import math
+import threading
 
 import torch
 
 from hookscope.stats import native
 from hookscope.stats.reduce import Plan, Zeros
-from hookscope.stats.traced import FIELDS, GRAD_FIELDS, grad_row, merge_row, reduce_row
+from hookscope.stats.traced import (
+    FIELDS,
+    GRAD_FIELDS,
+    empty_rows,
+    grad_row,
+    merge_row,
+    reduce_row,
+)
 
-__all__ = ["grad_row_values", "grad_rows_op", "merge_row_op", "relu_row_values", "row_values"]
+__all__ = [
+    "affine_row_op",
+    "grad_row_values",
+    "grad_rows_op",
+    "merge_row_op",
+    "move_row_op",
+    "relu_row_values",
+    "row_values",
+]
 
 _ZEROS: tuple[Zeros, Zeros] = ("none", "count")
 _CALLS, _MIN, _MAX = FIELDS.index("calls"), FIELDS.index("min"), FIELDS.index("max")
+#: A row with nothing merged in (`empty_rows`).
+_EMPTY = empty_rows(1)[0].tolist()
 # `_values` writes rows in this order
 assert FIELDS == ("calls", "numel", "sum", "sumsq", "min", "max", "nonzero", "nan", "inf")
 #: The ops, defined through ``torch.library.Library`` rather than ``custom_op``:
@@ -48,6 +75,12 @@ _LIB.define(
     tags=_TAGS,
 )
 _LIB.define("grad_rows(Tensor g, int index, int rows, ScalarType dtype) -> Tensor", tags=_TAGS)
+_LIB.define(
+    "affine_row_(Tensor(a!) rows, int index, Tensor x, Tensor mean, Tensor scale, Tensor bias, "
+    "bool squares, bool extrema, bool zeros, int relu_index=-1) -> ()",
+    tags=_TAGS,
+)
+_LIB.define("move_row_(Tensor(a!) rows, int source, int index) -> ()")
 
 
 def _merge_row_(
@@ -75,11 +108,79 @@ def _merge_row_(
         plan = Plan(squares=squares, extrema=extrema, zeros=_ZEROS[zeros])
         rows[index] = merge_row(rows[index], reduce_row(x, plan, rows.dtype))
         return
+    _merge_values(rows, index, values)
+
+
+def _merge_values(rows: torch.Tensor, index: int, values: list[float]) -> None:
+    """Merge a host row into ``rows[index]`` (a CPU buffer) in place."""
     row = rows.numpy()[index]  # a view: ~2 µs a merge instead of ~5 through tensor ops
     old = row.tolist()
     merged = [a + b for a, b in zip(old, values, strict=True)]
     merged[_MIN], merged[_MAX] = min(old[_MIN], values[_MIN]), max(old[_MAX], values[_MAX])
     row[:] = merged
+
+
+def _affine_row_(
+    rows: torch.Tensor,
+    index: int,
+    x: torch.Tensor,
+    mean: torch.Tensor,
+    scale: torch.Tensor,
+    bias: torch.Tensor,
+    squares: bool,
+    extrema: bool,
+    zeros: bool,
+    relu_index: int = -1,
+) -> None:
+    """Merge the row of ``y = (x - mean) * scale + bias`` (per channel, dim 1) into ``rows[index]``.
+
+    With ``relu_index >= 0`` the row of ``relu(y)`` replaces ``rows[relu_index]``,
+    from the same pass where the kernel applies. ``y`` is made in a scratch
+    tensor kept per thread and shape (no fresh pages each call).
+    """
+    shape = [1] * x.dim()
+    shape[1] = -1
+    y = _scratch(x)
+    torch.sub(x, mean.view(shape), out=y)  # three passes: addcmul broadcasts ~3x slower
+    y.mul_(scale.view(shape))
+    y.add_(bias.view(shape))
+    if relu_index < 0:
+        _merge_row_(rows, index, y, squares, extrema, zeros)
+        return
+    both = native.moments_relu(y) if rows.is_cpu and y.numel() else None
+    if both is None or not all(
+        math.isfinite(v) for m in both for v in (m.shifted_sum, m.shifted_sumsq)
+    ):
+        rows[relu_index] = empty_rows(1, rows.device)[0]
+        _merge_row_(rows, index, y, squares, extrema, zeros)
+        _merge_row_(rows, relu_index, y, squares, extrema, zeros, relu=True)
+        return
+    _merge_values(rows, index, _values(both[0]))
+    rows.numpy()[relu_index] = _values(both[1])
+
+
+def _move_row_(rows: torch.Tensor, source: int, index: int) -> None:
+    """Merge ``rows[source]`` into ``rows[index]`` and empty ``rows[source]``."""
+    if not rows.is_cpu:
+        rows[index] = merge_row(rows[index], rows[source])
+        rows[source] = empty_rows(1, rows.device)[0]
+        return
+    view = rows.numpy()
+    _merge_values(rows, index, view[source].tolist())
+    view[source] = _EMPTY
+
+
+_SCRATCH = threading.local()
+
+
+def _scratch(x: torch.Tensor) -> torch.Tensor:
+    """An uninitialised tensor like ``x`` (same strides), reused by later calls on this thread."""
+    cache: dict[tuple[object, ...], torch.Tensor] = _SCRATCH.__dict__.setdefault("tensors", {})
+    key = (x.shape, x.stride(), x.dtype, x.device)
+    got = cache.get(key)
+    if got is None:
+        got = cache[key] = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device)
+    return got
 
 
 def _merge_row_fake(*_args: object, **_kwargs: object) -> None:
@@ -104,6 +205,10 @@ def _grad_rows_fake(g: torch.Tensor, index: int, rows: int, dtype: torch.dtype) 
 # One Python kernel for every device: the C kernel on the CPU, tensor ops elsewhere.
 _LIB.impl("merge_row_", _merge_row_, "CompositeExplicitAutograd")
 _LIB.impl("grad_rows", _grad_rows, "CompositeExplicitAutograd")
+_LIB.impl("affine_row_", _affine_row_, "CompositeExplicitAutograd")
+torch.library.register_fake("hookscope::affine_row_", _merge_row_fake, lib=_LIB)
+_LIB.impl("move_row_", _move_row_, "CompositeExplicitAutograd")
+torch.library.register_fake("hookscope::move_row_", _merge_row_fake, lib=_LIB)
 torch.library.register_fake("hookscope::merge_row_", _merge_row_fake, lib=_LIB)
 torch.library.register_fake("hookscope::grad_rows", _grad_rows_fake, lib=_LIB)
 
@@ -112,6 +217,14 @@ torch.library.register_fake("hookscope::grad_rows", _grad_rows_fake, lib=_LIB)
 merge_row_op = torch.ops.hookscope.merge_row_.default
 #: ``(g, index, rows, dtype) -> (rows, len(GRAD_FIELDS))`` zeros but for ``g``'s row at ``index``.
 grad_rows_op = torch.ops.hookscope.grad_rows.default
+#: ``(rows, index, x, mean, scale, bias, squares, extrema, zeros, relu_index=-1) -> None``:
+#: merges the row of ``y = (x - mean) * scale + bias`` (per channel along dim 1) into
+#: ``rows[index]``, and with ``relu_index >= 0`` puts ``relu(y)``'s row in ``rows[relu_index]``
+#: (replacing it): a BatchNorm's output, and a ReLU's after it, from the BatchNorm's input.
+affine_row_op = torch.ops.hookscope.affine_row_.default
+#: ``(rows, source, index) -> None``: merges ``rows[source]`` into ``rows[index]``, empties
+#: ``rows[source]``.
+move_row_op = torch.ops.hookscope.move_row_.default
 
 
 def row_values(x: torch.Tensor) -> list[float] | None:
