@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from hookscope.lint import known
-from hookscope.lint.bindings import Binding, returned
+from hookscope.lint.bindings import Binding, dotted, returned
 from hookscope.lint.crossfile import foreign_function
 from hookscope.lint.kinds import UNKNOWN, Kind, Resolved
 from hookscope.lint.methods import find_method
@@ -60,16 +60,17 @@ def given_by_callers(resolver: Resolver, func: Function, name: str, depth: int) 
     """The unannotated parameter ``name`` of ``func``: what every call passes, when the
     calls all pass the same kind (a module, or instances of one plain class)."""
     scope = resolver.file.scopes.get(id(func))
-    if scope is None or resolver.file.text.count(func.name) < 2:
+    callee = _called_as(func, scope)
+    if scope is None or not callee or resolver.file.text.count(callee) < 2:
         return None  # (a name written once, in its ``def``, is never called here)
     if not resolver.complete:
         resolver.missed = True  # the calls may be in what a masked parse dropped
         return None
     skip = 1 if scope.self_name else 0
-    calls = resolver.calls_named(func.name)
+    calls = resolver.calls_named(callee)
     if not calls and not skip:
         return _bound_by_partials(resolver, func, name, depth)
-    if not calls or not all(_callee_is(resolver, c, func) for c in calls):
+    if not calls or not all(_callee_is(resolver, c, func, callee) for c in calls):
         return None  # a call that may be another function's or may run this one unseen
     results = []
     for call, caller in calls:
@@ -217,9 +218,36 @@ def _callee(
     return owner, func, 1 if bound else 0
 
 
-def _callee_is(resolver: Resolver, site: tuple[ast.Call, Scope], func: Function) -> bool:
+def says_nothing(binding: Binding) -> bool:
+    """A parameter binding that tells nothing of the value: no annotation, or ``Any`` /
+    ``object`` (``def __init__(self, classifier: Any)``), so its callers must tell."""
+    if binding.kind == "opaque":
+        return binding.expr is None
+    if binding.kind != "annotation" or binding.expr is None:
+        return False
+    if not isinstance(binding.owner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    return (dotted(binding.expr) or "").rsplit(".", 1)[-1] in ("Any", "object")
+
+
+def _called_as(func: Function, scope: Scope | None) -> str:
+    """The name calls of ``func`` are written with: its own, or its class's for the
+    ``__init__`` of a class of this file (``Runner(net)`` runs ``Runner.__init__``)."""
+    if func.name != "__init__":
+        return func.name
+    if scope is None or scope.cls is None or scope.method is not func:
+        return ""
+    return scope.cls.name
+
+
+def _callee_is(
+    resolver: Resolver, site: tuple[ast.Call, Scope], func: Function, callee: str
+) -> bool:
     call, scope = site
-    return resolver.resolve(call.func, scope).function is func
+    found = resolver.resolve(call.func, scope)
+    if func.name == "__init__":  # a constructor of this file's class ``callee``
+        return found.is_class and found.name == callee and callee in resolver.file.classes
+    return found.function is func
 
 
 def _parameter(func: Function, skip: int, call: ast.Call, argument: ast.expr) -> ast.arg | None:
