@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from hookscope.lint import known
 from hookscope.lint.bindings import Binding, dotted, returned
+from hookscope.lint.callers import given_in_other_files
 from hookscope.lint.crossfile import foreign_function
 from hookscope.lint.kinds import UNKNOWN, Kind, Resolved
 from hookscope.lint.methods import find_method
@@ -61,8 +62,10 @@ def given_by_callers(resolver: Resolver, func: Function, name: str, depth: int) 
     calls all pass the same kind (a module, or instances of one plain class)."""
     scope = resolver.file.scopes.get(id(func))
     callee = _called_as(func, scope)
-    if scope is None or not callee or resolver.file.text.count(callee) < 2:
-        return None  # (a name written once, in its ``def``, is never called here)
+    if scope is None or not callee:
+        return None
+    if resolver.file.text.count(callee) < 2:  # written once, in its ``def``: not called here
+        return given_in_other_files(resolver, func, scope, name, depth)
     if not resolver.complete:
         resolver.missed = True  # the calls may be in what a masked parse dropped
         return None

@@ -1,0 +1,182 @@
+"""Parameters whose callers say what they are (#15): ``Any``-annotated and keyword-only
+parameters, constructor arguments, and helpers called only from other project files."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from hookscope.lint import lint
+from tests.lint.conftest import expected_codes
+
+CONFIDENT = ("HS101", "HS102", "HS103")
+
+
+def _write(root: Path, name: str, source: str) -> Path:
+    (root / ".git").mkdir(exist_ok=True)
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(source), encoding="utf-8")
+    return path
+
+
+def _found(root: Path, path: Path) -> set[tuple[int, str]]:
+    findings = lint(root, select=list(CONFIDENT), config=False)
+    return {(f.line, f.code) for f in findings if f.path.endswith(path.name)}
+
+
+def _alone(path: Path) -> set[tuple[int, str]]:
+    """The findings of ``path`` linted on its own (the pre-commit hook's way)."""
+    return {(f.line, f.code) for f in lint(path, select=list(CONFIDENT), config=False)}
+
+
+def test_constructor_arguments_and_any_annotations(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "gate.py",
+        """\
+        from typing import Any
+
+        import torch
+        from torch import nn
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(2, 2)
+
+            def build(self) -> nn.Module:
+                return nn.Linear(2, 2)
+
+
+        class Gate:
+            def __init__(self, classifier: Any, scale):
+                self._classifier = classifier
+                self.scale = classifier.forward(scale)  # HS101
+
+            def __call__(self, x):
+                return self._classifier.forward(x)  # HS101
+
+
+        class Mixed:
+            def __init__(self, scorer: Any):
+                self._scorer = scorer
+
+            def __call__(self, x):
+                return self._scorer.forward(x)
+
+
+        class Scorer:
+            def forward(self, x):
+                return x
+
+
+        def main():
+            net = Net()
+            Gate(net.fc, 2)
+            Gate(net.build(), 3)
+            Mixed(net.fc)
+            Mixed(Scorer())
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)
+
+
+def test_keyword_only_parameters(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "drive.py",
+        """\
+        import torch
+        from torch import nn
+
+
+        def drive(x, *, model):
+            return model.forward(x)  # HS101
+
+
+        def maybe(x, *, model=None):
+            return model.forward(x)
+
+
+        def main():
+            drive(1, model=nn.Linear(2, 2))
+            maybe(1)
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)
+
+
+def test_helpers_called_from_other_files(tmp_path: Path) -> None:
+    helpers = _write(
+        tmp_path,
+        "pkg/helpers.py",
+        """\
+        import torch
+
+
+        def compare(eager_model, compiled_model, x):
+            a = eager_model.forward(x)  # HS101
+            return a, compiled_model.forward(x)  # HS101
+
+
+        def evaluate(scorer, x):
+            return scorer.forward(x)
+
+
+        def handed_on(model, x):
+            return model.forward(x)
+
+
+        class Wrapper:
+            def __init__(self, inner):
+                self.inner = inner
+
+            def run(self, x):
+                return self.inner.forward(x)  # HS101
+        """,
+    )
+    _write(tmp_path, "pkg/__init__.py", "")
+    _write(
+        tmp_path,
+        "tests/test_one.py",
+        """\
+        from torch import nn
+
+        from pkg.helpers import (  # the helpers under test
+            Wrapper,
+            compare,
+            evaluate,
+            handed_on,
+        )
+
+
+        class Plain:
+            def forward(self, x):
+                return x
+
+
+        def test_compare():
+            compare(nn.Linear(2, 2), nn.Linear(2, 2), 1)
+            Wrapper(nn.ReLU()).run(1)
+            evaluate(Plain(), 1)
+            run_later(handed_on)
+        """,
+    )
+    _write(
+        tmp_path,
+        "tests/test_two.py",
+        """\
+        from torch import nn
+
+        from pkg import helpers as h
+
+
+        def test_again():
+            h.compare(nn.Linear(2, 2), nn.Linear(2, 2), 1)
+            h.evaluate(nn.ReLU(), 1)
+        """,
+    )
+    assert _found(tmp_path, helpers) == expected_codes(helpers)
+    assert _alone(helpers) == expected_codes(helpers)
