@@ -83,7 +83,7 @@ def test_constructor_arguments_and_any_annotations(tmp_path: Path) -> None:
     assert _found(tmp_path, path) == expected_codes(path)
 
 
-def test_keyword_only_parameters(tmp_path: Path) -> None:
+def test_keyword_only_parameters_and_defaults_of_none(tmp_path: Path) -> None:
     path = _write(
         tmp_path,
         "drive.py",
@@ -100,9 +100,30 @@ def test_keyword_only_parameters(tmp_path: Path) -> None:
             return model.forward(x)
 
 
+        def score(x, lpips_model=None):
+            if lpips_model is not None:
+                return lpips_model.forward(x)  # HS101
+            return x
+
+
+        def rate(x, rater=None):
+            return rater.forward(x) if rater is not None else x
+
+
+        class Rater:
+            def forward(self, x):
+                return x
+
+
         def main():
             drive(1, model=nn.Linear(2, 2))
             maybe(1)
+            score(1)
+            score(1, None)
+            score(1, lpips_model=nn.Linear(2, 2))
+            rate(1)
+            rate(1, nn.ReLU())
+            rate(1, Rater())
         """,
     )
     assert _found(tmp_path, path) == expected_codes(path)

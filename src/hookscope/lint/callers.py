@@ -89,7 +89,7 @@ def given_in_other_files(
 ) -> Resolved | None:
     """The parameter ``name`` of ``func`` (a module-level function, or the ``__init__`` of
     a module-level class) from what the calls in the files importing it pass."""
-    from hookscope.lint.passing import argument_for  # (passing imports this module)
+    from hookscope.lint.passing import argument_for, left_none  # (passing imports this module)
 
     is_class = func.name == "__init__"
     owner = scope.cls if is_class else func
@@ -116,7 +116,10 @@ def given_in_other_files(
         for call, caller in calls:
             if not _runs(other, call, caller, owner.name, where, is_class):
                 return None
-            argument = argument_for(func, 1 if is_class else 0, call, name)
+            skip = 1 if is_class else 0
+            argument = argument_for(func, skip, call, name)
+            if argument is None and left_none(func, skip, call, name):
+                continue  # ``None`` there: that call never reaches a ``.forward``
             if argument is None:
                 return None
             result = other.resolve(argument, caller, depth + 1)

@@ -78,7 +78,9 @@ def given_by_callers(resolver: Resolver, func: Function, name: str, depth: int) 
     results = []
     for call, caller in calls:
         argument = argument_for(func, skip, call, name)
-        if argument is None:
+        if argument is None or _is_none(argument):
+            if left_none(func, skip, call, name) or _is_none(argument):
+                continue  # ``None`` there: that call never reaches a ``.forward``
             return None
         if caller.node is func and isinstance(argument, ast.Name) and argument.id == name:
             continue  # a recursive call passes the parameter on
@@ -266,6 +268,27 @@ def _parameter(func: Function, skip: int, call: ast.Call, argument: ast.expr) ->
             named = [*func.args.args[skip:], *func.args.kwonlyargs]
             return next((p for p in named if p.arg == keyword.arg), None)
     return None
+
+
+def _is_none(node: ast.expr | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def left_none(func: Function, skip: int, call: ast.Call, name: str) -> bool:
+    """Whether ``call`` leaves the parameter ``name`` of ``func`` at its default ``None``
+    (``def evaluate(x, lpips_model=None)`` called as ``evaluate(x)``)."""
+    args = func.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults))
+    pairs = list(zip(positional, [*defaults, *args.defaults], strict=True))
+    pairs += list(zip(args.kwonlyargs, args.kw_defaults, strict=True))
+    default = next((d for p, d in pairs if p.arg == name), None)
+    if not _is_none(default) or any(isinstance(a, ast.Starred) for a in call.args):
+        return False
+    if any(k.arg is None or k.arg == name for k in call.keywords):
+        return False  # ``**kwargs`` may hold it
+    names = [p.arg for p in positional[skip:]]
+    return name not in names or names.index(name) >= len(call.args)
 
 
 def argument_for(func: Function, skip: int, call: ast.Call, name: str) -> ast.expr | None:
