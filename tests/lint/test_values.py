@@ -305,3 +305,34 @@ def test_a_library_base_named_through_an_alias_in_another_project_file(tmp_path:
         """,
     )
     assert _found(tmp_path, path) == expected_codes(path)
+
+
+def test_a_base_imported_by_a_helper_that_takes_its_path_as_text(tmp_path: Path) -> None:
+    path = _project(
+        tmp_path,
+        "flows.py",
+        """\
+        import torch
+        from skbase.utils.dependencies import _safe_import
+
+        SequentialFlow = _safe_import("cpflows.flows.SequentialFlow")
+        Plain = _safe_import("somelib.things.Plain")
+        Helper = make_thing("cpflows.flows.SequentialFlow")
+
+
+        class SequentialNet(SequentialFlow):
+            def es_sample(self, x):
+                return self.forward(x)  # HS102
+
+
+        class Other(Plain):
+            def sample(self, x):
+                return self.forward(x)
+
+
+        class Made(Helper):
+            def sample(self, x):
+                return self.forward(x)
+        """,
+    )
+    assert _found(tmp_path, path, ("HS101", "HS102", "HS103")) == expected_codes(path)
