@@ -201,3 +201,62 @@ def test_helpers_called_from_other_files(tmp_path: Path) -> None:
     )
     assert _found(tmp_path, helpers) == expected_codes(helpers)
     assert _alone(helpers) == expected_codes(helpers)
+
+
+def test_call_parameters_from_the_calls_of_instances(tmp_path: Path) -> None:
+    wrappers = _write(
+        tmp_path,
+        "pkg/wrappers.py",
+        """\
+        import torch
+
+
+        class Direction:
+            def __call__(self, module):
+                raise NotImplementedError
+
+
+        class MeanDirection(Direction):
+            def __call__(self, module):
+                return module.forward(torch.zeros(2))  # HS101
+
+
+        class Mitigator:
+            def __call__(self, module, inputs, outputs):
+                return module.forward(inputs)
+
+
+        class Scorer:
+            def __call__(self, scored):
+                return scored.forward(1)
+
+
+        class Plain:
+            def forward(self, x):
+                return x
+
+
+        def check(scorer: Scorer, mitigator: Mitigator, layer: torch.nn.Linear):
+            mitigator(layer, 1, 2)
+            scorer(layer)
+            scorer(Plain())
+        """,
+    )
+    _write(tmp_path, "pkg/__init__.py", "")
+    _write(
+        tmp_path,
+        "pkg/apply.py",
+        """\
+        from torch import nn
+
+        from pkg.wrappers import Direction
+
+
+        class Applicator:
+            def __init__(self, direction: Direction, layer: nn.Embedding):
+                self.direction = direction
+                self.found = self.direction(layer)
+        """,
+    )
+    assert _found(tmp_path, wrappers) == expected_codes(wrappers)
+    assert _alone(wrappers) == expected_codes(wrappers)

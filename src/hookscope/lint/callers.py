@@ -41,7 +41,7 @@ _IMPORTERS: dict[str, list[str]] = {}
 _IMPORTERS_INDEX: list[tuple[int, str, int]] = [(0, "", 0)]
 
 
-def _importers(index: ClassIndex) -> dict[str, list[str]]:
+def importers(index: ClassIndex) -> dict[str, list[str]]:
     """``{name: [file, ...]}``: the project files (those the index holds classes or
     functions of) with a ``from ... import name``."""
     stamp = (id(index), index.root, len(index.defs) + len(index.functions))
@@ -96,12 +96,12 @@ def given_in_other_files(
     if owner is None or owner not in resolver.file.tree.body:
         return None
     where = _own_where(resolver, owner.name, func.lineno, is_class)
-    importers = _importers(resolver.index) if where else {}
+    imported = importers(resolver.index) if where else {}
     # ``from pkg.utils import compare``, or ``from pkg import utils as u`` and ``u.compare``
     stem = os.path.basename(where).removesuffix(".py")
-    through = importers.get(stem, [])  # (a common stem, ``utils``, is left to the name)
+    through = imported.get(stem, [])  # (a common stem, ``utils``, is left to the name)
     files = sorted(
-        {*importers.get(owner.name, ()), *(through if len(through) <= MAX_IMPORTERS else ())}
+        {*imported.get(owner.name, ()), *(through if len(through) <= MAX_IMPORTERS else ())}
     )
     if not files or len(files) > MAX_IMPORTERS:
         return None

@@ -26,6 +26,7 @@ from hookscope.lint import known
 from hookscope.lint.bindings import Binding, dotted, returned
 from hookscope.lint.callers import given_in_other_files
 from hookscope.lint.crossfile import foreign_function
+from hookscope.lint.instances import given_to_instances
 from hookscope.lint.kinds import UNKNOWN, Kind, Resolved
 from hookscope.lint.methods import find_method
 from hookscope.lint.pyfile import PyFile, Scope
@@ -69,6 +70,8 @@ def given_by_callers(resolver: Resolver, func: Function, name: str, depth: int) 
     if not resolver.complete:
         resolver.missed = True  # the calls may be in what a masked parse dropped
         return None
+    if callee == "__call__":  # ``wrapper(embedding)``: calls of the class's instances
+        return given_to_instances(resolver, func, scope, name, depth)
     skip = 1 if scope.self_name else 0
     calls = resolver.calls_named(callee)
     if not calls and not skip:

@@ -1,0 +1,149 @@
+"""Calls of instances: what ``wrapper(embedding)`` passes to ``__call__(self, module)``.
+
+A plain class whose ``__call__`` takes a module (``def __call__(self, module): ...
+module.forward(ids)``) is called through its instances: ``self.bias_direction(
+embedding_layer)`` where ``self.bias_direction: BiasDirectionWrapper``. An unannotated
+parameter of such a ``__call__`` is what every call of an instance of the class (or of
+a project class it derives from, or one deriving from it) passes, in this file and in
+the project files that import one of those classes by name, when every such call passes
+a module. A ``__call__`` shaped like a forward hook (``module, inputs, outputs``) is left
+alone: torch calls it, out of sight.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from hookscope.lint.callers import MAX_IMPORTERS, importers
+from hookscope.lint.classes import base_names
+from hookscope.lint.crossfile import foreign_file
+from hookscope.lint.kinds import Kind, Resolved
+from hookscope.lint.methods import find_method
+from hookscope.lint.pyfile import PyFile, Scope
+
+if TYPE_CHECKING:
+    from hookscope.lint.resolve import Resolver
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+# One look-up at a time: resolving the callees of a whole file must not start another.
+_BUSY: list[bool] = [False]
+
+
+def given_to_instances(
+    resolver: Resolver, func: Function, scope: Scope, name: str, depth: int
+) -> Resolved | None:
+    """The parameter ``name`` of ``func``, the ``__call__`` of a module-level class."""
+    if _BUSY[0]:
+        return None
+    _BUSY[0] = True
+    try:
+        return _given(resolver, func, scope, name, depth)
+    finally:
+        _BUSY[0] = False
+
+
+def _given(
+    resolver: Resolver, func: Function, scope: Scope, name: str, depth: int
+) -> Resolved | None:
+    from hookscope.lint.passing import argument_for  # (passing imports this module)
+
+    cls = scope.cls
+    params = [*func.args.posonlyargs, *func.args.args]
+    if cls is None or cls not in resolver.file.tree.body or len(params) > 3:
+        return None  # (``self, module, inputs, outputs``: a hook, called by torch)
+    types = _related(resolver, cls)
+    found = importers(resolver.index)
+    files = sorted({f for t in types for f in found.get(t, ())})
+    if len(files) > MAX_IMPORTERS:
+        return None
+    others = [foreign_file(resolver, where) for where in files]
+    results: list[tuple[ast.Call, Resolver, Resolved]] = []
+    for owner in [resolver, *(o for o in others if o is not None)]:
+        for call, caller in _calls(owner.file):
+            called = owner.resolve(call.func, caller, depth + 1)
+            if called.is_class or called.function is not None or called.cls not in types:
+                continue
+            argument = argument_for(func, 1, call, name)
+            if argument is None:
+                return None
+            result = owner.resolve(argument, caller, depth + 1)
+            if result.kind is Kind.UNKNOWN or result.is_class:
+                return None
+            results.append((call, owner, result))
+    if not results or len({(r.kind, r.container, r.elem) for _, _, r in results}) != 1:
+        return None
+    call, owner, first = results[0]
+    shown = " ".join(ast.unparse(call).split())
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    return replace(
+        first,
+        name=name,
+        cls=first.cls if len({r.cls for _, _, r in results}) == 1 else "",
+        via=f"every call of a {cls.name} passes a module: {shown} at "
+        f"{owner.file.path}:{call.lineno}",
+    )
+
+
+def _related(resolver: Resolver, cls: ast.ClassDef) -> set[str]:
+    """``cls``'s name with the project classes it derives from and those deriving from it."""
+    names = {cls.name}
+    todo = [b.rsplit(".", 1)[-1] for b in base_names(cls)]
+    while todo:  # ancestors that are callable (a call typed as one may run this one)
+        base = todo.pop()
+        if base in names or (base not in resolver.file.classes and base not in resolver.index):
+            continue
+        if find_method(resolver, base, "__call__") is None:
+            continue  # neither it nor its bases declare ``__call__``
+        names.add(base)
+        local = resolver.file.classes.get(base)
+        bases = [base_names(local)] if local is not None else resolver.index.get(base) or ()
+        todo.extend(b.rsplit(".", 1)[-1] for group in bases for b in group)
+    down = {cls.name}
+    grown = True
+    while grown:  # descendants, in the project index (this file's classes are in it too)
+        grown = False
+        for other, variants in resolver.index.bases.items():
+            if other not in down and any(
+                b.rsplit(".", 1)[-1] in down for group in variants for b in group
+            ):
+                down.add(other)
+                grown = True
+    return names | down
+
+
+def _calls(pyfile: PyFile) -> list[tuple[ast.Call, Scope]]:
+    """The calls in the file that may call an instance, with their scopes: of a local
+    name (``fn(x)``, not a function, class, import or builtin), or of an attribute that
+    the file assigns on ``self`` (``self.bias_direction(x)``). Other calls (functions,
+    methods, ``torch.cat``) are not looked at: resolving every callee would cost more
+    than the rest of the file's analysis."""
+    named: set[str] = set(dir(builtins))
+    assigned: set[str] = set()
+    for node in ast.walk(pyfile.tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            named.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            named.update((a.asname or a.name).partition(".")[0] for a in node.names)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            assigned.add(node.attr)
+    out = []
+    stack: list[tuple[ast.AST, Scope]] = [(pyfile.tree, pyfile.scopes[id(pyfile.tree)])]
+    while stack:
+        node, scope = stack.pop()
+        if isinstance(node, ast.Call):
+            func = node.func
+            if (isinstance(func, ast.Name) and func.id not in named) or (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id == scope.self_name
+                and func.attr in assigned
+            ):
+                out.append((node, scope))
+        inner = pyfile.scopes.get(id(node), scope)
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+    return out
