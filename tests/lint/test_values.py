@@ -336,3 +336,20 @@ def test_a_base_imported_by_a_helper_that_takes_its_path_as_text(tmp_path: Path)
         """,
     )
     assert _found(tmp_path, path, ("HS101", "HS102", "HS103")) == expected_codes(path)
+
+
+def test_detectron2_layers_are_modules(tmp_path: Path) -> None:
+    path = _project(
+        tmp_path,
+        "mapper.py",
+        """\
+        import torch
+        from detectron2.layers import ROIAlign, ShapeSpec
+
+
+        def crop(x, boxes):
+            ShapeSpec(channels=3).forward(x)
+            return ROIAlign((7, 7), 1.0, 0, aligned=True).forward(x, boxes)  # HS101
+        """,
+    )
+    assert _found(tmp_path, path, ("HS101", "HS102", "HS103")) == expected_codes(path)
