@@ -260,3 +260,55 @@ def test_call_parameters_from_the_calls_of_instances(tmp_path: Path) -> None:
     )
     assert _found(tmp_path, wrappers) == expected_codes(wrappers)
     assert _alone(wrappers) == expected_codes(wrappers)
+
+
+def test_method_parameters_from_calls_in_files_deriving_from_the_class(tmp_path: Path) -> None:
+    base = _write(
+        tmp_path,
+        "tests/base.py",
+        """\
+        import unittest
+
+        import torch
+
+
+        class EncoderTestBase(unittest.TestCase):
+            def set_up_encoder(self, encoder):
+                self.encoder = encoder
+
+            def run_encoder(self, x):
+                return self.encoder.forward(x)  # HS101
+
+            def set_up_scorer(self, scorer):
+                self.scorer = scorer
+
+            def run_scorer(self, x):
+                return self.scorer.forward(x)
+        """,
+    )
+    _write(tmp_path, "tests/__init__.py", "")
+    _write(
+        tmp_path,
+        "tests/test_conv.py",
+        """\
+        from torch import nn
+
+        from tests.base import EncoderTestBase
+
+
+        class Plain:
+            def forward(self, x):
+                return x
+
+
+        class ConvEncoderTest(EncoderTestBase):
+            def setUp(self):
+                self.set_up_encoder(nn.Conv1d(2, 2, 1))
+                self.set_up_scorer(nn.ReLU())
+
+            def test_plain(self):
+                self.set_up_scorer(Plain())
+        """,
+    )
+    assert _found(tmp_path, base) == expected_codes(base)
+    assert _alone(base) == expected_codes(base)

@@ -75,6 +75,68 @@ def _given(
             if result.kind is Kind.UNKNOWN or result.is_class:
                 return None
             results.append((call, owner, result))
+    found_kind = _agreed(results, f"every call of a {cls.name}")
+    return None if found_kind is None else replace(found_kind, name=name)
+
+
+def given_to_method(
+    resolver: Resolver, func: Function, scope: Scope, name: str, depth: int
+) -> Resolved | None:
+    """The parameter ``name`` of ``func``, a method of a module-level class that its own
+    file never calls: what every ``obj.method(...)`` on an instance of the class (or of a
+    related class) passes in the files importing one of them (a base test class's
+    helper, called as ``self.check(model)`` by the test files deriving from it)."""
+    if _BUSY[0]:
+        return None
+    _BUSY[0] = True
+    try:
+        return _given_to_method(resolver, func, scope, name, depth)
+    finally:
+        _BUSY[0] = False
+
+
+def _given_to_method(
+    resolver: Resolver, func: Function, scope: Scope, name: str, depth: int
+) -> Resolved | None:
+    from hookscope.lint.passing import argument_for, left_none  # (passing imports this)
+
+    cls = scope.cls
+    if cls is None or cls not in resolver.file.tree.body or scope.method is not func:
+        return None
+    types = _related(resolver, cls, func.name)
+    found = importers(resolver.index)
+    files = sorted({f for t in types for f in found.get(t, ())})
+    if len(files) > MAX_IMPORTERS:
+        return None
+    results: list[tuple[ast.Call, Resolver, Resolved]] = []
+    for other in (foreign_file(resolver, where) for where in files):
+        if other is None:
+            return None
+        calls = other.calls_named(func.name)
+        if not calls and func.name in other.file.text:
+            return None  # handed on or called some other way
+        for call, caller in calls:
+            if not isinstance(call.func, ast.Attribute):
+                return None
+            receiver = other.resolve(call.func.value, caller, depth + 1)
+            if receiver.cls and not receiver.is_class and receiver.cls not in types:
+                continue  # a method of the same name on another class
+            if receiver.is_class or receiver.cls not in types:
+                return None  # ``Cls.method(obj, x)``, or a receiver of unknown type
+            argument = argument_for(func, 1, call, name)
+            if argument is None and left_none(func, 1, call, name):
+                continue
+            result = None if argument is None else other.resolve(argument, caller, depth + 1)
+            if result is None or result.kind is Kind.UNKNOWN or result.is_class:
+                return None
+            results.append((call, other, result))
+    found_kind = _agreed(results, f"every call of {cls.name}.{func.name}")
+    return None if found_kind is None else replace(found_kind, name=name)
+
+
+def _agreed(results: list[tuple[ast.Call, Resolver, Resolved]], what: str) -> Resolved | None:
+    """The one kind every call passes, described by its first call; ``None`` if none or
+    they differ."""
     if not results or len({(r.kind, r.container, r.elem) for _, _, r in results}) != 1:
         return None
     call, owner, first = results[0]
@@ -82,23 +144,22 @@ def _given(
     shown = shown if len(shown) <= 40 else shown[:37] + "..."
     return replace(
         first,
-        name=name,
         cls=first.cls if len({r.cls for _, _, r in results}) == 1 else "",
-        via=f"every call of a {cls.name} passes a module: {shown} at "
-        f"{owner.file.path}:{call.lineno}",
+        via=f"{what} passes {first.kind.value}: {shown} at {owner.file.path}:{call.lineno}",
     )
 
 
-def _related(resolver: Resolver, cls: ast.ClassDef) -> set[str]:
-    """``cls``'s name with the project classes it derives from and those deriving from it."""
+def _related(resolver: Resolver, cls: ast.ClassDef, method: str = "__call__") -> set[str]:
+    """``cls``'s name with the project classes deriving from it and those it derives from
+    that have ``method`` (a call typed as one of them may run ``cls``'s)."""
     names = {cls.name}
     todo = [b.rsplit(".", 1)[-1] for b in base_names(cls)]
-    while todo:  # ancestors that are callable (a call typed as one may run this one)
+    while todo:  # ancestors
         base = todo.pop()
         if base in names or (base not in resolver.file.classes and base not in resolver.index):
             continue
-        if find_method(resolver, base, "__call__") is None:
-            continue  # neither it nor its bases declare ``__call__``
+        if find_method(resolver, base, method) is None:
+            continue  # neither it nor its bases declare ``method``
         names.add(base)
         local = resolver.file.classes.get(base)
         bases = [base_names(local)] if local is not None else resolver.index.get(base) or ()

@@ -26,7 +26,7 @@ from hookscope.lint import known
 from hookscope.lint.bindings import Binding, dotted, returned
 from hookscope.lint.callers import given_in_other_files
 from hookscope.lint.crossfile import foreign_function
-from hookscope.lint.instances import given_to_instances
+from hookscope.lint.instances import given_to_instances, given_to_method
 from hookscope.lint.kinds import UNKNOWN, Kind, Resolved
 from hookscope.lint.methods import find_method
 from hookscope.lint.pyfile import PyFile, Scope
@@ -66,6 +66,8 @@ def given_by_callers(resolver: Resolver, func: Function, name: str, depth: int) 
     if scope is None or not callee:
         return None
     if resolver.file.text.count(callee) < 2:  # written once, in its ``def``: not called here
+        if scope.self_name and func.name not in ("__init__", "__call__"):
+            return given_to_method(resolver, func, scope, name, depth)
         return given_in_other_files(resolver, func, scope, name, depth)
     if not resolver.complete:
         resolver.missed = True  # the calls may be in what a masked parse dropped
