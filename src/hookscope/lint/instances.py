@@ -142,10 +142,11 @@ def _agreed(results: list[tuple[ast.Call, Resolver, Resolved]], what: str) -> Re
     call, owner, first = results[0]
     shown = " ".join(ast.unparse(call).split())
     shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    kind = "a module" if first.kind is Kind.MODULE else f"the same kind ({first.kind.value})"
     return replace(
         first,
         cls=first.cls if len({r.cls for _, _, r in results}) == 1 else "",
-        via=f"{what} passes {first.kind.value}: {shown} at {owner.file.path}:{call.lineno}",
+        via=f"{what} passes {kind}: {shown} at {owner.file.path}:{call.lineno}",
     )
 
 
