@@ -353,3 +353,36 @@ def test_detectron2_layers_are_modules(tmp_path: Path) -> None:
         """,
     )
     assert _found(tmp_path, path, ("HS101", "HS102", "HS103")) == expected_codes(path)
+
+
+def test_attributes_set_by_name(tmp_path: Path) -> None:
+    path = _project(
+        tmp_path,
+        "stack.py",
+        """\
+        import torch
+        from torch import nn
+
+
+        class Plain:
+            def forward(self, x):
+                return x
+
+
+        class Stack(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                for i in range(n):
+                    setattr(self, f"layer_{i}", nn.Linear(2, 2))
+                    setattr(self, f"mixed_{i}", nn.Linear(2, 2) if i else Plain())
+                    setattr(self, f"plain_{i}", Plain())
+                self.add_module("head", nn.Linear(2, 2))
+
+            def run(self, x, i):
+                x = getattr(self, f"layer_{i}").forward(x)  # HS101
+                x = getattr(self, f"plain_{i}").forward(x)
+                x = getattr(self, f"mixed_{i}").forward(x)
+                return getattr(self, "head").forward(x)  # HS101
+        """,
+    )
+    assert _found(tmp_path, path, ("HS101", "HS102", "HS103")) == expected_codes(path)
