@@ -312,3 +312,49 @@ def test_method_parameters_from_calls_in_files_deriving_from_the_class(tmp_path:
     )
     assert _found(tmp_path, base) == expected_codes(base)
     assert _alone(base) == expected_codes(base)
+
+
+def test_callers_elsewhere_when_this_file_only_mentions_the_name(tmp_path: Path) -> None:
+    probes = _write(
+        tmp_path,
+        "pkg/probes.py",
+        """\
+        import torch
+
+
+        def check(model, x):
+            \"\"\"check a model: call check(model, x) from a test.\"\"\"
+            return model.forward(x)  # HS101
+
+
+        def handed(model, x):
+            return model.forward(x)
+
+
+        class Probe:
+            def __call__(self, layer):
+                return layer.forward(1)  # HS101
+
+
+        CALLBACKS = [handed]
+        """,
+    )
+    _write(tmp_path, "pkg/__init__.py", "")
+    _write(
+        tmp_path,
+        "tests/test_probes.py",
+        """\
+        from torch import nn
+
+        from pkg.probes import Probe, check, handed
+
+
+        def test_probe():
+            probe = Probe()
+            probe(nn.ReLU())
+            check(nn.ReLU(), 1)
+            handed(nn.ReLU(), 1)
+        """,
+    )
+    assert _found(tmp_path, probes) == expected_codes(probes)
+    assert _alone(probes) == expected_codes(probes)

@@ -65,15 +65,51 @@ def given_by_callers(resolver: Resolver, func: Function, name: str, depth: int) 
     callee = _called_as(func, scope)
     if scope is None or not callee:
         return None
-    if resolver.file.text.count(callee) < 2:  # written once, in its ``def``: not called here
-        if scope.self_name and func.name not in ("__init__", "__call__"):
-            return given_to_method(resolver, func, scope, name, depth)
-        return given_in_other_files(resolver, func, scope, name, depth)
-    if not resolver.complete:
+    mentioned = resolver.file.text.count(callee) >= 2  # more than its ``def``
+    if (mentioned or callee == "__call__") and not resolver.complete:
         resolver.missed = True  # the calls may be in what a masked parse dropped
         return None
     if callee == "__call__":  # ``wrapper(embedding)``: calls of the class's instances
         return given_to_instances(resolver, func, scope, name, depth)
+    if mentioned and (resolver.calls_named(callee) or _used_here(resolver, callee)):
+        return _given_here(resolver, func, scope, callee, name, depth)
+    # Neither called nor used in this file (its docstring may say its name): the calls
+    # are in other files.
+    if scope.self_name and func.name != "__init__":
+        return given_to_method(resolver, func, scope, name, depth)
+    return given_in_other_files(resolver, func, scope, name, depth)
+
+
+def _used_here(resolver: Resolver, callee: str) -> bool:
+    """Whether the file names ``callee`` other than in ``super(...)``, ``isinstance(...)``
+    / ``issubclass(...)`` and annotations (where naming a class calls nothing)."""
+    harmless: set[int] = set()
+    for node in ast.walk(resolver.file.tree):
+        inert: list[ast.AST] = []
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id in ("super", "isinstance", "issubclass"):
+                inert = list(node.args)
+        elif isinstance(node, ast.arg) and node.annotation is not None:
+            inert = [node.annotation]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns:
+            inert = [node.returns]
+        elif isinstance(node, ast.AnnAssign):
+            inert = [node.annotation]
+        harmless.update(id(n) for part in inert for n in ast.walk(part))
+    return any(
+        id(node) not in harmless
+        and (
+            (isinstance(node, ast.Name) and node.id == callee)
+            or (isinstance(node, ast.Attribute) and node.attr == callee)
+        )
+        for node in ast.walk(resolver.file.tree)
+    )
+
+
+def _given_here(
+    resolver: Resolver, func: Function, scope: Scope, callee: str, name: str, depth: int
+) -> Resolved | None:
+    """What every call of ``func`` in this file passes to its parameter ``name``."""
     skip = 1 if scope.self_name else 0
     calls = resolver.calls_named(callee)
     if not calls and not skip:
