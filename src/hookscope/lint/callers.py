@@ -30,42 +30,52 @@ if TYPE_CHECKING:
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 # ``from pkg.mod import a, b as c`` or ``from .mod import (\n a,\n b,\n)``.
-_FROM_IMPORT = re.compile(rb"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
-_NAME = re.compile(rb"(\w+)(?:[ \t]+as[ \t]+\w+)?")
+# (A literal start lets the regex engine skip to each "from"; one in a string or comment
+# only adds a file to look at.)
+_FROM_IMPORT = re.compile(rb"from[ \t]+[\w.]+[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)")
 _COMMENT = re.compile(rb"#[^\n]*")
 # Files that import a name a caller needs more than this are not read one by one.
 MAX_IMPORTERS = 30
 
-# imported name -> files (relative to the root) importing it, for one index at a time
-_IMPORTERS: dict[str, list[str]] = {}
+# (file relative to the root, the names its ``from ... import`` lines list), for one index
+_IMPORT_LISTS: list[tuple[str, bytes]] = []
+_IMPORTERS: dict[str, list[str]] = {}  # name -> the files importing it, as asked
 _IMPORTERS_INDEX: list[tuple[int, str, int]] = [(0, "", 0)]
 
 
-def importers(index: ClassIndex) -> dict[str, list[str]]:
-    """``{name: [file, ...]}``: the project files (those the index holds classes or
-    functions of) with a ``from ... import name``."""
+def importers(index: ClassIndex, name: str) -> list[str]:
+    """The project files (those the index holds classes or functions of) with a
+    ``from ... import name`` (or ``... as name``)."""
     stamp = (id(index), index.root, len(index.defs) + len(index.functions))
-    if _IMPORTERS_INDEX[0] == stamp:
-        return _IMPORTERS
-    _IMPORTERS.clear()
-    _IMPORTERS_INDEX[0] = stamp
+    if _IMPORTERS_INDEX[0] != stamp:
+        _IMPORTERS_INDEX[0] = stamp
+        _IMPORTERS.clear()
+        _IMPORT_LISTS[:] = _import_lists(index)
+    if name not in _IMPORTERS:
+        raw = name.encode()
+        word = re.compile(rb"\b" + re.escape(raw) + rb"\b")
+        _IMPORTERS[name] = [
+            where for where, listed in _IMPORT_LISTS if raw in listed and word.search(listed)
+        ]
+    return _IMPORTERS[name]
+
+
+def _import_lists(index: ClassIndex) -> list[tuple[str, bytes]]:
+    """``(file, the text of its from-import lists)`` for every project file that has one,
+    read once per index."""
     entries = [where for defs in index.defs.values() for _, where in defs]
     entries += [entry[3] for found in index.functions.values() for entry in found]
+    out = []
     for where in sorted({w.rpartition(":")[0] for w in entries}):
         path = os.path.join(index.root, where) if index.root else where
         try:
             data = read_bytes(path, DEFAULT_MAX_FILE_SIZE)
         except Unreadable:
             continue
-        if b"import" not in data:
-            continue
-        names: set[bytes] = set()
-        for match in _FROM_IMPORT.finditer(data):
-            listed = _COMMENT.sub(b"", match.group(1))
-            names.update(m.group(1) for m in _NAME.finditer(listed))
-        for name in names:
-            _IMPORTERS.setdefault(name.decode("ascii", "replace"), []).append(where)
-    return _IMPORTERS
+        if b"import" in data:
+            listed = b" ".join(m.group(1) for m in _FROM_IMPORT.finditer(data))
+            out.append((where, _COMMENT.sub(b"", listed)))
+    return out
 
 
 def _own_where(resolver: Resolver, name: str, line: int, is_class: bool) -> str:
@@ -96,13 +106,13 @@ def given_in_other_files(
     if owner is None or owner not in resolver.file.tree.body:
         return None
     where = _own_where(resolver, owner.name, func.lineno, is_class)
-    imported = importers(resolver.index) if where else {}
+    if not where:
+        return None
     # ``from pkg.utils import compare``, or ``from pkg import utils as u`` and ``u.compare``
     stem = os.path.basename(where).removesuffix(".py")
-    through = imported.get(stem, [])  # (a common stem, ``utils``, is left to the name)
-    files = sorted(
-        {*imported.get(owner.name, ()), *(through if len(through) <= MAX_IMPORTERS else ())}
-    )
+    through = importers(resolver.index, stem)  # (a common stem, ``utils``, is left out)
+    named = importers(resolver.index, owner.name)
+    files = sorted({*named, *(through if len(through) <= MAX_IMPORTERS else ())})
     if not files or len(files) > MAX_IMPORTERS:
         return None
     results: list[tuple[ast.Call, Resolver, Resolved]] = []

@@ -25,6 +25,7 @@ from hookscope.lint.methods import find_method
 from hookscope.lint.pyfile import PyFile, Scope
 
 if TYPE_CHECKING:
+    from hookscope.lint.index import ClassIndex
     from hookscope.lint.resolve import Resolver
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -57,8 +58,7 @@ def _given(
     if cls is None or cls not in resolver.file.tree.body or len(params) > 3:
         return None  # (``self, module, inputs, outputs``: a hook, called by torch)
     types = _related(resolver, cls)
-    found = importers(resolver.index)
-    files = sorted({f for t in types for f in found.get(t, ())})
+    files = sorted({f for t in types for f in importers(resolver.index, t)})
     if len(files) > MAX_IMPORTERS:
         return None
     others = [foreign_file(resolver, where) for where in files]
@@ -104,8 +104,7 @@ def _given_to_method(
     if cls is None or cls not in resolver.file.tree.body or scope.method is not func:
         return None
     types = _related(resolver, cls, func.name)
-    found = importers(resolver.index)
-    files = sorted({f for t in types for f in found.get(t, ())})
+    files = sorted({f for t in types for f in importers(resolver.index, t)})
     if len(files) > MAX_IMPORTERS:
         return None
     results: list[tuple[ast.Call, Resolver, Resolved]] = []
@@ -165,17 +164,31 @@ def _related(resolver: Resolver, cls: ast.ClassDef, method: str = "__call__") ->
         local = resolver.file.classes.get(base)
         bases = [base_names(local)] if local is not None else resolver.index.get(base) or ()
         todo.extend(b.rsplit(".", 1)[-1] for group in bases for b in group)
+    children = _children(resolver.index)
     down = {cls.name}
-    grown = True
-    while grown:  # descendants, in the project index (this file's classes are in it too)
-        grown = False
-        for other, variants in resolver.index.bases.items():
-            if other not in down and any(
-                b.rsplit(".", 1)[-1] in down for group in variants for b in group
-            ):
-                down.add(other)
-                grown = True
+    todo = [cls.name]
+    while todo:  # descendants, in the project index (this file's classes are in it too)
+        for child in children.get(todo.pop(), ()):
+            if child not in down:
+                down.add(child)
+                todo.append(child)
     return names | down
+
+
+# class name -> the names of the project classes naming it as a base, for one index
+_CHILDREN: dict[str, list[str]] = {}
+_CHILDREN_INDEX: list[tuple[int, int]] = [(0, 0)]
+
+
+def _children(index: ClassIndex) -> dict[str, list[str]]:
+    stamp = (id(index), len(index.bases))
+    if _CHILDREN_INDEX[0] != stamp:
+        _CHILDREN_INDEX[0] = stamp
+        _CHILDREN.clear()
+        for name, variants in index.bases.items():
+            for base in {b.rsplit(".", 1)[-1] for group in variants for b in group}:
+                _CHILDREN.setdefault(base, []).append(name)
+    return _CHILDREN
 
 
 def _calls(pyfile: PyFile) -> list[tuple[ast.Call, Scope]]:

@@ -19,6 +19,7 @@ Two pieces of evidence a reader accepts when a value's own type is not written:
 from __future__ import annotations
 
 import ast
+import weakref
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -83,27 +84,15 @@ def given_by_callers(resolver: Resolver, func: Function, name: str, depth: int) 
 def _used_here(resolver: Resolver, callee: str) -> bool:
     """Whether the file names ``callee`` other than in ``super(...)``, ``isinstance(...)``
     / ``issubclass(...)`` and annotations (where naming a class calls nothing)."""
-    harmless: set[int] = set()
-    for node in ast.walk(resolver.file.tree):
-        inert: list[ast.AST] = []
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            if node.func.id in ("super", "isinstance", "issubclass"):
-                inert = list(node.args)
-        elif isinstance(node, ast.arg) and node.annotation is not None:
-            inert = [node.annotation]
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns:
-            inert = [node.returns]
-        elif isinstance(node, ast.AnnAssign):
-            inert = [node.annotation]
-        harmless.update(id(n) for part in inert for n in ast.walk(part))
-    return any(
-        id(node) not in harmless
-        and (
-            (isinstance(node, ast.Name) and node.id == callee)
-            or (isinstance(node, ast.Attribute) and node.attr == callee)
-        )
-        for node in ast.walk(resolver.file.tree)
-    )
+    resolver.calls_named(callee)  # (its walk of the file records the names used)
+    used = _USED.get(resolver.file.tree)
+    return used is None or callee in used
+
+
+# tree -> the names it uses outside the places `_used_here` ignores, as `calls_by_name`
+# found them (kept while the tree lives)
+_USED: weakref.WeakKeyDictionary[ast.AST, set[str]] = weakref.WeakKeyDictionary()
+_INERT_CALLS = ("super", "isinstance", "issubclass")
 
 
 def _given_here(
@@ -352,10 +341,14 @@ def calls_by_name(pyfile: PyFile) -> dict[str, list[tuple[ast.Call, Scope]]]:
     """Every call in the file by the last name of its callee, with the calling scope.
 
     A name that is also used other than as a callee (``callbacks.append(check)``,
-    ``fn = self.check``) maps to ``None``: its calls cannot all be seen.
+    ``fn = self.check``) maps to ``None``: its calls cannot all be seen. (Such uses
+    outside annotations and ``super``/``isinstance``/``issubclass`` arguments are kept
+    for `_used_here`.)
     """
     out: dict[str, list[tuple[ast.Call, Scope]]] = {}
     escaped: set[str] = set()
+    used: set[str] = set()
+    inert: set[int] = set()
     stack: list[tuple[ast.AST, Scope]] = [(pyfile.tree, pyfile.scopes[id(pyfile.tree)])]
     callees: set[int] = set()
     while stack:
@@ -366,12 +359,30 @@ def calls_by_name(pyfile: PyFile) -> dict[str, list[tuple[ast.Call, Scope]]]:
             if name:
                 out.setdefault(name, []).append((node, scope))
                 callees.add(id(func))
+            if isinstance(func, ast.Name) and func.id in _INERT_CALLS:
+                inert.update(id(a) for a in node.args)
         elif isinstance(node, (ast.Name, ast.Attribute)) and id(node) not in callees:
             escaped.add(node.id if isinstance(node, ast.Name) else node.attr)
+            if id(node) not in inert:
+                used.add(node.id if isinstance(node, ast.Name) else node.attr)
+        _mark_annotations(node, inert)
+        if id(node) in inert:
+            inert.update(id(child) for child in ast.iter_child_nodes(node))
         inner = pyfile.scopes.get(id(node), scope)
         stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+    _USED[pyfile.tree] = used
     return {
         name: sorted(calls, key=lambda c: (c[0].lineno, c[0].col_offset))
         for name, calls in out.items()
         if name not in escaped
     }
+
+
+def _mark_annotations(node: ast.AST, inert: set[int]) -> None:
+    """Add the ids of ``node``'s annotation subtrees (which name classes, call nothing)."""
+    if isinstance(node, ast.arg) and node.annotation is not None:
+        inert.add(id(node.annotation))
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns:
+        inert.add(id(node.returns))
+    elif isinstance(node, ast.AnnAssign):
+        inert.add(id(node.annotation))
