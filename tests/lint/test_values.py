@@ -386,3 +386,58 @@ def test_attributes_set_by_name(tmp_path: Path) -> None:
         """,
     )
     assert _found(tmp_path, path, ("HS101", "HS102", "HS103")) == expected_codes(path)
+
+
+def test_lists_filled_after_they_are_made(tmp_path: Path) -> None:
+    path = _project(
+        tmp_path,
+        "filled.py",
+        """\
+        import torch
+        from torch import nn
+
+
+        class Plain:
+            def forward(self, x):
+                return x
+
+
+        def build(x, others):
+            layers = []
+            for _ in range(3):
+                layers.append(nn.Linear(2, 2))
+            layers += [nn.ReLU()]
+            mixed = []
+            mixed.append(nn.ReLU())
+            mixed.append(Plain())
+            grown = []
+            grown.append(nn.ReLU())
+            grown.extend(others)
+            seen = []
+            seen.append(nn.ReLU())
+
+            def hook(module, args, out):
+                seen.append(out)
+
+            for layer in layers:
+                layer.forward(x)  # HS101
+            mixed[0].forward(x)
+            grown[0].forward(x)
+            return seen[0].forward(x)
+
+
+        class Stack:
+            def __init__(self):
+                self.blocks = []
+                self.add()
+
+            def add(self):
+                self.blocks.insert(0, nn.Linear(2, 2))
+
+            def run(self, x):
+                for block in self.blocks:
+                    x = block.forward(x)  # HS101
+                return x
+        """,
+    )
+    assert _found(tmp_path, path, ("HS101", "HS102", "HS103")) == expected_codes(path)

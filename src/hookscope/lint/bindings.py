@@ -72,7 +72,7 @@ def scope_bindings(owner: ast.AST) -> dict[str, list[Binding]]:
             if extra is not None:
                 out.setdefault(extra.arg, []).append(Binding("opaque", None, owner))
     body = [owner.body] if isinstance(owner, ast.Lambda) else getattr(owner, "body", [])
-    for node in _own_nodes(body):
+    for node in own_nodes(body):
         _bind(node, owner, out)
     return out
 
@@ -89,7 +89,7 @@ def lambda_default(func: ast.Lambda, name: str) -> ast.expr | None:
     return next((value for arg, value in pairs if arg.arg == name and value is not None), None)
 
 
-def _own_nodes(body: Sequence[ast.AST]) -> list[ast.AST]:
+def own_nodes(body: Sequence[ast.AST]) -> list[ast.AST]:
     """Nodes of a body, not descending into nested functions or classes."""
     out: list[ast.AST] = []
     stack = list(reversed(body))
@@ -198,7 +198,7 @@ def _method_attributes(
     if not args:
         return
     self_name = args[0].arg
-    for node in _own_nodes(method.body):
+    for node in own_nodes(method.body):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Attribute) and _is_self_attr(target, self_name):
@@ -263,7 +263,7 @@ def returned(func: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[list[ast.exp
     """The expressions a function returns and the ones it yields (its own body only)."""
     returns: list[ast.expr] = []
     yields: list[ast.expr] = []
-    for node in _own_nodes(func.body):
+    for node in own_nodes(func.body):
         if isinstance(node, ast.Return) and node.value is not None:
             returns.append(node.value)
         elif isinstance(node, ast.Yield) and node.value is not None:

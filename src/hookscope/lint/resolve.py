@@ -21,6 +21,7 @@ import ast
 from dataclasses import replace
 
 from hookscope.lint import known
+from hookscope.lint.appends import appended
 from hookscope.lint.bindings import (
     Binding,
     class_attributes,
@@ -388,7 +389,8 @@ class Resolver(ClassKinds):
             return element(self, binding.expr, binding.position, scope, depth)
         if binding.kind == "unpacked":
             return unpacked(self, binding.expr, binding.position or 0, scope, depth)
-        return self.resolve(binding.expr, scope, depth + 1)
+        filled = appended(self, binding, depth) if isinstance(binding.expr, ast.List) else None
+        return filled or self.resolve(binding.expr, scope, depth + 1)
 
     def scope_of(self, owner: ast.AST) -> Scope:
         scope = self.file.scopes.get(id(owner))
