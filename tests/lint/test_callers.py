@@ -358,3 +358,47 @@ def test_callers_elsewhere_when_this_file_only_mentions_the_name(tmp_path: Path)
     )
     assert _found(tmp_path, probes) == expected_codes(probes)
     assert _alone(probes) == expected_codes(probes)
+
+
+def test_attributes_of_modules_passed_to_a_parameter_called_forward(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "passing_attrs.py",
+        """\
+        import torch
+        from torch import nn
+        from extlib import load_program
+
+
+        def run_encoder(encoder, x):
+            return encoder.forward(x)  # HS101
+
+
+        def run_program(program, x):
+            return program.forward(x)
+
+
+        def run_other(thing, x):
+            return thing.forward(x)
+
+
+        class Model(nn.Module):
+            def __init__(self, make):
+                super().__init__()
+                self.enc = make()
+                self.program = load_program("p")
+
+            def forward(self, x):
+                run_program(self.program, x)
+                return run_encoder(self.enc, x)
+
+
+        class Holder:
+            def __init__(self, make):
+                self.enc = make()
+
+            def go(self, x):
+                return run_other(self.enc, x)
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)

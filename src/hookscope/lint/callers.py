@@ -99,7 +99,11 @@ def given_in_other_files(
 ) -> Resolved | None:
     """The parameter ``name`` of ``func`` (a module-level function, or the ``__init__`` of
     a module-level class) from what the calls in the files importing it pass."""
-    from hookscope.lint.passing import argument_for, left_none  # (passing imports this module)
+    from hookscope.lint.passing import (
+        argument_for,
+        left_none,
+        passed,
+    )  # (passing imports this module)
 
     is_class = func.name == "__init__"
     owner = scope.cls if is_class else func
@@ -132,7 +136,7 @@ def given_in_other_files(
                 continue  # ``None`` there: that call never reaches a ``.forward``
             if argument is None:
                 return None
-            result = other.resolve(argument, caller, depth + 1)
+            result = passed(other, argument, call, caller, depth)
             if result.kind is Kind.UNKNOWN or result.is_class:
                 return None
             results.append((call, other, result))

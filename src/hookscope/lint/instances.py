@@ -51,7 +51,7 @@ def given_to_instances(
 def _given(
     resolver: Resolver, func: Function, scope: Scope, name: str, depth: int
 ) -> Resolved | None:
-    from hookscope.lint.passing import argument_for  # (passing imports this module)
+    from hookscope.lint.passing import argument_for, passed  # (passing imports this module)
 
     cls = scope.cls
     params = [*func.args.posonlyargs, *func.args.args]
@@ -71,7 +71,7 @@ def _given(
             argument = argument_for(func, 1, call, name)
             if argument is None:
                 return None
-            result = owner.resolve(argument, caller, depth + 1)
+            result = passed(owner, argument, call, caller, depth)
             if result.kind is Kind.UNKNOWN or result.is_class:
                 return None
             results.append((call, owner, result))
@@ -98,7 +98,7 @@ def given_to_method(
 def _given_to_method(
     resolver: Resolver, func: Function, scope: Scope, name: str, depth: int
 ) -> Resolved | None:
-    from hookscope.lint.passing import argument_for, left_none  # (passing imports this)
+    from hookscope.lint.passing import argument_for, left_none, passed  # (passing imports this)
 
     cls = scope.cls
     if cls is None or cls not in resolver.file.tree.body or scope.method is not func:
@@ -125,7 +125,7 @@ def _given_to_method(
             argument = argument_for(func, 1, call, name)
             if argument is None and left_none(func, 1, call, name):
                 continue
-            result = None if argument is None else other.resolve(argument, caller, depth + 1)
+            result = None if argument is None else passed(other, argument, call, caller, depth)
             if result is None or result.kind is Kind.UNKNOWN or result.is_class:
                 return None
             results.append((call, other, result))

@@ -30,7 +30,7 @@ from hookscope.lint.crossfile import foreign_function
 from hookscope.lint.instances import given_to_instances, given_to_method
 from hookscope.lint.kinds import UNKNOWN, Kind, Resolved
 from hookscope.lint.methods import find_method
-from hookscope.lint.pyfile import PyFile, Scope
+from hookscope.lint.pyfile import CallSite, PyFile, Scope
 
 if TYPE_CHECKING:
     from hookscope.lint.resolve import Resolver
@@ -114,7 +114,7 @@ def _given_here(
             return None
         if caller.node is func and isinstance(argument, ast.Name) and argument.id == name:
             continue  # a recursive call passes the parameter on
-        result = resolver.resolve(argument, caller, depth + 1)
+        result = passed(resolver, argument, call, caller, depth)
         if result.kind is Kind.UNKNOWN or result.is_class:
             return None
         results.append((call, result))
@@ -298,6 +298,25 @@ def _parameter(func: Function, skip: int, call: ast.Call, argument: ast.expr) ->
             named = [*func.args.args[skip:], *func.args.kwonlyargs]
             return next((p for p in named if p.arg == keyword.arg), None)
     return None
+
+
+def passed(
+    resolver: Resolver, argument: ast.expr, call: ast.Call, caller: Scope, depth: int
+) -> Resolved:
+    """What ``argument`` of ``call`` is: resolved, or else an attribute of a module
+    (``self.encoder`` of an ``nn.Module``), which the callee's ``.forward(...)`` on it shows
+    to have a ``forward``: a submodule, as `evidence` reads ``self.encoder.forward(x)``."""
+    result = resolver.resolve(argument, caller, depth + 1)
+    if (
+        result.kind is not Kind.UNKNOWN
+        or result.is_class
+        or not isinstance(argument, ast.Attribute)
+    ):
+        return result
+    from hookscope.lint.evidence import submodule  # (evidence imports this module)
+
+    site = CallSite(call, call, caller, (), None)
+    return submodule(resolver, argument, site) or result
 
 
 def _is_none(node: ast.expr | None) -> bool:
