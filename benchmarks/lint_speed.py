@@ -338,6 +338,8 @@ def main() -> None:
     print(
         f"trees: {', '.join(trees)} ({n_files} .py files); jobs={args.jobs}; cpus={os.cpu_count()}"
     )
+    print(compile_bytecode())
+    print("load average at the start: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
 
     time_hookscope_api(trees, args.jobs)  # warm the page cache and the import
     runs: dict[str, list[tuple[float, float, int]]] = {"flake8": [], "cli": [], "api": []}
@@ -364,8 +366,26 @@ def main() -> None:
         print(
             f"{name:34s} {wall:8.2f} {cpu:8.2f} {len(runs[key]):5d} {found:9d} {f8_wall / wall:16.1f}x {f8_cpu / cpu:6.1f}x"
         )
+    print("load average at the end: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     if args.quality:
         quality(trees, site)
+
+
+def compile_bytecode() -> str:
+    """Write hookscope's ``.pyc`` files, as ``pip install`` does, and say so.
+
+    With ``PYTHONDONTWRITEBYTECODE`` set and an editable install, every CLI start
+    would otherwise recompile the hookscope modules changed since their last
+    ``.pyc`` was written, which no installed copy does.
+    """
+    import compileall
+
+    import hookscope
+
+    folder = Path(hookscope.__file__).parent
+    compileall.compile_dir(str(folder), quiet=1)
+    flag = os.environ.get("PYTHONDONTWRITEBYTECODE", "")
+    return f"bytecode of {folder} compiled (PYTHONDONTWRITEBYTECODE={flag!r})"
 
 
 if __name__ == "__main__":

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from hookscope.cli.main import main
+from hookscope.cli.main import entry
 
-raise SystemExit(main())
+entry()

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -123,3 +126,28 @@ def test_progress_bar_on_a_terminal(
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     assert main(["lint", "--no-config", str(dirty)]) == 1
     assert "HS101" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_the_program_flushes_everything_before_its_quick_exit(tmp_path: Path, fmt: str) -> None:
+    # `python -m hookscope lint` ends with os._exit: all output must be out by then,
+    # also when it is far bigger than a pipe's buffer (and stdout is block-buffered).
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    for i in range(40):
+        (tmp_path / f"m{i:02d}.py").write_text(DIRTY * 40, encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "hookscope", "lint", "--no-config", "--format", fmt, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+        env=env,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert len(proc.stdout) > 1 << 17  # more than two pipe buffers
+    assert proc.stdout.endswith("]\n" if fmt == "json" else "\n")  # down to the last byte
+    if fmt == "json":
+        assert len(json.loads(proc.stdout)) == 1600
+    else:
+        assert len(proc.stdout.splitlines()) == 1600
+        assert proc.stderr.strip().endswith("1600 finding(s), 1600 fixable with --fix")

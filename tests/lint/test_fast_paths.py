@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
+import os
 from pathlib import Path
 
 import pytest
 
-from hookscope.lint import regions
+from hookscope.lint import discover, regions
+from hookscope.lint.discovery import DEFAULT_EXCLUDE, SUFFIXES, _exclusion
 from hookscope.lint.index import _from_imports, scan_classes, scan_functions
-from hookscope.lint.pyfile import PyFile, _hot_lines
+from hookscope.lint.pyfile import PyFile, mention_lines
 from hookscope.lint.source import _read, read_bytes
 
 TRICKY = "\n".join(
@@ -44,7 +44,7 @@ def test_hot_lines_of_the_mask_are_those_a_per_line_search_finds() -> None:
 def test_hot_lines_of_the_walker_are_the_lines_with_the_words() -> None:
     words = ("forward", "_hook", "compile")
     expected = [n for n, line in enumerate(TRICKY.split("\n"), 1) if any(w in line for w in words)]
-    assert _hot_lines(TRICKY) == expected
+    assert mention_lines(TRICKY) == expected
 
 
 def test_the_walker_finds_hot_calls_in_every_kind_of_statement() -> None:
@@ -164,31 +164,25 @@ def test_reads_in_several_chunks_give_the_whole_file(tmp_path: Path) -> None:
     assert read_bytes(str(tmp_path / "empty.py")) == b""
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
-def test_shared_map_gives_every_result_once_and_the_caller_works(tmp_path: Path, jobs: int) -> None:
-    (tmp_path / "square.py").write_text(
-        "import os, time\n\n\n"
-        "def square(x):\n"
-        "    time.sleep(0.02)\n"
-        "    return x * x, os.getpid()\n",
-        encoding="utf-8",
-    )
-    code = (
-        "import os, sys\n"
-        f"sys.path.insert(0, {str(tmp_path)!r})\n"
-        "from square import square\n"
-        "from hookscope.lint.sharing import shared_map\n"
-        f"results = list(shared_map(square, square, list(range(60)), {jobs}))\n"
-        "assert sorted(i for i, _ in results) == list(range(60)), results\n"
-        "assert all(value == i * i for i, (value, _) in results)\n"
-        "pids = {pid for _, (_, pid) in results}\n"
-        "print(len(pids), os.getpid() in pids)\n"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
-    # One process (this one) with jobs=1; this one and one worker with jobs=2.
-    assert proc.stdout.split() == [str(jobs), "True"]
+def test_a_file_no_bigger_than_stat_said_is_read_in_one_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "f.py"
+    data = b"x = 1\n" * 5000
+    path.write_bytes(data)
+    calls: list[int] = []
+    real = os.read
+
+    def counted(fd: int, n: int) -> bytes:
+        calls.append(n)
+        return real(fd, n)
+
+    monkeypatch.setattr(os, "read", counted)
+    assert read_bytes(str(path)) == data
+    assert calls == [len(data) + 1]  # the short read is the end: no second call
+    calls.clear()
+    assert _read(str(path), 100, len(data) + 1) == data  # asked too little: read on
+    assert calls[0] == 100 and len(calls) > 1
 
 
 def test_the_mask_keeps_the_hot_methods_and_drops_the_others() -> None:
@@ -207,36 +201,44 @@ def test_the_mask_keeps_the_hot_methods_and_drops_the_others() -> None:
     assert len(masked.split("\n")) == len(text.split("\n"))  # line numbers kept
 
 
-def test_an_error_in_the_callers_share_ends_the_run_without_the_tasks_left(
-    tmp_path: Path,
-) -> None:
-    log = tmp_path / "ran.log"
-    (tmp_path / "slow.py").write_text(
-        "import time\n\n\n"
-        "def slow(x):\n"
-        f"    with open({str(log)!r}, 'a') as out:\n"
-        "        out.write(f'{x}\\n')\n"
-        "    time.sleep(0.05)\n"
-        "    return x\n\n\n"
-        "def fails(x):\n"
-        "    raise ValueError(x)\n",
-        encoding="utf-8",
-    )
-    code = (
-        "import sys\n"
-        f"sys.path.insert(0, {str(tmp_path)!r})\n"
-        "from slow import slow, fails\n"
-        "from hookscope.lint.sharing import shared_map\n"
-        "try:\n"
-        "    list(shared_map(slow, fails, list(range(200)), 2))\n"
-        "except ValueError as exc:\n"
-        "    print('raised', exc)\n"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert proc.stdout.split() == ["raised", "199"]  # the last task, this process's first
-    # The worker ran only what it had taken before the error (the pool queues two
-    # tasks ahead); without the cancellation it would have run all 199 others.
-    ran = log.read_text(encoding="utf-8").split() if log.exists() else []
-    assert len(ran) < 10
+def _walked(root: Path, exclude: list[str]) -> list[str]:
+    """The files `discover` finds, the plain way: ``os.walk`` with pruned, sorted folders."""
+    excluded = _exclusion((*DEFAULT_EXCLUDE, *exclude))
+    found = []
+    for folder, dirs, files in os.walk(root):
+        rel = os.path.relpath(folder, root)
+        prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+        dirs[:] = sorted(d for d in dirs if not excluded(d, prefix + d))
+        found.extend(
+            os.path.join(folder, name)
+            for name in sorted(files)
+            if name.endswith(SUFFIXES) and not excluded(name, prefix + name)
+        )
+    return found
+
+
+def test_discovery_walks_like_os_walk(tmp_path: Path) -> None:
+    for rel in ["b.py", "a.pyi", "z.cs", "c.txt", "pkg/m.py", "pkg/sub/n.py", "gen/x.py"]:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n", encoding="utf-8")
+    (tmp_path / "pkg/__pycache__").mkdir()
+    (tmp_path / "pkg/__pycache__/m.py").write_text("", encoding="utf-8")
+    (tmp_path / "linked").symlink_to(tmp_path / "pkg", target_is_directory=True)  # not entered
+    (tmp_path / "broken.py").symlink_to(tmp_path / "missing.py")  # listed: HS000 later
+    (tmp_path / "file_link.py").symlink_to(tmp_path / "b.py")
+    (tmp_path / "dir.py").mkdir()  # a folder named like a file
+    (tmp_path / "dir.py/inner.py").write_text("", encoding="utf-8")
+    for given in (tmp_path, Path(f"{tmp_path}/")):
+        for exclude in ([], ["gen", "pkg/sub/*"]):
+            assert discover([given], exclude) == _walked(given, exclude)
+    assert {Path(p).name for p in discover([tmp_path])} == {
+        "b.py",
+        "a.pyi",
+        "z.cs",
+        "m.py",
+        "n.py",
+        "x.py",
+        "broken.py",
+        "file_link.py",
+        "inner.py",
+    }

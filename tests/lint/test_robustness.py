@@ -100,20 +100,25 @@ def test_size_cap_is_hs000_and_configurable(tmp_path: Path) -> None:
     assert exc.value.code == 2
 
 
-def test_jobs_are_capped_at_cpus_and_files(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fork", [True, False])
+def test_jobs_are_capped_at_cpus_and_files(tmp_path: Path, fork: bool) -> None:
     for i in range(70):
         (tmp_path / f"m{i}.py").write_text(BYPASS, encoding="utf-8")
-    # Record the size of every process pool the run starts (on a "2-CPU machine").
+    # Count the workers each phase starts (on a "2-CPU machine"): forked ones, or
+    # the size of each process pool where fork is not used.
     code = (
         "import os, sys\n"
         "import concurrent.futures as futures\n"
-        "from hookscope.lint import lint\n"
+        "from hookscope.lint import lint, sharing\n"
+        f"sharing.FORK = {fork}\n"
         "os.cpu_count = lambda: 2\n"
         "sizes = []\n"
-        "Pool = futures.ProcessPoolExecutor\n"
+        "Pool, fork = futures.ProcessPoolExecutor, os.fork\n"
         "futures.ProcessPoolExecutor = lambda n, **kw: (sizes.append(n), Pool(n, **kw))[1]\n"
-        "lint(sys.argv[1], jobs=40, config=False)\n"
-        "print(sizes)\n"
+        "if sharing.FORK:\n"
+        "    os.fork = lambda: (sizes.append(1), fork())[1]\n"
+        "findings = lint(sys.argv[1], jobs=40, config=False)\n"
+        "print(sizes, len(findings))\n"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code, str(tmp_path)],
@@ -122,8 +127,9 @@ def test_jobs_are_capped_at_cpus_and_files(tmp_path: Path) -> None:
         check=True,
         timeout=120,
     )
-    # The scan pool and the check pool: one worker each, the calling process is the second.
-    assert proc.stdout.strip() == "[1, 1]"
+    # The scan and the check: one forked worker each (this process is the second),
+    # or pools of two workers.
+    assert proc.stdout.strip() == ("[1, 1] 70" if fork else "[2, 2] 70")
 
 
 def test_control_characters_in_file_names_are_escaped(

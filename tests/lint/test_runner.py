@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import fnmatch
+import gc
 from pathlib import Path
 
 import pytest
 
-from hookscope.lint import discover
+from hookscope.lint import discover, lint_run
 from hookscope.lint.runner import _calls_forward
 
 
@@ -46,3 +47,17 @@ def test_exclude_globs_match_like_fnmatch(tmp_path: Path) -> None:
         return not any(fnmatch.fnmatch(name, p) for name in [*parts, *prefixes] for p in everything)
 
     assert found == {rel for rel in rels if kept(rel)} == {"a.py", "sub/f.py", "deep/sub/h.py"}
+
+
+def test_what_a_run_keeps_is_not_left_to_the_young_collections(tmp_path: Path) -> None:
+    # The collector is paused during a run; what the run keeps (its class index) must
+    # then sit in the oldest generation, or the first young collection after the run
+    # walks all of it (tens of milliseconds on a big tree).
+    for i in range(3):
+        (tmp_path / f"m{i}.py").write_text(f"class Net{i}(Base):\n    pass\n", encoding="utf-8")
+    assert gc.isenabled()
+    run = lint_run([tmp_path], jobs=1, config=False)
+    assert gc.isenabled()
+    assert "Net0" in run.index
+    oldest = {id(obj) for obj in gc.get_objects(generation=2)}
+    assert id(run.index) in oldest and id(run.index.defs["Net0"]) in oldest

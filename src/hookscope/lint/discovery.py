@@ -49,16 +49,45 @@ def discover(paths: Sequence[str | os.PathLike[str]], exclude: Sequence[str] = (
             continue
         if not root.is_dir():
             raise LintError(f"no such file or directory: {str(raw)!r}")
-        for folder, dirs, files in os.walk(root):
-            rel = os.path.relpath(folder, root)
-            prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
-            dirs[:] = sorted(d for d in dirs if not excluded(d, prefix + d))
-            found.extend(
-                os.path.join(folder, name)
-                for name in sorted(files)
-                if name.endswith(SUFFIXES) and not excluded(name, prefix + name)
-            )
+        _walk(str(root), "", excluded, found)
     return list(dict.fromkeys(found))
+
+
+def _walk(folder: str, prefix: str, excluded: Callable[[str, str], bool], found: list[str]) -> None:
+    """Add the files of ``folder`` and, recursively, of its sub-folders to ``found``.
+
+    What ``os.walk`` top-down with sorted, pruned sub-folders gives, in the same
+    order, with the same paths; ``prefix`` is ``folder`` relative to the given root
+    (``""`` or ``"a/b/"``). Sub-folders and links are told apart by ``os.scandir``'s
+    entries, which know their type without a ``stat``; an unreadable folder is
+    skipped, as ``os.walk`` skips it.
+    """
+    dirs: list[str] = []
+    files: list[str] = []
+    links: set[str] = set()  # linked folders: listed (and excluded) but not entered
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                try:
+                    is_dir = entry.is_dir()
+                except OSError:
+                    is_dir = False
+                if is_dir:
+                    dirs.append(entry.name)
+                    if entry.is_symlink():
+                        links.add(entry.name)
+                else:
+                    files.append(entry.name)
+    except OSError:
+        return
+    found.extend(
+        os.path.join(folder, name)
+        for name in sorted(files)
+        if name.endswith(SUFFIXES) and not excluded(name, prefix + name)
+    )
+    for name in sorted(dirs):
+        if name not in links and not excluded(name, prefix + name):
+            _walk(os.path.join(folder, name), f"{prefix}{name}/", excluded, found)
 
 
 def _exclusion(patterns: Iterable[str]) -> Callable[[str, str], bool]:

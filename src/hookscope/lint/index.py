@@ -232,25 +232,45 @@ def _bases(raw: str) -> tuple[str, ...]:
 
 def merge(entries: Iterable[ClassEntry], functions: Iterable[FunctionEntry] = ()) -> ClassIndex:
     """Group entries by name; distinct base lists are kept apart."""
-    bases: dict[str, list[tuple[str, ...]]] = {}
-    attrs: dict[str, dict[str, str]] = {}
-    where: dict[str, str] = {}
-    defs: dict[str, list[tuple[tuple[str, ...], str]]] = {}
-    for name, class_bases, class_attrs, location in entries:
-        known = bases.setdefault(name, [])
-        if class_bases not in known:
-            known.append(class_bases)
-        if class_attrs:
-            attrs.setdefault(name, {}).update(class_attrs)
-        where.setdefault(name, location)
-        defs.setdefault(name, []).append((class_bases, location))
-    by_name: dict[str, list[FunctionEntry]] = {}
-    for entry in functions:
-        by_name.setdefault(entry[0], []).append(entry)
-    return ClassIndex(
-        {name: tuple(v) for name, v in bases.items()},
-        attrs,
-        where,
-        {name: tuple(v) for name, v in defs.items()},
-        {name: tuple(v) for name, v in by_name.items()},
-    )
+    builder = IndexBuilder()
+    builder.add(entries, functions)
+    return builder.build()
+
+
+class IndexBuilder:
+    """A `ClassIndex` put together piece by piece, in file order (what `merge` returns).
+
+    A parallel scan adds each chunk of files as soon as it and every chunk before it
+    are in, so that little merging is left when the last chunk arrives.
+    """
+
+    def __init__(self) -> None:
+        # Tuples from the start (most names have one definition): `build` converts nothing.
+        self._bases: dict[str, tuple[tuple[str, ...], ...]] = {}
+        self._attrs: dict[str, dict[str, str]] = {}
+        self._where: dict[str, str] = {}
+        self._defs: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {}
+        self._functions: dict[str, tuple[FunctionEntry, ...]] = {}
+
+    def add(self, entries: Iterable[ClassEntry], functions: Iterable[FunctionEntry] = ()) -> None:
+        """Add the classes and functions of the next files."""
+        bases, attrs, where, defs = self._bases, self._attrs, self._where, self._defs
+        for name, class_bases, class_attrs, location in entries:
+            known = bases.get(name)
+            if known is None:
+                bases[name], where[name] = (class_bases,), location
+                defs[name] = ((class_bases, location),)
+            else:
+                if class_bases not in known:
+                    bases[name] = (*known, class_bases)
+                defs[name] = (*defs[name], (class_bases, location))
+            if class_attrs:
+                attrs.setdefault(name, {}).update(class_attrs)
+        by_name = self._functions
+        for entry in functions:
+            same = by_name.get(entry[0])
+            by_name[entry[0]] = (entry,) if same is None else (*same, entry)
+
+    def build(self) -> ClassIndex:
+        """The index of everything added so far (the builder is done with then)."""
+        return ClassIndex(self._bases, self._attrs, self._where, self._defs, self._functions)

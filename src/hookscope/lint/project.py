@@ -62,23 +62,32 @@ def find_root(
     holds the virtual environment is not its project. ``known`` (folder → root) is
     filled on the way, so that the folders of a tree are each looked at once.
     """
-    folder = Path(os.path.abspath(path))
-    if not folder.is_dir():
-        folder = folder.parent
-    seen = known if known is not None else {}
+    folder = os.path.abspath(path)
+    if not os.path.isdir(folder):
+        folder = os.path.dirname(folder)
+    return _root_of(folder, known if known is not None else {})
+
+
+def _root_of(folder: str, seen: dict[str, Path | None]) -> Path | None:
+    """`find_root` of an absolute, normalized folder; ``seen`` is its ``known``."""
     passed: list[str] = []
     root: Path | None = None
-    for candidate in (folder, *folder.parents):
-        key = str(candidate)
-        if key in seen:
-            root = seen[key]
+    while True:
+        if folder in seen:
+            root = seen[folder]
             break
-        passed.append(key)
-        if candidate.name in _INSTALLED:
+        passed.append(folder)
+        if os.path.basename(folder) in _INSTALLED:
             break
-        if any(os.path.exists(os.path.join(key, marker)) for marker in ROOT_MARKERS):
-            root = candidate
+        # os.access answers like os.path.exists, without raising (and catching) an
+        # error for every marker that is not there.
+        if any(os.access(os.path.join(folder, marker), os.F_OK) for marker in ROOT_MARKERS):
+            root = Path(folder)
             break
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
     for key in passed:
         seen[key] = root
     return root
@@ -86,12 +95,13 @@ def find_root(
 
 def group_by_root(files: Iterable[str]) -> dict[Path | None, list[str]]:
     """``files`` grouped by their project root (`find_root`), in order; one look-up per folder."""
-    roots: dict[str, Path | None] = {}
+    seen: dict[str, Path | None] = {}  # absolute folder -> root
+    roots: dict[str, Path | None] = {}  # folder as written -> root
     groups: dict[Path | None, list[str]] = {}
     for path in files:
-        folder = os.path.dirname(os.path.abspath(path))
+        folder = os.path.dirname(path)
         if folder not in roots:
-            roots[folder] = find_root(folder, roots)
+            roots[folder] = _root_of(os.path.abspath(folder), seen)
         groups.setdefault(roots[folder], []).append(path)
     return groups
 

@@ -67,16 +67,36 @@ class PyFile:
     imports_torch: bool = False
 
     @classmethod
-    def parse(cls, path: str, text: str) -> PyFile:
+    def parse(
+        cls,
+        path: str,
+        text: str,
+        *,
+        lines: list[str] | None = None,
+        mentions: list[int] | None = None,
+    ) -> PyFile:
         """Parse ``text``; raises `SyntaxError` (or `ValueError` for NUL bytes)."""
-        return cls.from_tree(path, text, ast.parse(text, filename=path))
+        tree = ast.parse(text, filename=path)
+        return cls.from_tree(path, text, tree, lines=lines, mentions=mentions)
 
     @classmethod
-    def from_tree(cls, path: str, text: str, tree: ast.Module) -> PyFile:
-        """Wrap an already parsed ``tree`` of ``text``."""
-        pyfile = cls(path, text, tree, text.split("\n"))
+    def from_tree(
+        cls,
+        path: str,
+        text: str,
+        tree: ast.Module,
+        *,
+        lines: list[str] | None = None,
+        mentions: list[int] | None = None,
+    ) -> PyFile:
+        """Wrap an already parsed ``tree`` of ``text``.
+
+        ``lines`` (``text.split("\\n")``) and ``mentions`` (`mention_lines` of
+        ``text``) are computed here unless the caller has them already.
+        """
+        pyfile = cls(path, text, tree, lines if lines is not None else text.split("\n"))
         pyfile.imports_torch = "torch" in text
-        _Walker(pyfile).run()
+        _Walker(pyfile, mentions if mentions is not None else mention_lines(text)).run()
         return pyfile
 
     def char_col(self, lineno: int, byte_col: int) -> int:
@@ -128,13 +148,13 @@ class _Walker:
     skipping the rest makes the walk several times cheaper than the parse.
     """
 
-    def __init__(self, pyfile: PyFile) -> None:
+    def __init__(self, pyfile: PyFile, hot: list[int]) -> None:
         self.file = pyfile
         self.scope = Scope(pyfile.tree, None)
         pyfile.scopes[id(pyfile.tree)] = self.scope
         self.loops: list[ast.AST] = []
         self.stmt: ast.stmt | None = None
-        self.hot = _hot_lines(pyfile.text)
+        self.hot = hot
 
     def run(self) -> None:
         self.visit_body(self.file.tree.body)
@@ -234,7 +254,7 @@ class _Walker:
         self.scope, self.loops = saved, saved_loops
 
 
-def _hot_lines(text: str) -> list[int]:
+def mention_lines(text: str) -> list[int]:
     """The 1-based numbers of the lines that mention ``forward``, ``_hook`` or ``compile``."""
     lines: list[int] = []
     line, last = 1, 0

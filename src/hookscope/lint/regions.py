@@ -19,9 +19,9 @@ from __future__ import annotations
 import bisect
 import re
 
+from hookscope.lint.pyfile import mention_lines
+
 _HOT = re.compile(r"(?<!super\(\))\.\s*forward\b|register_\w+_hook|compile")
-# Every line `_HOT` matches holds one of these words; literal patterns find them fast.
-_HOT_WORDS = tuple(re.compile(word) for word in ("forward", "_hook", "compile"))
 _SELF_ASSIGN = re.compile(r"self\.\w+\s*(?::[^=\n]*)?=[^=]")
 _ALWAYS = re.compile(r"\s*(?:async\s+)?def\s+(?:__init__|forward|__call__)\b")
 _DEF = re.compile(r"\s*(?:async\s+)?def\s")
@@ -54,24 +54,17 @@ def _statement_starts(lines: list[str], begin: int, end: int, indent: str) -> li
     return starts
 
 
-def _hot_lines(text: str, lines: list[str]) -> list[int]:
+def _hot_lines(text: str, lines: list[str], mentions: list[int] | None = None) -> list[int]:
     """The 0-based numbers of the ``lines`` of ``text`` that `_HOT` matches, ascending.
 
-    Only the lines holding one of `_HOT_WORDS` are searched (a regular expression
-    without a literal prefix tries every position of the text).
+    Every line `_HOT` matches holds ``forward``, ``_hook`` or ``compile``; only those
+    lines are searched (a regular expression without a literal prefix tries every
+    position of the text): ``mentions``, their 1-based numbers
+    (`pyfile.mention_lines`), found here unless given.
     """
-    found = sorted(m.start() for word in _HOT_WORDS for m in word.finditer(text))
-    hot: list[int] = []
-    line, counted = 0, 0
-    searched = -1
-    for start in found:
-        line += text.count("\n", counted, start)
-        counted = start
-        if line != searched:
-            searched = line
-            if _HOT.search(lines[line]):
-                hot.append(line)
-    return hot
+    if mentions is None:
+        mentions = mention_lines(text)
+    return [line - 1 for line in mentions if _HOT.search(lines[line - 1])]
 
 
 def _hot(hot: list[int], begin: int, end: int) -> bool:
@@ -80,14 +73,20 @@ def _hot(hot: list[int], begin: int, end: int) -> bool:
     return i < len(hot) and hot[i] < end
 
 
-def mask(text: str) -> str | None:
-    """The text with uninteresting statements blanked, or ``None`` if not worth it."""
-    lines = text.split("\n")
+def mask(
+    text: str, lines: list[str] | None = None, mentions: list[int] | None = None
+) -> str | None:
+    """The text with uninteresting statements blanked, or ``None`` if not worth it.
+
+    ``lines`` (``text.split("\\n")``) and ``mentions`` (`pyfile.mention_lines`)
+    are computed here unless the caller has them already.
+    """
+    lines = text.split("\n") if lines is None else lines
     starts = _statement_starts(lines, 0, len(lines), "")
     if len(starts) < 2:
         return None
     keep = [False] * len(lines)
-    hot_lines = _hot_lines(text, lines)
+    hot_lines = _hot_lines(text, lines, mentions)
     for begin, end in zip(starts, [*starts[1:], len(lines)], strict=True):
         is_import = lines[begin].startswith(("import ", "from "))
         hot = not is_import and _hot(hot_lines, begin, end)

@@ -50,21 +50,25 @@ def _read(path: str, first: int, limit: int) -> bytes:
     Plain ``os.read`` calls: ``open(...).read(limit)`` allocates ``limit`` bytes (the
     10 MB default) for every file and goes through two layers of file objects, which
     cost more than the reading itself over a tree of small files. ``first`` is the
-    size ``stat`` gave plus one, so that a file read in one call is known to be whole.
+    size ``stat`` gave plus one: a first read that returns less than that has met
+    the end of the (regular) file, and the file is whole without a second call.
     """
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
     try:
-        chunks: list[bytes] = []
-        left, size = limit, first
-        while left > 0:  # the file may have grown since stat(), or a read may stop short
-            chunk = os.read(fd, min(size, left))
+        data = os.read(fd, min(first, limit))
+        if len(data) < min(first, limit) or len(data) == limit:
+            return data
+        chunks = [data]
+        left = limit - len(data)
+        while left > 0:  # the file grew since stat(): read on, up to the limit
+            chunk = os.read(fd, min(1 << 16, left))
             if not chunk:
                 break
             chunks.append(chunk)
-            left, size = left - len(chunk), 1 << 16
+            left -= len(chunk)
     finally:
         os.close(fd)
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    return b"".join(chunks)
 
 
 def _too_large(size: int, limit: int) -> str:

@@ -50,7 +50,7 @@ def _gather(obj: Any, found: list[torch.Tensor], depth: int) -> None:
 
 def shapes_of(obj: Any) -> tuple[tuple[int, ...], ...]:
     """Shapes of the first `MAX_SHAPES` tensors in ``obj``."""
-    return tuple(tuple(map(int, t.shape)) for t in iter_tensors(obj)[:MAX_SHAPES])
+    return tuple([tuple(t.shape) for t in iter_tensors(obj)[:MAX_SHAPES]])
 
 
 def bytes_of(obj: Any) -> int:
