@@ -305,3 +305,139 @@ def test_a_library_base_named_through_an_alias_in_another_project_file(tmp_path:
         """,
     )
     assert _found(tmp_path, path) == expected_codes(path)
+
+
+def test_a_base_imported_by_a_helper_that_takes_its_path_as_text(tmp_path: Path) -> None:
+    path = _project(
+        tmp_path,
+        "flows.py",
+        """\
+        import torch
+        from skbase.utils.dependencies import _safe_import
+
+        SequentialFlow = _safe_import("cpflows.flows.SequentialFlow")
+        Plain = _safe_import("somelib.things.Plain")
+        Helper = make_thing("cpflows.flows.SequentialFlow")
+
+
+        class SequentialNet(SequentialFlow):
+            def es_sample(self, x):
+                return self.forward(x)  # HS102
+
+
+        class Other(Plain):
+            def sample(self, x):
+                return self.forward(x)
+
+
+        class Made(Helper):
+            def sample(self, x):
+                return self.forward(x)
+        """,
+    )
+    assert _found(tmp_path, path, ("HS101", "HS102", "HS103")) == expected_codes(path)
+
+
+def test_detectron2_layers_are_modules(tmp_path: Path) -> None:
+    path = _project(
+        tmp_path,
+        "mapper.py",
+        """\
+        import torch
+        from detectron2.layers import ROIAlign, ShapeSpec
+
+
+        def crop(x, boxes):
+            ShapeSpec(channels=3).forward(x)
+            return ROIAlign((7, 7), 1.0, 0, aligned=True).forward(x, boxes)  # HS101
+        """,
+    )
+    assert _found(tmp_path, path, ("HS101", "HS102", "HS103")) == expected_codes(path)
+
+
+def test_attributes_set_by_name(tmp_path: Path) -> None:
+    path = _project(
+        tmp_path,
+        "stack.py",
+        """\
+        import torch
+        from torch import nn
+
+
+        class Plain:
+            def forward(self, x):
+                return x
+
+
+        class Stack(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                for i in range(n):
+                    setattr(self, f"layer_{i}", nn.Linear(2, 2))
+                    setattr(self, f"mixed_{i}", nn.Linear(2, 2) if i else Plain())
+                    setattr(self, f"plain_{i}", Plain())
+                self.add_module("head", nn.Linear(2, 2))
+
+            def run(self, x, i):
+                x = getattr(self, f"layer_{i}").forward(x)  # HS101
+                x = getattr(self, f"plain_{i}").forward(x)
+                x = getattr(self, f"mixed_{i}").forward(x)
+                return getattr(self, "head").forward(x)  # HS101
+        """,
+    )
+    assert _found(tmp_path, path, ("HS101", "HS102", "HS103")) == expected_codes(path)
+
+
+def test_lists_filled_after_they_are_made(tmp_path: Path) -> None:
+    path = _project(
+        tmp_path,
+        "filled.py",
+        """\
+        import torch
+        from torch import nn
+
+
+        class Plain:
+            def forward(self, x):
+                return x
+
+
+        def build(x, others):
+            layers = []
+            for _ in range(3):
+                layers.append(nn.Linear(2, 2))
+            layers += [nn.ReLU()]
+            mixed = []
+            mixed.append(nn.ReLU())
+            mixed.append(Plain())
+            grown = []
+            grown.append(nn.ReLU())
+            grown.extend(others)
+            seen = []
+            seen.append(nn.ReLU())
+
+            def hook(module, args, out):
+                seen.append(out)
+
+            for layer in layers:
+                layer.forward(x)  # HS101
+            mixed[0].forward(x)
+            grown[0].forward(x)
+            return seen[0].forward(x)
+
+
+        class Stack:
+            def __init__(self):
+                self.blocks = []
+                self.add()
+
+            def add(self):
+                self.blocks.insert(0, nn.Linear(2, 2))
+
+            def run(self, x):
+                for block in self.blocks:
+                    x = block.forward(x)  # HS101
+                return x
+        """,
+    )
+    assert _found(tmp_path, path, ("HS101", "HS102", "HS103")) == expected_codes(path)

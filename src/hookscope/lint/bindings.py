@@ -72,7 +72,7 @@ def scope_bindings(owner: ast.AST) -> dict[str, list[Binding]]:
             if extra is not None:
                 out.setdefault(extra.arg, []).append(Binding("opaque", None, owner))
     body = [owner.body] if isinstance(owner, ast.Lambda) else getattr(owner, "body", [])
-    for node in _own_nodes(body):
+    for node in own_nodes(body):
         _bind(node, owner, out)
     return out
 
@@ -89,7 +89,7 @@ def lambda_default(func: ast.Lambda, name: str) -> ast.expr | None:
     return next((value for arg, value in pairs if arg.arg == name and value is not None), None)
 
 
-def _own_nodes(body: Sequence[ast.AST]) -> list[ast.AST]:
+def own_nodes(body: Sequence[ast.AST]) -> list[ast.AST]:
     """Nodes of a body, not descending into nested functions or classes."""
     out: list[ast.AST] = []
     stack = list(reversed(body))
@@ -198,7 +198,7 @@ def _method_attributes(
     if not args:
         return
     self_name = args[0].arg
-    for node in _own_nodes(method.body):
+    for node in own_nodes(method.body):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Attribute) and _is_self_attr(target, self_name):
@@ -216,6 +216,39 @@ def _method_attributes(
         elif isinstance(node, ast.AnnAssign) and _is_self_attr(node.target, self_name):
             attr = node.target.attr  # type: ignore[union-attr]  # checked by _is_self_attr
             out.setdefault(attr, []).append(Binding("annotation", node.annotation, method))
+        elif isinstance(node, ast.Call):
+            named = _set_by_name(node, self_name)
+            if named is not None:
+                out.setdefault(named[0], []).append(Binding("value", named[1], method))
+
+
+def _set_by_name(call: ast.Call, self_name: str) -> tuple[str, ast.expr] | None:
+    """``(attribute, value)`` of ``setattr(self, "name", value)`` /
+    ``self.add_module("name", value)`` / ``self.register_module(...)``. An f-string name
+    (``setattr(self, f"layer_{i}", Block())``) gives its text with the fields kept
+    (``layer_{i}``): no attribute is spelled so, but a ``getattr(self, f"layer_{j}")``
+    matches it by its prefix."""
+    func = call.func
+    if isinstance(func, ast.Name) and func.id == "setattr" and len(call.args) == 3:
+        owner, name, value = call.args
+        if not (isinstance(owner, ast.Name) and owner.id == self_name):
+            return None
+    elif (
+        isinstance(func, ast.Attribute)
+        and func.attr in ("add_module", "register_module")
+        and _is_self_attr(func, self_name)
+        and len(call.args) == 2
+    ):
+        name, value = call.args
+    else:
+        return None
+    if isinstance(name, ast.Constant) and isinstance(name.value, str):
+        return name.value, value
+    if isinstance(name, ast.JoinedStr) and name.values:
+        first = name.values[0]
+        if isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value:
+            return ast.unparse(name)[2:-1], value  # ``f"layer_{i}"`` -> ``layer_{i}``
+    return None
 
 
 def _is_self_attr(node: ast.AST, self_name: str) -> bool:
@@ -230,7 +263,7 @@ def returned(func: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[list[ast.exp
     """The expressions a function returns and the ones it yields (its own body only)."""
     returns: list[ast.expr] = []
     yields: list[ast.expr] = []
-    for node in _own_nodes(func.body):
+    for node in own_nodes(func.body):
         if isinstance(node, ast.Return) and node.value is not None:
             returns.append(node.value)
         elif isinstance(node, ast.Yield) and node.value is not None:

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 
 from hookscope.lint import known, libraries
 from hookscope.lint.bindings import dotted
 from hookscope.lint.index import ClassIndex, absolute_module, defined_in
 from hookscope.lint.kinds import Kind
 from hookscope.lint.pyfile import PyFile
+
+_DOTTED_CLASS = re.compile(r"(?:[A-Za-z_]\w*\.)+[A-Z]\w*")
 
 
 def base_names(cls: ast.ClassDef) -> tuple[str, ...]:
@@ -50,6 +53,8 @@ class ClassKinds:
                 if isinstance(node, ast.ImportFrom)
                 for alias in node.names
             }
+            for name, path in _imported_by_call(self.file.tree):
+                self._from_imports.setdefault(name, path)
         return tuple(self._library_base(base) for base in bases)
 
     def _library_base(self, base: str) -> str:
@@ -203,6 +208,29 @@ class ClassKinds:
         """For a class with unresolved bases: does a base's name read like a module?"""
         names = base_names(cls)
         return self.file.imports_torch and any(known.MODULE_NAME.search(n) for n in names)
+
+
+def _imported_by_call(tree: ast.Module) -> list[tuple[str, str]]:
+    """``(name, "pkg.mod.Cls")`` for module-level imports made by a helper that takes the
+    dotted path as text: ``SequentialFlow = _safe_import("cpflows.flows.SequentialFlow")``
+    (skbase), ``X = lazy_import("pkg.X")``."""
+    out = []
+    for node in tree.body:
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+            and len(node.value.args) == 1
+            and isinstance(node.value.args[0], ast.Constant)
+            and isinstance(node.value.args[0].value, str)
+        ):
+            continue
+        helper = (dotted(node.value.func) or "").rsplit(".", 1)[-1].lower()
+        path = node.value.args[0].value
+        if "import" in helper and _DOTTED_CLASS.fullmatch(path):
+            out.append((node.targets[0].id, path))
+    return out
 
 
 def _through_imports(text: str, base: str) -> str:

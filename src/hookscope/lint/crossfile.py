@@ -180,6 +180,12 @@ def foreign_function(
     return None
 
 
+def foreign_file(resolver: Resolver, where: str) -> Resolver | None:
+    """A resolver for the project file ``where`` (relative to the root), parsed once per
+    index; ``None`` for this file or one that cannot be read."""
+    return _resolver_of(resolver, where)
+
+
 def _resolver_of(resolver: Resolver, where: str) -> Resolver | None:
     """A resolver for the project file ``where`` (parsed once per index), not this one."""
     path = os.path.join(resolver.index.root, where) if resolver.index.root else where

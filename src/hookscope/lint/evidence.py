@@ -41,7 +41,7 @@ def from_context(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Reso
     used = _used_as_module(resolver, receiver, site.scope)
     if used is not None:
         return used
-    return _submodule(resolver, receiver, site) or _in_submodule(resolver, receiver, site)
+    return submodule(resolver, receiver, site) or _in_submodule(resolver, receiver, site)
 
 
 def _used_as_module(resolver: Resolver, receiver: ast.expr, scope: Scope) -> Resolved | None:
@@ -129,7 +129,7 @@ def _spelled(node: ast.expr) -> str | None:
     return dotted(node)
 
 
-def _submodule(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolved | None:
+def submodule(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolved | None:
     """``owner.x`` (or ``getattr(owner, name)``) with ``owner`` a module instance and ``x``
     not named like a non-module."""
     if isinstance(receiver, ast.Attribute):
@@ -181,7 +181,7 @@ def _in_submodule(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Res
         return None
     if resolver.resolve(holder, site.scope).kind not in (Kind.UNKNOWN, Kind.MODULE):
         return None  # ``self.items = []``: a plain list, not a submodule
-    held = _submodule(resolver, holder, site)
+    held = submodule(resolver, holder, site)
     if held is None:
         return None
     return Resolved(Kind.MODULE, via=f"an element of {ast.unparse(holder)}, {held.via}")

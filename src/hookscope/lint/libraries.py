@@ -106,6 +106,13 @@ LIBRARY_MODULE_CLASSES: dict[str, frozenset[str]] = {
     "cpflows": frozenset({"SequentialFlow", "DeepConvexFlow", "ActNorm"}),
     "rwkv.model": frozenset({"RWKV"}),
     "lpips": frozenset({"LPIPS"}),
+    # detectron2's layers (``from detectron2.layers import ROIAlign``), used by the many
+    # projects built on it; ``ShapeSpec`` and the autograd functions are left out.
+    "detectron2.layers": frozenset(
+        {"ASPP", "FrozenBatchNorm2d", "NaiveSyncBatchNorm", "CycleBatchNormList", "LayerNorm"}
+        | {"CNNBlockBase", "DepthwiseSeparableConv2d", "DeformConv", "ModulatedDeformConv"}
+        | {"ROIAlign", "ROIAlignRotated", "Conv2d", "ConvTranspose2d", "BatchNorm2d", "Linear"}
+    ),
 }
 
 # OpenMMLab model packages, and their subpackages that hold only modules (``from

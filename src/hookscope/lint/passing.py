@@ -19,15 +19,18 @@ Two pieces of evidence a reader accepts when a value's own type is not written:
 from __future__ import annotations
 
 import ast
+import weakref
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from hookscope.lint import known
-from hookscope.lint.bindings import Binding, returned
+from hookscope.lint.bindings import Binding, dotted, returned
+from hookscope.lint.callers import given_in_other_files
 from hookscope.lint.crossfile import foreign_function
+from hookscope.lint.instances import given_to_instances, given_to_method
 from hookscope.lint.kinds import UNKNOWN, Kind, Resolved
 from hookscope.lint.methods import find_method
-from hookscope.lint.pyfile import PyFile, Scope
+from hookscope.lint.pyfile import CallSite, PyFile, Scope
 
 if TYPE_CHECKING:
     from hookscope.lint.resolve import Resolver
@@ -60,25 +63,58 @@ def given_by_callers(resolver: Resolver, func: Function, name: str, depth: int) 
     """The unannotated parameter ``name`` of ``func``: what every call passes, when the
     calls all pass the same kind (a module, or instances of one plain class)."""
     scope = resolver.file.scopes.get(id(func))
-    if scope is None or resolver.file.text.count(func.name) < 2:
-        return None  # (a name written once, in its ``def``, is never called here)
-    if not resolver.complete:
+    callee = _called_as(func, scope)
+    if scope is None or not callee:
+        return None
+    mentioned = resolver.file.text.count(callee) >= 2  # more than its ``def``
+    if (mentioned or callee == "__call__") and not resolver.complete:
         resolver.missed = True  # the calls may be in what a masked parse dropped
         return None
+    if callee == "__call__":  # ``wrapper(embedding)``: calls of the class's instances
+        return given_to_instances(resolver, func, scope, name, depth)
+    if mentioned and (resolver.calls_named(callee) or _used_here(resolver, callee)):
+        return _given_here(resolver, func, scope, callee, name, depth)
+    # Neither called nor used in this file (its docstring may say its name): the calls
+    # are in other files.
+    if scope.self_name and func.name != "__init__":
+        return given_to_method(resolver, func, scope, name, depth)
+    return given_in_other_files(resolver, func, scope, name, depth)
+
+
+def _used_here(resolver: Resolver, callee: str) -> bool:
+    """Whether the file names ``callee`` other than in ``super(...)``, ``isinstance(...)``
+    / ``issubclass(...)`` and annotations (where naming a class calls nothing)."""
+    resolver.calls_named(callee)  # (its walk of the file records the names used)
+    used = _USED.get(resolver.file.tree)
+    return used is None or callee in used
+
+
+# tree -> the names it uses outside the places `_used_here` ignores, as `calls_by_name`
+# found them (kept while the tree lives)
+_USED: weakref.WeakKeyDictionary[ast.AST, set[str]] = weakref.WeakKeyDictionary()
+_INERT_CALLS = ("super", "isinstance", "issubclass")
+
+
+def _given_here(
+    resolver: Resolver, func: Function, scope: Scope, callee: str, name: str, depth: int
+) -> Resolved | None:
+    """What every call of ``func`` in this file passes to its parameter ``name``."""
     skip = 1 if scope.self_name else 0
-    calls = resolver.calls_named(func.name)
+    calls = resolver.calls_named(callee)
     if not calls and not skip:
         return _bound_by_partials(resolver, func, name, depth)
-    if not calls or not all(_callee_is(resolver, c, func) for c in calls):
+    if not calls or not all(_callee_is(resolver, c, func, callee) for c in calls):
         return None  # a call that may be another function's or may run this one unseen
     results = []
     for call, caller in calls:
         argument = argument_for(func, skip, call, name)
-        if argument is None:
+        if argument is None or _is_none(argument):
+            if left_none(func, skip, call, name) or _is_none(argument):
+                continue  # ``None`` there: that call never reaches a ``.forward``
             return None
         if caller.node is func and isinstance(argument, ast.Name) and argument.id == name:
             continue  # a recursive call passes the parameter on
-        result = resolver.resolve(argument, caller, depth + 1)
+        result = passed(resolver, argument, call, caller, depth)
         if result.kind is Kind.UNKNOWN or result.is_class:
             return None
         results.append((call, result))
@@ -217,9 +253,36 @@ def _callee(
     return owner, func, 1 if bound else 0
 
 
-def _callee_is(resolver: Resolver, site: tuple[ast.Call, Scope], func: Function) -> bool:
+def says_nothing(binding: Binding) -> bool:
+    """A parameter binding that tells nothing of the value: no annotation, or ``Any`` /
+    ``object`` (``def __init__(self, classifier: Any)``), so its callers must tell."""
+    if binding.kind == "opaque":
+        return binding.expr is None
+    if binding.kind != "annotation" or binding.expr is None:
+        return False
+    if not isinstance(binding.owner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    return (dotted(binding.expr) or "").rsplit(".", 1)[-1] in ("Any", "object")
+
+
+def _called_as(func: Function, scope: Scope | None) -> str:
+    """The name calls of ``func`` are written with: its own, or its class's for the
+    ``__init__`` of a class of this file (``Runner(net)`` runs ``Runner.__init__``)."""
+    if func.name != "__init__":
+        return func.name
+    if scope is None or scope.cls is None or scope.method is not func:
+        return ""
+    return scope.cls.name
+
+
+def _callee_is(
+    resolver: Resolver, site: tuple[ast.Call, Scope], func: Function, callee: str
+) -> bool:
     call, scope = site
-    return resolver.resolve(call.func, scope).function is func
+    found = resolver.resolve(call.func, scope)
+    if func.name == "__init__":  # a constructor of this file's class ``callee``
+        return found.is_class and found.name == callee and callee in resolver.file.classes
+    return found.function is func
 
 
 def _parameter(func: Function, skip: int, call: ast.Call, argument: ast.expr) -> ast.arg | None:
@@ -235,6 +298,46 @@ def _parameter(func: Function, skip: int, call: ast.Call, argument: ast.expr) ->
             named = [*func.args.args[skip:], *func.args.kwonlyargs]
             return next((p for p in named if p.arg == keyword.arg), None)
     return None
+
+
+def passed(
+    resolver: Resolver, argument: ast.expr, call: ast.Call, caller: Scope, depth: int
+) -> Resolved:
+    """What ``argument`` of ``call`` is: resolved, or else an attribute of a module
+    (``self.encoder`` of an ``nn.Module``), which the callee's ``.forward(...)`` on it shows
+    to have a ``forward``: a submodule, as `evidence` reads ``self.encoder.forward(x)``."""
+    result = resolver.resolve(argument, caller, depth + 1)
+    if (
+        result.kind is not Kind.UNKNOWN
+        or result.is_class
+        or not isinstance(argument, ast.Attribute)
+    ):
+        return result
+    from hookscope.lint.evidence import submodule  # (evidence imports this module)
+
+    site = CallSite(call, call, caller, (), None)
+    return submodule(resolver, argument, site) or result
+
+
+def _is_none(node: ast.expr | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def left_none(func: Function, skip: int, call: ast.Call, name: str) -> bool:
+    """Whether ``call`` leaves the parameter ``name`` of ``func`` at its default ``None``
+    (``def evaluate(x, lpips_model=None)`` called as ``evaluate(x)``)."""
+    args = func.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults))
+    pairs = list(zip(positional, [*defaults, *args.defaults], strict=True))
+    pairs += list(zip(args.kwonlyargs, args.kw_defaults, strict=True))
+    default = next((d for p, d in pairs if p.arg == name), None)
+    if not _is_none(default) or any(isinstance(a, ast.Starred) for a in call.args):
+        return False
+    if any(k.arg is None or k.arg == name for k in call.keywords):
+        return False  # ``**kwargs`` may hold it
+    names = [p.arg for p in positional[skip:]]
+    return name not in names or names.index(name) >= len(call.args)
 
 
 def argument_for(func: Function, skip: int, call: ast.Call, name: str) -> ast.expr | None:
@@ -257,10 +360,14 @@ def calls_by_name(pyfile: PyFile) -> dict[str, list[tuple[ast.Call, Scope]]]:
     """Every call in the file by the last name of its callee, with the calling scope.
 
     A name that is also used other than as a callee (``callbacks.append(check)``,
-    ``fn = self.check``) maps to ``None``: its calls cannot all be seen.
+    ``fn = self.check``) maps to ``None``: its calls cannot all be seen. (Such uses
+    outside annotations and ``super``/``isinstance``/``issubclass`` arguments are kept
+    for `_used_here`.)
     """
     out: dict[str, list[tuple[ast.Call, Scope]]] = {}
     escaped: set[str] = set()
+    used: set[str] = set()
+    inert: set[int] = set()
     stack: list[tuple[ast.AST, Scope]] = [(pyfile.tree, pyfile.scopes[id(pyfile.tree)])]
     callees: set[int] = set()
     while stack:
@@ -271,12 +378,30 @@ def calls_by_name(pyfile: PyFile) -> dict[str, list[tuple[ast.Call, Scope]]]:
             if name:
                 out.setdefault(name, []).append((node, scope))
                 callees.add(id(func))
+            if isinstance(func, ast.Name) and func.id in _INERT_CALLS:
+                inert.update(id(a) for a in node.args)
         elif isinstance(node, (ast.Name, ast.Attribute)) and id(node) not in callees:
             escaped.add(node.id if isinstance(node, ast.Name) else node.attr)
+            if id(node) not in inert:
+                used.add(node.id if isinstance(node, ast.Name) else node.attr)
+        _mark_annotations(node, inert)
+        if id(node) in inert:
+            inert.update(id(child) for child in ast.iter_child_nodes(node))
         inner = pyfile.scopes.get(id(node), scope)
         stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+    _USED[pyfile.tree] = used
     return {
         name: sorted(calls, key=lambda c: (c[0].lineno, c[0].col_offset))
         for name, calls in out.items()
         if name not in escaped
     }
+
+
+def _mark_annotations(node: ast.AST, inert: set[int]) -> None:
+    """Add the ids of ``node``'s annotation subtrees (which name classes, call nothing)."""
+    if isinstance(node, ast.arg) and node.annotation is not None:
+        inert.add(id(node.annotation))
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns:
+        inert.add(id(node.returns))
+    elif isinstance(node, ast.AnnAssign):
+        inert.add(id(node.annotation))

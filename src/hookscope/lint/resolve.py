@@ -21,6 +21,7 @@ import ast
 from dataclasses import replace
 
 from hookscope.lint import known
+from hookscope.lint.appends import appended
 from hookscope.lint.bindings import (
     Binding,
     class_attributes,
@@ -59,7 +60,7 @@ from hookscope.lint.methods import (
     is_staticmethod,
 )
 from hookscope.lint.narrowing import Guard, guards, narrowed
-from hookscope.lint.passing import calls_by_name, given_by_callers, unpacked
+from hookscope.lint.passing import calls_by_name, given_by_callers, says_nothing, unpacked
 from hookscope.lint.pyfile import PyFile, Scope
 from hookscope.lint.registries import registry_class
 from hookscope.lint.tuples import tuple_item
@@ -148,7 +149,7 @@ class Resolver(ClassKinds):
         while current is not None:
             if not isinstance(current.node, ast.ClassDef):
                 bindings = self.bindings_of(current.node).get(name)
-                if bindings and all(b.kind == "opaque" and b.expr is None for b in bindings):
+                if bindings and all(says_nothing(b) for b in bindings):
                     found = fixture(self, name, current, depth) or self._parameter(
                         current, name, depth
                     )
@@ -175,7 +176,8 @@ class Resolver(ClassKinds):
             return None if default is None else self.resolve(default, outer, depth + 1)
         if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return None
-        if name not in {a.arg for a in [*func.args.posonlyargs, *func.args.args]}:
+        args = func.args
+        if name not in {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}:
             return None
         key = (id(func), name)
         if key in self._inferring:
@@ -387,7 +389,8 @@ class Resolver(ClassKinds):
             return element(self, binding.expr, binding.position, scope, depth)
         if binding.kind == "unpacked":
             return unpacked(self, binding.expr, binding.position or 0, scope, depth)
-        return self.resolve(binding.expr, scope, depth + 1)
+        filled = appended(self, binding, depth) if isinstance(binding.expr, ast.List) else None
+        return filled or self.resolve(binding.expr, scope, depth + 1)
 
     def scope_of(self, owner: ast.AST) -> Scope:
         scope = self.file.scopes.get(id(owner))

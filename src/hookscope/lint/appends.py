@@ -1,0 +1,119 @@
+"""Lists filled after they are made: ``layers = []`` then ``layers.append(Block())``.
+
+An empty list display says nothing of its elements; what the code then puts in it does.
+For a local name, the appends are those of the function that made the list (not of
+functions nested in it); for ``self.blocks = []``, those of every method of the class
+on ``self.blocks``. ``append(x)``, ``insert(i, x)``, ``extend([...])`` and ``+= [...]``
+count, and the elements are known when every value so added resolves to one kind; an
+``extend`` or ``+=`` of anything but a display leaves them unknown.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from hookscope.lint.bindings import Binding, dotted, own_nodes
+from hookscope.lint.kinds import Kind, Resolved
+from hookscope.lint.pyfile import Scope
+
+if TYPE_CHECKING:
+    from hookscope.lint.resolve import Resolver
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def appended(resolver: Resolver, binding: Binding, depth: int) -> Resolved | None:
+    """The list ``binding`` makes (an empty display) with the kind of what is appended
+    to it; ``None`` when nothing is known of that."""
+    target = _target(binding)
+    owner = binding.owner
+    if target is None or not isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    scope = resolver.scope_of(owner)
+    if "." not in target:
+        funcs: list[Function] = [owner]
+    elif scope.cls is not None and target.startswith(f"{scope.self_name}."):
+        funcs = [
+            f for f in scope.cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ]
+    else:
+        return None
+    values: list[tuple[ast.expr, Scope]] = []
+    for func in funcs:
+        where = resolver.scope_of(func)
+        spelled = target if func is owner else _respelled(target, scope, where)
+        if spelled is None:
+            continue
+        found = _values(func, spelled)
+        if found is None:
+            return None  # ``xs.extend(other)``: what it adds is not read here
+        values.extend((v, where) for v in found)
+    results = [resolver.resolve(v, s, depth + 1) for v, s in values]
+    kinds = {r.kind for r in results}
+    if not results or len(kinds) != 1 or Kind.UNKNOWN in kinds or any(r.is_class for r in results):
+        return None
+    first = values[0][0]
+    shown = " ".join(ast.unparse(first).split())
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    via = f"{target} = [] filled with {shown} at {resolver.file.path}:{first.lineno}"
+    return Resolved(Kind.OTHER, elem=kinds.pop(), via=via)
+
+
+def _target(binding: Binding) -> str | None:
+    """``layers`` or ``self.blocks``: what ``binding`` (an empty list display) is
+    assigned to."""
+    value = binding.expr
+    if not (isinstance(value, ast.List) and not value.elts):
+        return None
+    for node in own_nodes(getattr(binding.owner, "body", [])):
+        if isinstance(node, ast.Assign) and node.value is value and len(node.targets) == 1:
+            return dotted(node.targets[0])
+        if isinstance(node, ast.AnnAssign) and node.value is value:
+            return dotted(node.target)
+    return None
+
+
+def _respelled(target: str, made: Scope, scope: Scope) -> str | None:
+    """``self.blocks`` spelled with the ``self`` name of another method."""
+    if not scope.self_name or not made.self_name:
+        return None
+    return f"{scope.self_name}.{target.partition('.')[2]}"
+
+
+def _values(func: Function, target: str) -> list[ast.expr] | None:
+    """What ``func`` (its own body) puts into ``target``; ``None`` if it adds something
+    that cannot be read (``extend`` of a name, ``+=`` of a call)."""
+    out: list[ast.expr] = []
+    own = own_nodes(func.body)
+    if sum(_adds_to(n, target) for n in ast.walk(func)) != sum(_adds_to(n, target) for n in own):
+        return None  # a nested function (a hook, say) adds to it too
+    for node in own:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if dotted(node.func.value) != target:
+                continue
+            method, args = node.func.attr, node.args
+            if method == "append" and len(args) == 1:
+                out.append(args[0])
+            elif method == "insert" and len(args) == 2:
+                out.append(args[1])
+            elif method == "extend" and len(args) == 1:
+                if not isinstance(args[0], (ast.List, ast.Tuple)):
+                    return None
+                out.extend(args[0].elts)
+        elif isinstance(node, ast.AugAssign) and dotted(node.target) == target:
+            if not isinstance(node.value, (ast.List, ast.Tuple)):
+                return None
+            out.extend(node.value.elts)
+    return out
+
+
+def _adds_to(node: ast.AST, target: str) -> bool:
+    if isinstance(node, ast.AugAssign):
+        return dotted(node.target) == target
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("append", "insert", "extend")
+        and dotted(node.func.value) == target
+    )

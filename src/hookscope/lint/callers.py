@@ -1,0 +1,173 @@
+"""Callers in other project files: what they pass to a parameter of this file's function.
+
+A helper of one file is often called only from others (``def compare(eager_model,
+compiled_model)`` in a test utility, called by the test files that import it). When the
+file itself never calls it, an unannotated parameter is what every call in the files
+that import the helper by name (``from pkg.utils import compare``) passes, when they all
+pass modules (or instances of one kind). The importing files are found by a text scan of
+the project's files, once per index and process (the same files the class index was built
+from); each is parsed on demand, once. A file that imports the name and does anything
+else with it than calling it (hands it on as a callback, say) makes the answer unknown.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from hookscope.lint.crossfile import foreign_file
+from hookscope.lint.kinds import Kind, Resolved
+from hookscope.lint.pyfile import Scope
+from hookscope.lint.source import DEFAULT_MAX_FILE_SIZE, Unreadable, read_bytes
+
+if TYPE_CHECKING:
+    from hookscope.lint.index import ClassIndex
+    from hookscope.lint.resolve import Resolver
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+# ``from pkg.mod import a, b as c`` or ``from .mod import (\n a,\n b,\n)``.
+# (A literal start lets the regex engine skip to each "from"; one in a string or comment
+# only adds a file to look at.)
+_FROM_IMPORT = re.compile(rb"from[ \t]+[\w.]+[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)")
+_COMMENT = re.compile(rb"#[^\n]*")
+# Files that import a name a caller needs more than this are not read one by one.
+MAX_IMPORTERS = 30
+
+# (file relative to the root, the names its ``from ... import`` lines list), for one index
+_IMPORT_LISTS: list[tuple[str, bytes]] = []
+_IMPORTERS: dict[str, list[str]] = {}  # name -> the files importing it, as asked
+_IMPORTERS_INDEX: list[tuple[int, str, int]] = [(0, "", 0)]
+
+
+def importers(index: ClassIndex, name: str) -> list[str]:
+    """The project files (those the index holds classes or functions of) with a
+    ``from ... import name`` (or ``... as name``)."""
+    stamp = (id(index), index.root, len(index.defs) + len(index.functions))
+    if _IMPORTERS_INDEX[0] != stamp:
+        _IMPORTERS_INDEX[0] = stamp
+        _IMPORTERS.clear()
+        _IMPORT_LISTS[:] = _import_lists(index)
+    if name not in _IMPORTERS:
+        raw = name.encode()
+        word = re.compile(rb"\b" + re.escape(raw) + rb"\b")
+        _IMPORTERS[name] = [
+            where for where, listed in _IMPORT_LISTS if raw in listed and word.search(listed)
+        ]
+    return _IMPORTERS[name]
+
+
+def _import_lists(index: ClassIndex) -> list[tuple[str, bytes]]:
+    """``(file, the text of its from-import lists)`` for every project file that has one,
+    read once per index."""
+    entries = [where for defs in index.defs.values() for _, where in defs]
+    entries += [entry[3] for found in index.functions.values() for entry in found]
+    out = []
+    for where in sorted({w.rpartition(":")[0] for w in entries}):
+        path = os.path.join(index.root, where) if index.root else where
+        try:
+            data = read_bytes(path, DEFAULT_MAX_FILE_SIZE)
+        except Unreadable:
+            continue
+        if b"import" in data:
+            listed = b" ".join(m.group(1) for m in _FROM_IMPORT.finditer(data))
+            out.append((where, _COMMENT.sub(b"", listed)))
+    return out
+
+
+def _own_where(resolver: Resolver, name: str, line: int, is_class: bool) -> str:
+    """``path`` (relative to the root) of this file when the index holds exactly one
+    definition of ``name``, this file's at ``line``; ``""`` otherwise."""
+    index = resolver.index
+    if is_class:
+        wheres = [where for _, where in index.defs.get(name, ())]
+    else:
+        wheres = [entry[3] for entry in index.functions.get(name, ())]
+    if len(wheres) != 1:
+        return ""
+    path, _, at = wheres[0].rpartition(":")
+    full = os.path.join(index.root, path) if index.root else path
+    same = os.path.abspath(full) == os.path.abspath(resolver.file.path)
+    return path if same and (is_class or at == str(line)) else ""
+
+
+def given_in_other_files(
+    resolver: Resolver, func: Function, scope: Scope, name: str, depth: int
+) -> Resolved | None:
+    """The parameter ``name`` of ``func`` (a module-level function, or the ``__init__`` of
+    a module-level class) from what the calls in the files importing it pass."""
+    from hookscope.lint.passing import (
+        argument_for,
+        left_none,
+        passed,
+    )  # (passing imports this module)
+
+    is_class = func.name == "__init__"
+    owner = scope.cls if is_class else func
+    if owner is None or owner not in resolver.file.tree.body:
+        return None
+    where = _own_where(resolver, owner.name, func.lineno, is_class)
+    if not where:
+        return None
+    # ``from pkg.utils import compare``, or ``from pkg import utils as u`` and ``u.compare``
+    stem = os.path.basename(where).removesuffix(".py")
+    through = importers(resolver.index, stem)  # (a common stem, ``utils``, is left out)
+    named = importers(resolver.index, owner.name)
+    files = sorted({*named, *(through if len(through) <= MAX_IMPORTERS else ())})
+    if not files or len(files) > MAX_IMPORTERS:
+        return None
+    results: list[tuple[ast.Call, Resolver, Resolved]] = []
+    for other_where in files:
+        other = foreign_file(resolver, other_where)
+        if other is None:
+            return None  # unreadable, or this file: its calls were looked at already
+        calls = other.calls_named(owner.name)
+        if not calls and owner.name in other.file.text:
+            return None  # used some other way than called (handed on, say)
+        for call, caller in calls:
+            if not _runs(other, call, caller, owner.name, where, is_class):
+                return None
+            skip = 1 if is_class else 0
+            argument = argument_for(func, skip, call, name)
+            if argument is None and left_none(func, skip, call, name):
+                continue  # ``None`` there: that call never reaches a ``.forward``
+            if argument is None:
+                return None
+            result = passed(other, argument, call, caller, depth)
+            if result.kind is Kind.UNKNOWN or result.is_class:
+                return None
+            results.append((call, other, result))
+    if not results or len({(r.kind, r.container, r.elem) for _, _, r in results}) != 1:
+        return None
+    call, other, first = results[0]
+    shown = " ".join(ast.unparse(call).split())
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    what = "a module" if first.kind is Kind.MODULE else f"the same kind ({first.kind.value})"
+    return replace(
+        first,
+        name=name,
+        cls=first.cls if len({r.cls for _, _, r in results}) == 1 else "",
+        via=f"every call passes {what}: {shown} at {other.file.path}:{call.lineno}",
+    )
+
+
+def _runs(
+    other: Resolver, call: ast.Call, scope: Scope, name: str, where: str, is_class: bool
+) -> bool:
+    """Whether ``call`` (in ``other``) runs the one ``name`` defined in ``where``."""
+    found = other.resolve(call.func, scope)
+    if is_class:
+        return found.is_class and found.name == name and _own_file(other, name, where)
+    module, _, called = found.factory.partition(":")
+    if called != name:
+        return False
+    chosen = other.index.functions_in(name, module) or other.index.functions.get(name, ())
+    return len(chosen) == 1 and chosen[0][3].rpartition(":")[0] == where
+
+
+def _own_file(other: Resolver, name: str, where: str) -> bool:
+    """Whether every class ``name`` of the project is defined in ``where``."""
+    return {w.rpartition(":")[0] for _, w in other.index.defs.get(name, ())} == {where}

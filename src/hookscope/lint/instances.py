@@ -1,0 +1,224 @@
+"""Calls of instances: what ``wrapper(embedding)`` passes to ``__call__(self, module)``.
+
+A plain class whose ``__call__`` takes a module (``def __call__(self, module): ...
+module.forward(ids)``) is called through its instances: ``self.bias_direction(
+embedding_layer)`` where ``self.bias_direction: BiasDirectionWrapper``. An unannotated
+parameter of such a ``__call__`` is what every call of an instance of the class (or of
+a project class it derives from, or one deriving from it) passes, in this file and in
+the project files that import one of those classes by name, when every such call passes
+a module. A ``__call__`` shaped like a forward hook (``module, inputs, outputs``) is left
+alone: torch calls it, out of sight.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from hookscope.lint.callers import MAX_IMPORTERS, importers
+from hookscope.lint.classes import base_names
+from hookscope.lint.crossfile import foreign_file
+from hookscope.lint.kinds import Kind, Resolved
+from hookscope.lint.methods import find_method
+from hookscope.lint.pyfile import PyFile, Scope
+
+if TYPE_CHECKING:
+    from hookscope.lint.index import ClassIndex
+    from hookscope.lint.resolve import Resolver
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+# One look-up at a time: resolving the callees of a whole file must not start another.
+_BUSY: list[bool] = [False]
+
+
+def given_to_instances(
+    resolver: Resolver, func: Function, scope: Scope, name: str, depth: int
+) -> Resolved | None:
+    """The parameter ``name`` of ``func``, the ``__call__`` of a module-level class."""
+    if _BUSY[0]:
+        return None
+    _BUSY[0] = True
+    try:
+        return _given(resolver, func, scope, name, depth)
+    finally:
+        _BUSY[0] = False
+
+
+def _given(
+    resolver: Resolver, func: Function, scope: Scope, name: str, depth: int
+) -> Resolved | None:
+    from hookscope.lint.passing import argument_for, passed  # (passing imports this module)
+
+    cls = scope.cls
+    params = [*func.args.posonlyargs, *func.args.args]
+    if cls is None or cls not in resolver.file.tree.body or len(params) > 3:
+        return None  # (``self, module, inputs, outputs``: a hook, called by torch)
+    types = _related(resolver, cls)
+    files = sorted({f for t in types for f in importers(resolver.index, t)})
+    if len(files) > MAX_IMPORTERS:
+        return None
+    others = [foreign_file(resolver, where) for where in files]
+    results: list[tuple[ast.Call, Resolver, Resolved]] = []
+    for owner in [resolver, *(o for o in others if o is not None)]:
+        for call, caller in _calls(owner.file):
+            called = owner.resolve(call.func, caller, depth + 1)
+            if called.is_class or called.function is not None or called.cls not in types:
+                continue
+            argument = argument_for(func, 1, call, name)
+            if argument is None:
+                return None
+            result = passed(owner, argument, call, caller, depth)
+            if result.kind is Kind.UNKNOWN or result.is_class:
+                return None
+            results.append((call, owner, result))
+    found_kind = _agreed(results, f"every call of a {cls.name}")
+    return None if found_kind is None else replace(found_kind, name=name)
+
+
+def given_to_method(
+    resolver: Resolver, func: Function, scope: Scope, name: str, depth: int
+) -> Resolved | None:
+    """The parameter ``name`` of ``func``, a method of a module-level class that its own
+    file never calls: what every ``obj.method(...)`` on an instance of the class (or of a
+    related class) passes in the files importing one of them (a base test class's
+    helper, called as ``self.check(model)`` by the test files deriving from it)."""
+    if _BUSY[0]:
+        return None
+    _BUSY[0] = True
+    try:
+        return _given_to_method(resolver, func, scope, name, depth)
+    finally:
+        _BUSY[0] = False
+
+
+def _given_to_method(
+    resolver: Resolver, func: Function, scope: Scope, name: str, depth: int
+) -> Resolved | None:
+    from hookscope.lint.passing import argument_for, left_none, passed  # (passing imports this)
+
+    cls = scope.cls
+    if cls is None or cls not in resolver.file.tree.body or scope.method is not func:
+        return None
+    types = _related(resolver, cls, func.name)
+    files = sorted({f for t in types for f in importers(resolver.index, t)})
+    if len(files) > MAX_IMPORTERS:
+        return None
+    results: list[tuple[ast.Call, Resolver, Resolved]] = []
+    for other in (foreign_file(resolver, where) for where in files):
+        if other is None:
+            return None
+        calls = other.calls_named(func.name)
+        if not calls and func.name in other.file.text:
+            return None  # handed on or called some other way
+        for call, caller in calls:
+            if not isinstance(call.func, ast.Attribute):
+                return None
+            receiver = other.resolve(call.func.value, caller, depth + 1)
+            if receiver.cls and not receiver.is_class and receiver.cls not in types:
+                continue  # a method of the same name on another class
+            if receiver.is_class or receiver.cls not in types:
+                return None  # ``Cls.method(obj, x)``, or a receiver of unknown type
+            argument = argument_for(func, 1, call, name)
+            if argument is None and left_none(func, 1, call, name):
+                continue
+            result = None if argument is None else passed(other, argument, call, caller, depth)
+            if result is None or result.kind is Kind.UNKNOWN or result.is_class:
+                return None
+            results.append((call, other, result))
+    found_kind = _agreed(results, f"every call of {cls.name}.{func.name}")
+    return None if found_kind is None else replace(found_kind, name=name)
+
+
+def _agreed(results: list[tuple[ast.Call, Resolver, Resolved]], what: str) -> Resolved | None:
+    """The one kind every call passes, described by its first call; ``None`` if none or
+    they differ."""
+    if not results or len({(r.kind, r.container, r.elem) for _, _, r in results}) != 1:
+        return None
+    call, owner, first = results[0]
+    shown = " ".join(ast.unparse(call).split())
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    kind = "a module" if first.kind is Kind.MODULE else f"the same kind ({first.kind.value})"
+    return replace(
+        first,
+        cls=first.cls if len({r.cls for _, _, r in results}) == 1 else "",
+        via=f"{what} passes {kind}: {shown} at {owner.file.path}:{call.lineno}",
+    )
+
+
+def _related(resolver: Resolver, cls: ast.ClassDef, method: str = "__call__") -> set[str]:
+    """``cls``'s name with the project classes deriving from it and those it derives from
+    that have ``method`` (a call typed as one of them may run ``cls``'s)."""
+    names = {cls.name}
+    todo = [b.rsplit(".", 1)[-1] for b in base_names(cls)]
+    while todo:  # ancestors
+        base = todo.pop()
+        if base in names or (base not in resolver.file.classes and base not in resolver.index):
+            continue
+        if find_method(resolver, base, method) is None:
+            continue  # neither it nor its bases declare ``method``
+        names.add(base)
+        local = resolver.file.classes.get(base)
+        bases = [base_names(local)] if local is not None else resolver.index.get(base) or ()
+        todo.extend(b.rsplit(".", 1)[-1] for group in bases for b in group)
+    children = _children(resolver.index)
+    down = {cls.name}
+    todo = [cls.name]
+    while todo:  # descendants, in the project index (this file's classes are in it too)
+        for child in children.get(todo.pop(), ()):
+            if child not in down:
+                down.add(child)
+                todo.append(child)
+    return names | down
+
+
+# class name -> the names of the project classes naming it as a base, for one index
+_CHILDREN: dict[str, list[str]] = {}
+_CHILDREN_INDEX: list[tuple[int, int]] = [(0, 0)]
+
+
+def _children(index: ClassIndex) -> dict[str, list[str]]:
+    stamp = (id(index), len(index.bases))
+    if _CHILDREN_INDEX[0] != stamp:
+        _CHILDREN_INDEX[0] = stamp
+        _CHILDREN.clear()
+        for name, variants in index.bases.items():
+            for base in {b.rsplit(".", 1)[-1] for group in variants for b in group}:
+                _CHILDREN.setdefault(base, []).append(name)
+    return _CHILDREN
+
+
+def _calls(pyfile: PyFile) -> list[tuple[ast.Call, Scope]]:
+    """The calls in the file that may call an instance, with their scopes: of a local
+    name (``fn(x)``, not a function, class, import or builtin), or of an attribute that
+    the file assigns on ``self`` (``self.bias_direction(x)``). Other calls (functions,
+    methods, ``torch.cat``) are not looked at: resolving every callee would cost more
+    than the rest of the file's analysis."""
+    named: set[str] = set(dir(builtins))
+    assigned: set[str] = set()
+    for node in ast.walk(pyfile.tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            named.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            named.update((a.asname or a.name).partition(".")[0] for a in node.names)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            assigned.add(node.attr)
+    out = []
+    stack: list[tuple[ast.AST, Scope]] = [(pyfile.tree, pyfile.scopes[id(pyfile.tree)])]
+    while stack:
+        node, scope = stack.pop()
+        if isinstance(node, ast.Call):
+            func = node.func
+            if (isinstance(func, ast.Name) and func.id not in named) or (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id == scope.self_name
+                and func.attr in assigned
+            ):
+                out.append((node, scope))
+        inner = pyfile.scopes.get(id(node), scope)
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+    return out
