@@ -186,7 +186,7 @@ def gathers_parameters(model: nn.Module) -> bool:
 
 def _fsdp_module(model: nn.Module) -> nn.Module | None:
     fsdp = sys.modules.get("torch.distributed.fsdp")
-    if fsdp is None:
+    if fsdp is None or not initialized():  # FSDP needs a process group
         return None
     sharded = tuple(getattr(fsdp, name) for name in ("FullyShardedDataParallel", "FSDPModule"))
     return next((module for module in model.modules() if isinstance(module, sharded)), None)

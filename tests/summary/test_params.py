@@ -113,3 +113,25 @@ def test_depth_limits_rows_not_totals() -> None:
     assert top.macs == full.macs == 16 + 8
     assert top.rows[1].macs == 16
     assert [r.name for r in hookscope.summary(model, torch.randn(1, 4), depth=0).rows] == [""]
+
+
+def test_one_pass_counts_equal_each_module_counted_alone() -> None:
+    from hookscope.summary.params import params_by_module, tensor_key
+
+    block = nn.Sequential(nn.Linear(6, 6), nn.LayerNorm(6))
+    model = nn.Sequential(block, nn.Sequential(block, nn.Linear(6, 6)), nn.Embedding(10, 6))
+    model[2].weight = model[1][1].weight = nn.Parameter(torch.randn(6, 6))  # tied across branches
+    model[1][1].bias.requires_grad_(False)  # partly frozen
+    got = params_by_module(model)
+    for module in model.modules():
+        unique = {tensor_key(p): p for _, p in module.named_parameters(remove_duplicate=False)}
+        own = {tensor_key(p): p for p in module.parameters(recurse=False)}
+        total = sum(p.numel() for p in unique.values())
+        trained = sum(p.numel() for p in unique.values() if p.requires_grad)
+        assert got[id(module)].own == sum(p.numel() for p in own.values())
+        assert got[id(module)].total == total
+        expected = (
+            "" if not total else "yes" if trained == total else "no" if not trained else "partial"
+        )
+        assert got[id(module)].trainable == expected
+    assert got[id(model)].total == 6 * 6 + 6 + 12 + 6 * 6 + 6  # block once, tied weight once

@@ -158,3 +158,29 @@ def test_noop_autocast_on_the_meta_device_does_not_force_a_fallback() -> None:
     assert s.macs == 2 * 3 * 4 * 4
     with torch.autocast("cpu", dtype=torch.bfloat16):  # other device types: untouched
         assert torch.get_autocast_dtype("cpu") == torch.bfloat16
+
+
+class KeepsNormFrozen(nn.Module):
+    """Overrides ``train``: its norm layer stays in eval mode whatever the caller asks."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc, self.norm = nn.Linear(4, 4), nn.BatchNorm1d(4)
+        self.modes: list[bool] = []
+
+    def train(self, mode: bool = True) -> KeepsNormFrozen:
+        self.modes.append(mode)
+        super().train(mode)
+        self.norm.eval()
+        return self
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        assert not self.training and not self.norm.training
+        return self.norm(self.fc(x))
+
+
+def test_a_model_that_overrides_train_goes_through_its_eval() -> None:
+    model = KeepsNormFrozen().train()
+    hookscope.summary(model, input_size=(2, 4))
+    assert model.modes == [True, False]  # the summary called model.eval()
+    assert (model.training, model.fc.training, model.norm.training) == (True, True, False)

@@ -24,6 +24,7 @@ from hookscope.errors import UsageError
 from hookscope.hooks.compiled import warn_stale
 from hookscope.hooks.describe import callable_name
 from hookscope.hooks.handles import HandleGroup, HookFailure, HookKind, Registration
+from hookscope.hooks.modelwide import PostHook, PreHook, add_model_hooks
 from hookscope.hooks.paramgrads import grad_targets, slot_hook
 from hookscope.hooks.policy import ON_ERROR, HookRunner, OnError
 from hookscope.hooks.selection import (
@@ -180,6 +181,19 @@ class HookSession:
                 fn, prepend=prepend, with_kwargs=with_kwargs, always_call=always_call
             ),
         )
+
+    def add_model_hooks(self, pre: PreHook, post: PostHook) -> None:
+        """Run ``pre`` before and ``post`` after every call of a module of the model.
+
+        ``pre(name, module, args) -> None``;
+        ``post(name, module, args, kwargs, output) -> None``, also when the
+        forward raised (then ``kwargs`` and ``output`` are None). Two
+        process-wide hooks whatever the model's size, where per-module hooks
+        cost a registration each; they run before the module's own hooks and
+        only observe (see `hookscope.hooks.modelwide`).
+        """
+        self._check_active()
+        add_model_hooks(self, pre, post)
 
     def add_forward_pre_hook(
         self,

@@ -28,7 +28,7 @@ from hookscope.summary.inputs import (
     normalize_sizes,
     to_device,
 )
-from hookscope.summary.params import ModuleParams, model_totals, module_params
+from hookscope.summary.params import ModuleParams, model_totals, params_by_module
 from hookscope.summary.records import ModelSummary, SummaryRow, UncountedOp
 
 _META = torch.device("meta")
@@ -94,7 +94,7 @@ def summary(
         target = model_device(model)  # FSDP hooks gather real shards: no meta run
     args = _build_args(inputs, input_size, dtypes, kwargs, target)
     flags = [(module, module.training) for module in model.modules()]
-    model.eval()
+    _eval(model, flags)
     try:
         collected, used, reason = _run(model, args, kwargs, target, input_size is not None)
     finally:
@@ -102,6 +102,15 @@ def summary(
             module.training = training
     names = CleanNames(model, keep_wrappers=keep_wrappers)
     return _build(model, (args, kwargs), collected, used, reason, depth, names)
+
+
+def _eval(model: nn.Module, flags: list[tuple[nn.Module, bool]]) -> None:
+    """``model.eval()``; the flags set directly where no module overrides ``train``."""
+    if any(type(module).train is not nn.Module.train for module, _ in flags):
+        model.eval()
+        return
+    for module, _ in flags:
+        module.__dict__["training"] = False  # what train(False) does, without __setattr__
 
 
 def _parse_device(device: str | torch.device | None) -> torch.device | None:
@@ -179,7 +188,7 @@ def _forward(
 def _rows(
     model: nn.Module, collected: Collected, depth: int | None, names: CleanNames
 ) -> tuple[SummaryRow, ...]:
-    per_module = {id(m): module_params(m) for m in model.modules()}
+    per_module = params_by_module(model)
     empty = ModuleParams(0, 0, "")
     rows: list[SummaryRow] = []
     for rec in collected.records:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,46 +20,43 @@ from torch import nn
 
 from hookscope.errors import ForwardError
 from hookscope.hooks import session
+from hookscope.summary import opcache
 from hookscope.summary.counter import CallRecord, MacCounter
 from hookscope.summary.meta import meta_autocast
-from hookscope.summary.opcache import OpCache
 from hookscope.summary.swap import stand_ins
 
 #: At most this many tensor shapes are recorded per module input or output.
 MAX_SHAPES = 16
 
 
-def iter_tensors(obj: Any, _depth: int = 0) -> Iterator[torch.Tensor]:
-    """Tensors in nested tuples, lists and mappings (HF ``ModelOutput`` included)."""
+def iter_tensors(obj: Any) -> list[torch.Tensor]:
+    """Tensors in nested tuples, lists and mappings (HF ``ModelOutput`` included), in order."""
+    found: list[torch.Tensor] = []
+    _gather(obj, found, 0)
+    return found
+
+
+def _gather(obj: Any, found: list[torch.Tensor], depth: int) -> None:
+    # a list filled in place, no generators: it runs twice per module call
     if isinstance(obj, torch.Tensor):
-        yield obj
-    elif _depth < 6 and isinstance(obj, (list, tuple)):
+        found.append(obj)
+    elif depth < 6 and isinstance(obj, (list, tuple)):
         for item in obj:
-            yield from iter_tensors(item, _depth + 1)
-    elif _depth < 6 and isinstance(obj, Mapping):
+            _gather(item, found, depth + 1)
+    elif depth < 6 and isinstance(obj, Mapping):
         for item in obj.values():
-            yield from iter_tensors(item, _depth + 1)
+            _gather(item, found, depth + 1)
 
 
 def shapes_of(obj: Any) -> tuple[tuple[int, ...], ...]:
     """Shapes of the first `MAX_SHAPES` tensors in ``obj``."""
-    shapes: list[tuple[int, ...]] = []
-    for tensor in iter_tensors(obj):
-        if len(shapes) == MAX_SHAPES:
-            break
-        shapes.append(tuple(int(n) for n in tensor.shape))
-    return tuple(shapes)
+    return tuple(tuple(map(int, t.shape)) for t in iter_tensors(obj)[:MAX_SHAPES])
 
 
 def bytes_of(obj: Any) -> int:
     """Bytes of every distinct tensor in ``obj``."""
-    seen: set[int] = set()
-    total = 0
-    for tensor in iter_tensors(obj):
-        if id(tensor) not in seen:
-            seen.add(id(tensor))
-            total += tensor.numel() * tensor.element_size()
-    return total
+    distinct = {id(t): t for t in iter_tensors(obj)}
+    return sum(t.numel() * t.element_size() for t in distinct.values())
 
 
 @dataclass
@@ -83,8 +80,8 @@ class _Recorder:
         #: id(exception) -> (exception, the calls open when it left the innermost module)
         self.failures: dict[int, tuple[BaseException, list[CallRecord]]] = {}
 
-    def pre(self, name: str, module: nn.Module, args: Any, kwargs: Any) -> None:
-        """Forward pre-hook ``(name, module, args, kwargs) -> None``: open a call."""
+    def pre(self, name: str, module: nn.Module, _args: Any) -> None:
+        """Model-wide pre-hook ``(name, module, args) -> None``: open a call."""
         key = id(module)
         self.calls[key] = self.calls.get(key, 0) + 1
         record = CallRecord(
@@ -94,37 +91,32 @@ class _Recorder:
             depth=len(self.stack),
             module_id=key,
             call=self.calls[key],
-            input_shapes=shapes_of((args, kwargs)),
         )
         if self.stack:
             self.stack[-1].children.append(record)
         self.records.append(record)
         self.stack.append(record)
 
-    def post(self, _name: str, module: nn.Module, _args: Any, output: Any) -> None:
-        """Forward hook ``(name, module, args, output) -> None``: close the call."""
+    def post(self, _name: str, module: nn.Module, args: Any, kwargs: Any, output: Any) -> None:
+        """Model-wide post-hook ``(name, module, args, kwargs, output) -> None``: close the call.
+
+        ``kwargs`` is None when the forward raised: PyTorch runs the hook
+        inside its ``except`` block, and the first such call (innermost
+        module) sees the whole chain still open.
+        """
         record = self.stack[-1] if self.stack else None
         if record is None or record.module_id != id(module):
             return  # not opened by ``pre`` (hooks added mid-forward)
         self.stack.pop()
+        record.input_shapes = shapes_of((args, kwargs or {}))
+        if kwargs is None:
+            exc = sys.exc_info()[1]
+            if exc is not None and id(exc) not in self.failures:
+                self.failures[id(exc)] = (exc, [*self.stack, record])
+            return
         record.output_shapes = shapes_of(output)
         record.output_bytes = bytes_of(output)
         record.finished = True
-
-    def post_always(self, _name: str, module: nn.Module, _args: Any, _output: Any) -> None:
-        """Forward hook with ``always_call=True``: close a call whose forward raised.
-
-        On success ``post`` already closed the call. When the forward raised,
-        PyTorch runs only always-call hooks, inside its ``except`` block: the
-        first such call (innermost module) sees the whole chain still open.
-        """
-        record = self.stack[-1] if self.stack else None
-        if record is None or record.module_id != id(module) or record.finished:
-            return
-        exc = sys.exc_info()[1]
-        if exc is not None and id(exc) not in self.failures:
-            self.failures[id(exc)] = (exc, list(self.stack))
-        self.stack.pop()
 
 
 def run_forward(
@@ -143,11 +135,9 @@ def run_forward(
             it raised in and the modules that had finished.
     """
     recorder = _Recorder()
-    counter = MacCounter(recorder.stack, OpCache() if device.type == "meta" else None)
+    counter = MacCounter(recorder.stack, opcache.shared() if device.type == "meta" else None)
     with session(model, detect_bypass=True, bypass="record", keep_wrappers=True) as hooks:
-        hooks.add_forward_pre_hook(recorder.pre, with_kwargs=True)
-        hooks.add_forward_hook(recorder.post)
-        hooks.add_forward_hook(recorder.post_always, always_call=True)
+        hooks.add_model_hooks(recorder.pre, recorder.post)
         try:
             with stand_ins(model, device), torch.no_grad(), counter, _no_ops(device):
                 output = model(*args, **kwargs)

@@ -32,7 +32,7 @@ class CallRecord:
     depth: int
     module_id: int
     call: int
-    input_shapes: tuple[tuple[int, ...], ...]
+    input_shapes: tuple[tuple[int, ...], ...] = ()
     output_shapes: tuple[tuple[int, ...], ...] = ()
     output_bytes: int = 0
     macs: int = 0

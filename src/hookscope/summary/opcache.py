@@ -1,4 +1,4 @@
-"""Reusing meta-kernel results within one summary: the same op on the same shapes runs once.
+"""Reusing meta-kernel results: the same op on the same shapes runs once per process.
 
 On the meta device most of a summary's time goes to PyTorch's meta kernels,
 many of them Python decompositions (``batch_norm``, elementwise ops through
@@ -10,8 +10,16 @@ and, on a repeat, makes fresh outputs of the recorded shape, strides and
 dtype with ``torch.empty_strided``.
 
 Only ops whose schema makes fresh outputs are cached: no output aliases an
-input (views, in-place ops) and no argument is written to. Arguments of
-unknown types are not keyed: the kernel runs.
+input (views, in-place ops, ``out=`` variants). An op that also writes to an
+argument it does not return (``native_batch_norm``'s running statistics) is
+cached too: every argument is a meta tensor, whose data does not exist.
+Arguments of unknown types (and tensors on other devices) are not keyed:
+the kernel runs. The default dtype is part of
+the key (factory ops without a ``dtype`` use it).
+
+Every summary on the meta device shares one cache (`shared`), so the second
+summary of a model, and a model whose blocks another model also had, skips
+the kernels; it keeps at most `MAX_ENTRIES` keys, the oldest go first.
 """
 
 from __future__ import annotations
@@ -33,7 +41,15 @@ _PLAIN = (
     torch.layout,
 )
 
+_PLAIN_TYPES = frozenset(_PLAIN)
 Spec = tuple[tuple[int, ...], tuple[int, ...], torch.dtype]
+
+#: Keys a cache holds at most (each a few hundred bytes).
+MAX_ENTRIES = 50_000
+
+
+class _Outputs(tuple[Spec, ...]):
+    """The specs of an op that returns several tensors (a spec is a tuple too)."""
 
 
 class _Unkeyable(Exception):
@@ -44,7 +60,7 @@ class OpCache:
     """Outputs' metadata of the meta ops run so far, by op and argument metadata."""
 
     def __init__(self) -> None:
-        self._specs: dict[tuple[Any, ...], Spec | tuple[Spec, ...]] = {}
+        self._specs: dict[tuple[Any, ...], Spec | _Outputs] = {}
         self._fresh: dict[Any, bool] = {}
 
     def run(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -55,42 +71,59 @@ class OpCache:
         if not fresh:
             return func(*args, **kwargs)
         try:
-            key = (func, _key(args), _key(tuple(sorted(kwargs.items()))))
+            kwargs_key = _key(tuple(sorted(kwargs.items())))
+            key = (func, _key(args), kwargs_key, torch.get_default_dtype())
         except _Unkeyable:
             return func(*args, **kwargs)
         spec = self._specs.get(key)
         if spec is None:
             out = func(*args, **kwargs)
             if isinstance(out, torch.Tensor) and out.is_meta:
-                self._specs[key] = _spec(out)
+                self._remember(key, _spec(out))
             elif isinstance(out, tuple) and all(
                 isinstance(t, torch.Tensor) and t.is_meta for t in out
             ):
-                self._specs[key] = tuple(_spec(t) for t in out)
+                self._remember(key, _Outputs(_spec(t) for t in out))
             return out
-        if isinstance(spec[2], torch.dtype):
-            return _make(spec)
-        return tuple(_make(s) for s in spec)
+        if isinstance(spec, _Outputs):
+            return tuple([_make(s) for s in spec])
+        return _make(spec)
+
+    def _remember(self, key: tuple[Any, ...], spec: Spec | _Outputs) -> None:
+        if len(self._specs) >= MAX_ENTRIES:
+            del self._specs[next(iter(self._specs))]
+        self._specs[key] = spec
+
+
+_SHARED = OpCache()
+
+
+def shared() -> OpCache:
+    """The cache every summary on the meta device uses."""
+    return _SHARED
 
 
 def _makes_fresh_tensors(func: Any) -> bool:
     schema = getattr(func, "_schema", None)
     if schema is None or not schema.returns:
         return False
-    if any(r.alias_info is not None or str(r.type) != "Tensor" for r in schema.returns):
-        return False
-    return not any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
+    return not any(r.alias_info is not None or str(r.type) != "Tensor" for r in schema.returns)
 
 
 def _key(value: Any) -> Any:
+    kind = type(value)  # exact types first: this runs for every argument of every op
+    if kind in _PLAIN_TYPES:
+        return (kind, value)
+    if kind is tuple or kind is list:
+        return (kind, *[_key(v) for v in value])
     if isinstance(value, torch.Tensor):
         if not value.is_meta:
             raise _Unkeyable
-        return (tuple(value.shape), value.stride(), value.dtype, value.storage_offset())
+        return (value.shape, value.stride(), value.dtype, value.storage_offset())
     if isinstance(value, (tuple, list)):
-        return (type(value), *(_key(v) for v in value))
+        return (kind, *[_key(v) for v in value])
     if isinstance(value, _PLAIN):
-        return (type(value), value)
+        return (kind, value)
     raise _Unkeyable
 
 

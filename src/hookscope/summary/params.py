@@ -102,13 +102,43 @@ class ModuleParams:
     trainable: Trainable
 
 
-def module_params(module: nn.Module) -> ModuleParams:
-    """Own and total parameter counts of ``module`` and whether they train."""
-    own = unique_tensors(module.parameters(recurse=False))
-    total = unique_tensors(p for _, p in module.named_parameters(remove_duplicate=False))
-    count = sum(p.numel() for p in total)
-    trainable_count = sum(p.numel() for p in total if p.requires_grad)
-    label: Trainable = ""
-    if count:
-        label = "yes" if trainable_count == count else "no" if trainable_count == 0 else "partial"
-    return ModuleParams(sum(p.numel() for p in own), count, label)
+def params_by_module(model: nn.Module) -> dict[int, ModuleParams]:
+    """Own and total parameter counts of ``model`` and every module under it, by ``id``.
+
+    Each module's set of parameters is its own plus its children's, merged
+    by `tensor_key` (tied tensors once), so every parameter is keyed once
+    however deep it sits.
+    """
+    numels: dict[tuple[object, ...], int] = {}
+    trained: dict[tuple[object, ...], int] = {}
+    subtree: dict[int, dict[tuple[object, ...], None]] = {}
+    result: dict[int, ModuleParams] = {}
+
+    def visit(module: nn.Module) -> dict[tuple[object, ...], None]:
+        done = subtree.get(id(module))
+        if done is not None:
+            return done
+        own: dict[tuple[object, ...], None] = {}
+        for param in module._parameters.values():
+            if param is not None:
+                key = tensor_key(param)
+                own[key] = None
+                numels[key] = param.numel()
+                trained[key] = param.numel() if param.requires_grad else 0
+        total = dict(own)
+        for child in module._modules.values():
+            if child is not None:
+                total.update(visit(child))
+        count = sum(map(numels.__getitem__, total))
+        trainable_count = sum(map(trained.__getitem__, total))
+        label: Trainable = ""
+        if count:
+            label = (
+                "yes" if trainable_count == count else "no" if trainable_count == 0 else "partial"
+            )
+        result[id(module)] = ModuleParams(sum(map(numels.__getitem__, own)), count, label)
+        subtree[id(module)] = total
+        return total
+
+    visit(model)
+    return result

@@ -1,0 +1,82 @@
+"""`HookSession.add_model_hooks`: one process-wide pair that sees every module of the model."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+import hookscope
+from hookscope.errors import HookError
+from tests.fixtures.models import KwargsBlock, Raises, mlp
+
+
+def test_every_module_call_in_order_with_names_args_kwargs_and_output() -> None:
+    model = nn.Sequential(KwargsBlock(), nn.ReLU())
+    outsider = nn.Linear(4, 4)  # not in the model: never reported
+    seen: list[tuple[Any, ...]] = []
+    with hookscope.session(model) as s:
+        s.add_model_hooks(
+            lambda name, module, args: seen.append(("pre", name, type(module).__name__)),
+            lambda name, _m, args, kwargs, out: seen.append(
+                ("post", name, tuple(args[0].shape), kwargs, tuple(out.shape))
+            ),
+        )
+        outsider(torch.randn(2, 4))
+        model[0](model(torch.randn(2, 4)), scale=2.0)
+        fired = s.fired
+    assert seen == [
+        ("pre", "", "Sequential"),
+        ("pre", "0", "KwargsBlock"),
+        ("pre", "0.proj", "Linear"),
+        ("post", "0.proj", (2, 4), {}, (2, 4)),
+        ("post", "0", (2, 4), {}, (2, 4)),
+        ("pre", "1", "ReLU"),
+        ("post", "1", (2, 4), {}, (2, 4)),
+        ("post", "", (2, 4), {}, (2, 4)),
+        ("pre", "0", "KwargsBlock"),
+        ("pre", "0.proj", "Linear"),
+        ("post", "0.proj", (2, 4), {}, (2, 4)),
+        ("post", "0", (2, 4), {"scale": 2.0}, (2, 4)),
+    ]
+    assert sorted(fired[""].values()) == [6, 6]  # the pre and the post hook, 6 calls each
+    # removed on close: nothing global is left
+    assert not torch.nn.modules.module._global_forward_pre_hooks
+    assert not torch.nn.modules.module._global_forward_hooks
+
+
+def test_post_runs_when_the_forward_raised_with_the_error_at_hand() -> None:
+    model = Raises()
+    closed: list[tuple[str, Any, Any, str]] = []
+
+    def post(name: str, _module: nn.Module, _args: Any, kwargs: Any, out: Any) -> None:
+        closed.append((name, kwargs is None, out is None, repr(sys.exc_info()[1])))
+
+    with hookscope.session(model) as s:
+        s.add_model_hooks(lambda *_: None, post)
+        with pytest.raises(RuntimeError, match="boom"):
+            model(torch.randn(1, 3))
+    assert closed == [
+        ("first", False, False, "None"),
+        ("", True, True, "RuntimeError('boom in forward')"),
+    ]
+
+
+def test_a_raising_hook_follows_on_error() -> None:
+    model = mlp()
+
+    def bad(name: str, _module: nn.Module, _args: Any) -> None:
+        if name == "1":
+            raise ValueError("no")
+
+    with hookscope.session(model) as s, pytest.raises(HookError, match="no"):
+        s.add_model_hooks(bad, lambda *_: None)
+        model(torch.randn(1, 8))
+    with hookscope.session(model, on_error="warn") as s:
+        s.add_model_hooks(bad, lambda *_: None)
+        with pytest.warns(hookscope.HookWarning):
+            model(torch.randn(1, 8))
+        assert len(s.errors) == 1
