@@ -10,7 +10,9 @@ Usage::
 torchvision's published GMACs as the reference.
 
 For each model and repetition the tools run interleaved: hookscope with its
-default (meta device), torchinfo (real CPU forward) and
+default (meta device), hookscope again with its meta-op cache emptied first
+(``hs_cold``: what a model whose ops no earlier summary in the process ran
+costs), torchinfo (real CPU forward) and
 ``torch.utils.flop_counter.FlopCounterMode`` around a real CPU forward under
 ``no_grad`` (MACs = FLOPs / 2); each time is the median over repetitions after
 one warm-up call each. Counts: hookscope's MACs against FlopCounterMode's and
@@ -38,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from small_models import MODELS as SMALL
 
 import hookscope
+from hookscope.summary import opcache
 
 Entry = tuple[str, Callable[[], nn.Module], tuple[int, ...], torch.dtype]
 
@@ -78,7 +81,22 @@ def run_flopcounter(model: nn.Module, size: tuple[int, ...], dtype: torch.dtype)
     return counter.get_total_flops() // 2, 0
 
 
-TOOLS = {"hookscope": run_hookscope, "torchinfo": run_torchinfo, "flopcounter": run_flopcounter}
+def run_hookscope_cold(
+    model: nn.Module, size: tuple[int, ...], dtype: torch.dtype
+) -> tuple[int, int]:
+    warm, opcache._SHARED = opcache._SHARED, opcache.OpCache()  # no op known from before
+    try:
+        return run_hookscope(model, size, dtype)
+    finally:
+        opcache._SHARED = warm
+
+
+TOOLS = {
+    "hookscope": run_hookscope,
+    "hs_cold": run_hookscope_cold,
+    "torchinfo": run_torchinfo,
+    "flopcounter": run_flopcounter,
+}
 
 
 def main() -> None:
@@ -110,14 +128,16 @@ def main() -> None:
             + "".join(f"{t + ' ms':>15}" for t in TOOLS)
         )
         for name in models:
-            macs = [counts[name, tool][0] for tool in TOOLS]
+            macs = [counts[name, tool][0] for tool in ("hookscope", "flopcounter", "torchinfo")]
             ref = f" (published {published[name]:.2f} G)" if name in published else ""
-            cells = "".join(f"{m:>14,}" for m in (macs[0], macs[2], macs[1]))
+            cells = "".join(f"{m:>14,}" for m in macs)
             print(
                 f"{name:<28}{cells}" + "".join(f"{med[name, t] * 1e3:>15.1f}" for t in TOOLS) + ref
             )
     same_macs = [n for n in models if counts[n, "hookscope"][0] == counts[n, "flopcounter"][0]]
     same_params = [n for n in models if counts[n, "hookscope"][1] == counts[n, "torchinfo"][1]]
+    cold_same = [n for n in models if counts[n, "hs_cold"] == counts[n, "hookscope"]]
+    print(f"hs_cold counts equal to hookscope's: {len(cold_same)}/{len(models)}")
     print(
         f"torch {torch.__version__}, torchinfo {torchinfo.__version__}; {len(models)} models"
         f" ({args.set}), batch 1, {args.reps} reps, medians, {torch.get_num_threads()} threads"
@@ -135,7 +155,8 @@ def main() -> None:
     print(
         f"hookscope / torchinfo {total['hookscope'] / total['torchinfo']:.2f}; "
         f"hookscope / FlopCounterMode {total['hookscope'] / total['flopcounter']:.2f}; "
-        f"hookscope / faster anchor {total['hookscope'] / faster:.2f}"
+        f"hookscope / faster anchor {total['hookscope'] / faster:.2f}; "
+        f"with an empty op cache each time (hs_cold) {total['hs_cold'] / faster:.2f}"
     )
 
 

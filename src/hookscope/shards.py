@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from hookscope.dist import world_size
+from hookscope.dist import initialized, world_size
 from hookscope.names import wrapped_child
 
 
@@ -127,6 +127,8 @@ class FlatGroup:
 def flat_groups(model: nn.Module) -> list[FlatGroup]:
     """Every FSDP1 flat parameter under ``model`` (empty for anything else), each once."""
     groups: list[FlatGroup] = []
+    if not initialized():
+        return groups  # FSDP needs a process group
     seen: set[int] = set()
     for unit, module in model.named_modules():
         flat = _flat_param(module)

@@ -16,6 +16,7 @@ ignored: these hooks observe, never change.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -66,8 +67,13 @@ def add_model_hooks(session: HookSession, pre: PreHook, post: PostHook) -> None:
             except Exception as exc:
                 session.failed(post_reg, exc)
 
-    register = torch.nn.modules.module
-    pre_reg.handle = register.register_module_forward_pre_hook(pre_hook)
-    post_reg.handle = register.register_module_forward_hook(
+    hooks = torch.nn.modules.module
+    pre_reg.handle = hooks.register_module_forward_pre_hook(pre_hook)
+    post_reg.handle = handle = hooks.register_module_forward_hook(
         post_hook, with_kwargs=True, always_call=True
     )
+    # torch 2.13's handle forgets the with_kwargs flag on remove; left behind,
+    # it makes every later torch.compile(module) warn about global hooks
+    flags = getattr(hooks, "_global_forward_hooks_with_kwargs", None)
+    if flags is not None and all(ref() is not flags for ref in handle.extra_dict_ref):
+        handle.extra_dict_ref = (*handle.extra_dict_ref, weakref.ref(flags))
