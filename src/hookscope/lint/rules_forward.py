@@ -158,13 +158,26 @@ def _heuristic_applies(name: str, site: CallSite, analysis: Analysis) -> bool:
     return looks_like_module(name, analysis.file.imports_torch)
 
 
+_SCRIPT_DECORATORS = frozenset(
+    {
+        "script",
+        "jit.script",
+        "torch.jit.script",
+        "script_method",
+        "jit.script_method",
+        "torch.jit.script_method",
+    }
+)
+
+
 def in_torchscript(site: CallSite) -> bool:
-    """Whether the call sits in a function decorated with ``torch.jit.script``."""
+    """Whether the call sits in a function decorated with ``torch.jit.script`` or
+    ``torch.jit.script_method`` (a ``ScriptModule`` method): code that is always compiled."""
     scope: Scope | None = site.scope
     while scope is not None:
         for decorator in getattr(scope.node, "decorator_list", []):
             path = dotted(decorator.func if isinstance(decorator, ast.Call) else decorator) or ""
-            if path in ("script", "jit.script", "torch.jit.script"):
+            if path in _SCRIPT_DECORATORS:
                 return True
         scope = scope.parent
     return False
@@ -251,8 +264,10 @@ def _self_forward_calls(analysis: Analysis) -> Iterator[tuple[CallSite, ast.Attr
         scope = site.scope
         if scope.cls is None or scope.method is None or not _is_self(func.value, site):
             continue
-        if scope.method.name in _entry_methods(analysis, scope.cls) or in_scripting_branch(site):
+        if scope.method.name in _entry_methods(analysis, scope.cls):
             continue
+        if in_scripting_branch(site) or in_torchscript(site):
+            continue  # compiled TorchScript, where ``.forward()`` is the required form
         kind, _ = analysis.resolver.class_kind(scope.cls.name)
         if kind is Kind.MODULE or kind is Kind.UNKNOWN:
             analysis.unsure()  # the entry-method closure needs every method

@@ -1,0 +1,53 @@
+"""Modules built or typed in ways the fresh5 set showed: compiled methods, ``getattr``
+constructors, observers, ``from_pretrained``, fixtures, rewriters (#15)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from hookscope.lint import lint
+from tests.lint.conftest import expected_codes
+
+
+def _project(tmp_path: Path, name: str, source: str) -> Path:
+    (tmp_path / ".git").mkdir(exist_ok=True)
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(source), encoding="utf-8")
+    return path
+
+
+def _found(tmp_path: Path, path: Path, codes: tuple[str, ...] = ("HS1",)) -> set[tuple[int, str]]:
+    findings = lint(tmp_path, select=list(codes), config=False)
+    return {(f.line, f.code) for f in findings if f.path.endswith(path.name)}
+
+
+def test_self_forward_in_a_script_method_is_the_required_form(tmp_path: Path) -> None:
+    path = _project(
+        tmp_path,
+        "scripted.py",
+        """\
+        import torch
+        from torch import nn
+
+
+        class Scripted(torch.jit.ScriptModule):
+            @torch.jit.script_method
+            def forward(self, x):
+                return x
+
+            @torch.jit.script_method
+            def predict(self, x):
+                return self.forward(x)
+
+
+        class Eager(nn.Module):
+            def forward(self, x):
+                return x
+
+            def predict(self, x):
+                return self.forward(x)  # HS102
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)
