@@ -51,3 +51,25 @@ def test_self_forward_in_a_script_method_is_the_required_form(tmp_path: Path) ->
         """,
     )
     assert _found(tmp_path, path) == expected_codes(path)
+
+
+def test_a_torch_nn_class_named_dynamically_builds_a_module(tmp_path: Path) -> None:
+    path = _project(
+        tmp_path,
+        "dynamic.py",
+        """\
+        import torch
+        from torch import nn
+        import helpers
+
+
+        def norms(kind, x):
+            plain = getattr(torch.nn.modules, kind)(4)
+            act = getattr(nn, kind)()
+            other = getattr(helpers, kind)(4)
+            plain.forward(x)  # HS101
+            act.forward(x)  # HS101
+            return other.forward(x)
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)

@@ -93,6 +93,8 @@ def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) ->
     package = import_origin(resolver, package, scope) if package else ""
     if package in libraries.MODEL_FUNCTION_PACKAGES:
         return Resolved(Kind.MODULE, name=last, via=f"a builder of {package} builds a model")
+    if package in libraries.MODULE_CLASS_PACKAGES:  # ``getattr(nn, norm)(dim)``
+        return Resolved(Kind.MODULE, name=last, via=f"a class of {package} is a module")
     if isinstance(func, ast.Attribute) and last.startswith(known.CONSTRUCTOR_PREFIXES):
         # ``object.__new__(Cls)`` / ``Cls.__new__(Cls)``: an instance of its argument
         of = func.value if last != "__new__" or not expr.args else expr.args[0]

@@ -32,6 +32,8 @@ MODEL_FUNCTION_PACKAGES = (
     "torchvision.models.quantization",
     "torchaudio.models",
 )
+# Packages whose public classes are torch modules, so ``getattr(nn, name)(...)`` builds one.
+MODULE_CLASS_PACKAGES = frozenset({"torch.nn", "torch.nn.modules"})
 _NOT_MODEL_FUNCTIONS = ("get_model_weights", "get_weight", "list_models")
 # Single functions of other libraries that build a model: mmdet's and mmseg's APIs,
 # open_clip's and whisper's loaders, peft's wrapper.
