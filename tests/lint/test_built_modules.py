@@ -73,3 +73,33 @@ def test_a_torch_nn_class_named_dynamically_builds_a_module(tmp_path: Path) -> N
         """,
     )
     assert _found(tmp_path, path) == expected_codes(path)
+
+
+def test_torch_ao_observers_are_modules(tmp_path: Path) -> None:
+    path = _project(
+        tmp_path,
+        "observers.py",
+        """\
+        import torch
+        from torch.ao.quantization import HistogramObserver, PerChannelMinMaxObserver
+
+
+        class RunningStats:
+            def forward(self, x):
+                return x
+
+
+        class SmoothObserver(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.act_obs = HistogramObserver()
+                self.ic_obs = PerChannelMinMaxObserver(ch_axis=-1)
+                self.stats = RunningStats()
+
+            def observe(self, x):
+                self.act_obs.forward(x)  # HS101
+                self.stats.forward(x)
+                return self.ic_obs.forward(x)  # HS101
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)

@@ -214,6 +214,25 @@ EXTERNAL_MODULES = frozenset(
         "_AvgPoolNd",
         "_AdaptiveAvgPoolNd",
         "_AdaptiveMaxPoolNd",
+        # torch.ao.quantization's observers and fake-quantizers (nn.Module subclasses)
+        "ObserverBase",
+        "_ObserverBase",
+        "UniformQuantizationObserverBase",
+        "AffineQuantizedObserverBase",
+        "MinMaxObserver",
+        "MovingAverageMinMaxObserver",
+        "PerChannelMinMaxObserver",
+        "MovingAveragePerChannelMinMaxObserver",
+        "HistogramObserver",
+        "FixedQParamsObserver",
+        "PlaceholderObserver",
+        "RecordingObserver",
+        "NoopObserver",
+        "ReuseInputObserver",
+        "FakeQuantizeBase",
+        "FakeQuantize",
+        "FixedQParamsFakeQuantize",
+        "FusedMovingAvgObsFakeQuantize",
     ]
 )
 
