@@ -80,8 +80,7 @@ def test_torch_ao_observers_are_modules(tmp_path: Path) -> None:
         tmp_path,
         "observers.py",
         """\
-        import torch
-        from torch.ao.quantization import HistogramObserver, PerChannelMinMaxObserver
+        from torch.ao.quantization import HistogramObserver, UniformQuantizationObserverBase
 
 
         class RunningStats:
@@ -89,17 +88,14 @@ def test_torch_ao_observers_are_modules(tmp_path: Path) -> None:
                 return x
 
 
-        class SmoothObserver(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.act_obs = HistogramObserver()
-                self.ic_obs = PerChannelMinMaxObserver(ch_axis=-1)
-                self.stats = RunningStats()
-
+        class SmoothObserver(UniformQuantizationObserverBase):
             def observe(self, x):
-                self.act_obs.forward(x)  # HS101
-                self.stats.forward(x)
-                return self.ic_obs.forward(x)  # HS101
+                return self.forward(x)  # HS102
+
+
+        def calibrate(x):
+            HistogramObserver().forward(x)  # HS101
+            return RunningStats().forward(x)
         """,
     )
     assert _found(tmp_path, path) == expected_codes(path)
