@@ -99,3 +99,31 @@ def test_torch_ao_observers_are_modules(tmp_path: Path) -> None:
         """,
     )
     assert _found(tmp_path, path) == expected_codes(path)
+
+
+def test_a_fixture_that_yields_a_module_gives_the_module(tmp_path: Path) -> None:
+    path = _project(
+        tmp_path,
+        "test_yielded.py",
+        """\
+        import pytest
+        from torch import nn
+
+
+        @pytest.fixture
+        def model():
+            net = nn.Linear(2, 2)
+            yield net
+
+
+        @pytest.fixture
+        def batches():
+            yield [nn.Linear(2, 2)]
+
+
+        def test_model(model, batches, x):
+            batches.forward(x)
+            return model.forward(x)  # HS101
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)

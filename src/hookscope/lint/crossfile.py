@@ -3,8 +3,9 @@
 What a function of another file returns is read from the project index (its
 return annotation, or the calls every ``return`` makes); a parameter named like
 a pytest fixture of the same file or of a ``conftest.py`` is what that fixture
-returns. An attribute of an instance of a class defined in another file is
-resolved in that file (`foreign`), parsed on demand once per process.
+returns (a same-file fixture: what it yields). An attribute of an instance of a class
+defined in another file is resolved in that file (`foreign`), parsed on demand once per
+process.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from hookscope.lint import known
-from hookscope.lint.bindings import dotted
+from hookscope.lint.bindings import dotted, returned
 from hookscope.lint.index import defined_in
 from hookscope.lint.kinds import MAX_DEPTH, UNKNOWN, Kind, Resolved
 from hookscope.lint.pyfile import PyFile, Scope
@@ -44,6 +45,9 @@ def fixture(resolver: Resolver, name: str, scope: Scope, depth: int) -> Resolved
     stmt = _local_fixture(resolver, name, scope)
     if stmt is not None:
         result = resolver.returns_of(stmt, depth)
+        returns, yields = returned(stmt)
+        if yields and not returns and result.elem is Kind.MODULE:
+            result = Resolved(Kind.MODULE)  # a yield fixture: the test gets what it yields
         where = f"{resolver.file.path}:{stmt.lineno}"
         return replace(result, name=name, via=f"pytest fixture {name}() at {where}")
     if resolver.index.functions_in(name, "conftest"):
