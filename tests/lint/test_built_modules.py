@@ -127,3 +127,35 @@ def test_a_fixture_that_yields_a_module_gives_the_module(tmp_path: Path) -> None
         """,
     )
     assert _found(tmp_path, path) == expected_codes(path)
+
+
+def test_an_auto_model_class_loads_a_model(tmp_path: Path) -> None:
+    path = _project(
+        tmp_path,
+        "test_auto.py",
+        """\
+        import pytest
+        from mylib import AutoDistributedModelForCausalLM, AutoTokenizer
+
+
+        class AutoModelCard:
+            @classmethod
+            def from_pretrained(cls, name):
+                return cls()
+
+            def forward(self, x):
+                return x
+
+
+        @pytest.fixture
+        def model():
+            return AutoDistributedModelForCausalLM.from_pretrained("name")
+
+
+        def test_model(model, x):
+            AutoTokenizer.from_pretrained("name").forward(x)
+            AutoModelCard.from_pretrained("name").forward(x)
+            return model.forward(x)  # HS101
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)

@@ -95,6 +95,12 @@ def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) ->
         return Resolved(Kind.MODULE, name=last, via=f"a builder of {package} builds a model")
     if package in libraries.MODULE_CLASS_PACKAGES:  # ``getattr(nn, norm)(dim)``
         return Resolved(Kind.MODULE, name=last, via=f"a class of {package} is a module")
+    if (
+        isinstance(func, ast.Attribute)
+        and last in libraries.AUTO_LOADERS
+        and libraries.auto_model_class(dotted(func.value) or "")
+    ):
+        return Resolved(Kind.MODULE, name=last, via=f"{path}(...) loads a model (an auto class)")
     if isinstance(func, ast.Attribute) and last.startswith(known.CONSTRUCTOR_PREFIXES):
         # ``object.__new__(Cls)`` / ``Cls.__new__(Cls)``: an instance of its argument
         of = func.value if last != "__new__" or not expr.args else expr.args[0]

@@ -20,6 +20,10 @@ HOOKLESS_LIBRARIES = frozenset({"gpytorch"})
 # (composer). Their TensorFlow/Flax twins (``TF*``, ``Flax*``) are not torch modules.
 MODEL_LIBRARIES = frozenset({"transformers", "peft", "diffusers", "composer"})
 _LIBRARY_MODEL = re.compile(r"(?:Model|ModelWith[A-Z]\w*|For[A-Z]\w*)$")
+# transformers' naming of auto classes that load a model (``AutoModelForCausalLM``), which
+# projects follow for their own (``AutoDistributedModelForCausalLM.from_pretrained``).
+_AUTO_MODEL = re.compile(r"^Auto\w*Model(?:For[A-Z]\w*|With[A-Z]\w*)?$")
+AUTO_LOADERS = frozenset({"from_pretrained", "from_config"})
 
 # Packages whose public lowercase functions build models: ``torchvision.models.resnet50()``,
 # ``torchvision.models.detection.fasterrcnn_resnet50_fpn()``, ``get_model("vit_b_16")``.
@@ -183,3 +187,8 @@ def library_model_function(qualified: str) -> bool:
         and name[:1].islower()
         and name not in _NOT_MODEL_FUNCTIONS
     )
+
+
+def auto_model_class(path: str) -> bool:
+    """Whether ``path`` names an auto class whose loaders give a torch model."""
+    return bool(_AUTO_MODEL.match(path.rpartition(".")[2]))
