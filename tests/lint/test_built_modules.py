@@ -159,3 +159,56 @@ def test_an_auto_model_class_loads_a_model(tmp_path: Path) -> None:
         """,
     )
     assert _found(tmp_path, path) == expected_codes(path)
+
+
+def test_the_self_of_a_rewriter_of_a_module_method_is_that_module(tmp_path: Path) -> None:
+    path = _project(
+        tmp_path,
+        "rewriters.py",
+        """\
+        from torch import nn
+        from mmdeploy.core import FUNCTION_REWRITER
+
+
+        class Head(nn.Module):
+            def forward(self, x):
+                return x
+
+
+        class Coder:
+            def forward(self, x):
+                return x
+
+
+        @FUNCTION_REWRITER.register_rewriter(
+            func_name="mmseg.models.segmentors.EncoderDecoder.predict")
+        def encoder_decoder__predict(self, x):
+            return self.forward(x)  # HS101
+
+
+        @FUNCTION_REWRITER.register_rewriter("project.heads.Head.predict")
+        def head__predict(self, x):
+            return self.forward(x)  # HS101
+
+
+        @FUNCTION_REWRITER.register_rewriter("project.coders.Coder.decode")
+        def coder__decode(self, x):
+            return self.forward(x)
+
+
+        @FUNCTION_REWRITER.register_rewriter("mmdet.models.task_modules.DeltaCoder.decode")
+        def delta__decode(self, x):
+            return self.forward(x)
+
+
+        @FUNCTION_REWRITER.register_rewriter("mmocr.models.textdet.detectors.Wrapper.forward")
+        def wrapper__forward(self, x):
+            return self.wrapped.forward(x)  # HS101
+
+
+        @FUNCTION_REWRITER.register_rewriter("mmocr.models.textdet.postprocessors.DBPost.run")
+        def db__run(self, x):
+            return self.forward(x)
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)

@@ -131,6 +131,7 @@ OPENMMLAB_PACKAGES = frozenset(
 OPENMMLAB_MODULE_SUBPACKAGES = frozenset(
     {"backbones", "necks", "dense_heads", "roi_heads", "detectors", "losses", "heads"}
     | {"segmentors", "decode_heads", "classifiers", "recognizers", "data_preprocessors"}
+    | {"seg_heads", "pose_estimators", "voxel_encoders"}
 )
 
 
@@ -140,7 +141,7 @@ def _openmmlab_module(module: str, name: str) -> bool:
         len(parts) >= 3
         and parts[0] in OPENMMLAB_PACKAGES
         and parts[1] == "models"
-        and parts[2] in OPENMMLAB_MODULE_SUBPACKAGES
+        and any(p in OPENMMLAB_MODULE_SUBPACKAGES for p in parts[2:4])  # textdet.detectors
         and name[:1].isupper()
     )
 

@@ -63,6 +63,7 @@ from hookscope.lint.narrowing import Guard, guards, narrowed
 from hookscope.lint.passing import calls_by_name, given_by_callers, says_nothing, unpacked
 from hookscope.lint.pyfile import PyFile, Scope
 from hookscope.lint.registries import registry_class
+from hookscope.lint.rewriters import rewriter_self
 from hookscope.lint.tuples import tuple_item
 from hookscope.lint.typehints import annotation_kind
 
@@ -179,6 +180,9 @@ class Resolver(ClassKinds):
         args = func.args
         if name not in {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}:
             return None
+        rewritten = rewriter_self(self, func, name)
+        if rewritten is not None:
+            return rewritten
         key = (id(func), name)
         if key in self._inferring:
             return None  # a recursive call passes the parameter on
