@@ -212,3 +212,52 @@ def test_the_self_of_a_rewriter_of_a_module_method_is_that_module(tmp_path: Path
         """,
     )
     assert _found(tmp_path, path) == expected_codes(path)
+
+
+def test_a_class_re_exported_by_a_package_is_the_one_defined_under_it(tmp_path: Path) -> None:
+    _project(tmp_path, "pkg/__init__.py", "")
+    _project(tmp_path, "pkg/torch_models/__init__.py", "from .s2v import Smiles2Vec\n")
+    _project(
+        tmp_path,
+        "pkg/torch_models/s2v.py",
+        """\
+        from torch import nn
+
+
+        class Smiles2Vec(nn.Module):
+            def forward(self, x):
+                return x
+        """,
+    )
+    _project(
+        tmp_path,
+        "pkg/keras_models.py",
+        """\
+        from keras import KerasModel
+
+
+        class Smiles2Vec(KerasModel):
+            def forward(self, x):
+                return x
+        """,
+    )
+    path = _project(
+        tmp_path,
+        "test_s2v.py",
+        """\
+        def test_torch(x):
+            from pkg.torch_models import Smiles2Vec
+            return Smiles2Vec().forward(x)  # HS101
+
+
+        def test_keras(x):
+            from pkg.keras_models import Smiles2Vec
+            return Smiles2Vec().forward(x)
+
+
+        def test_either(x):
+            from pkg import Smiles2Vec
+            return Smiles2Vec().forward(x)
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)

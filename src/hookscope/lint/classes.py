@@ -105,6 +105,8 @@ class ClassKinds:
             variants = (
                 self.index.in_module(last, module) if module and last not in known.FIXED else ()
             )
+            if not variants and module and last not in known.FIXED:
+                variants = self.index.in_package(last, module)  # re-exported by a package
             if variants and last not in self.file.classes:
                 kinds = {
                     self._bases_kind(self._foreign_library_bases(bases, last, module))

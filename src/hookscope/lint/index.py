@@ -71,6 +71,16 @@ class ClassIndex:
         """The base lists of the classes ``name`` defined in the module ``module`` (dotted)."""
         return tuple(b for b, where in self.defs.get(name, ()) if defined_in(where, module))
 
+    def in_package(self, name: str, package: str) -> tuple[tuple[str, ...], ...]:
+        """The base lists of the classes ``name`` defined anywhere under the package
+        ``package`` (dotted), for a name its ``__init__`` re-exports."""
+        tail = package.strip(".").replace(".", "/")
+        return tuple(
+            b
+            for b, where in self.defs.get(name, ())
+            if tail and f"/{tail}/" in "/" + where.rsplit(":", 1)[0].replace("\\", "/")
+        )
+
     def functions_in(self, name: str, module: str) -> tuple[FunctionEntry, ...]:
         """The top-level functions ``name`` of the module ``module`` (``conftest`` too)."""
         return tuple(e for e in self.functions.get(name, ()) if defined_in(e[3], module))
