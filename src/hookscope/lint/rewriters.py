@@ -49,4 +49,4 @@ def rewriter_self(resolver: Resolver, func: ast.AST, name: str) -> Resolved | No
         known_module = resolver.class_kind(cls)[0] is Kind.MODULE
     if not known_module:
         return None
-    return Resolved(Kind.MODULE, name=name, cls=cls, via=f"rewriter of {target}: a {cls}")
+    return Resolved(Kind.MODULE, name=name, cls=cls, via=f"`{name}` of a rewriter of {target}")
