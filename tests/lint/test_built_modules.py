@@ -261,3 +261,46 @@ def test_a_class_re_exported_by_a_package_is_the_one_defined_under_it(tmp_path: 
         """,
     )
     assert _found(tmp_path, path) == expected_codes(path)
+
+
+def test_the_self_of_a_function_patched_onto_a_module_class(tmp_path: Path) -> None:
+    path = _project(
+        tmp_path,
+        "patched.py",
+        """\
+        from torch import nn
+
+
+        class Wrapper(nn.Module):
+            def __init__(self, layer):
+                super().__init__()
+                self.layer = layer
+
+
+        class Plain:
+            def __init__(self, layer):
+                self.layer = layer
+
+
+        def patch_wrapper():
+            def _forward(self, x):
+                return self.layer.forward(x)  # HS101
+
+            Wrapper.forward = _forward
+
+
+        def patch_plain():
+            def _run(self, x):
+                return self.layer.forward(x)
+
+            Plain.run = _run
+
+
+        def unpatched():
+            def _forward(self, x):
+                return self.layer.forward(x)
+
+            return _forward
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)

@@ -180,7 +180,7 @@ class Resolver(ClassKinds):
         args = func.args
         if name not in {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}:
             return None
-        rewritten = rewriter_self(self, func, name)
+        rewritten = rewriter_self(self, scope, name)
         if rewritten is not None:
             return rewritten
         key = (id(func), name)
