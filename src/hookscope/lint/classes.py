@@ -105,7 +105,7 @@ class ClassKinds:
             variants = (
                 self.index.in_module(last, module) if module and last not in known.FIXED else ()
             )
-            if not variants and module and last not in known.FIXED:
+            if not variants and module and self._ambiguous(last):
                 variants = self.index.in_package(last, module)  # re-exported by a package
             if variants and last not in self.file.classes:
                 kinds = {
@@ -125,6 +125,11 @@ class ClassKinds:
             self._class_kinds[key] = result
         self._cycle = outer or (self._cycle and bool(self._computing))
         return result
+
+    def _ambiguous(self, last: str) -> bool:
+        """Whether the project defines several classes ``last`` that torch does not name."""
+        known_name = last in known.TORCH_NN_MODULES or last in known.EXTERNAL_MODULES
+        return not known_name and last not in known.FIXED and len(self.index.get(last) or ()) > 1
 
     def _foreign_library_bases(
         self, bases: tuple[str, ...], last: str, module: str
