@@ -304,3 +304,23 @@ def test_the_self_of_a_function_patched_onto_a_module_class(tmp_path: Path) -> N
         """,
     )
     assert _found(tmp_path, path) == expected_codes(path)
+
+
+def test_torch_names_are_not_looked_up_under_a_package(tmp_path: Path) -> None:
+    _project(tmp_path, "torch/__init__.py", "from . import nn\n")
+    _project(tmp_path, "torch/nn/__init__.py", "from .modules import Module\n")
+    _project(tmp_path, "torch/nn/modules/module.py", "class Module:\n    pass\n")
+    _project(tmp_path, "torch/jit/module.py", "class Module:\n    pass\n")
+    path = _project(
+        tmp_path,
+        "torch/nn/modules/net.py",
+        """\
+        from torch import nn
+
+
+        class Net(nn.Module):
+            def run(self, x):
+                return self.forward(x)  # HS102
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)
