@@ -238,3 +238,27 @@ def test_a_user_hook_that_changes_the_batchnorm_output_is_seen() -> None:
     assert eager[("forward", "1", "mean")] == pytest.approx(1.0, abs=1e-5)  # the hook's output
     for key, value in eager.items():
         assert math.isclose(compiled[key], value, rel_tol=1e-4, abs_tol=1e-6), key
+
+
+@pytest.mark.parametrize("outputs", [True, False], ids=["rows-and-grads", "grads-only"])
+def test_forward_and_gradient_rows_fetched_together_equal_eager(outputs: bool) -> None:
+    """`TracedCollector.take` reads both buffers in one transfer; each part lands in its phase."""
+
+    def run(compiled: bool) -> dict[tuple[str, str, str], float]:
+        model = _mlp()
+        with hookscope.Monitor(model, outputs=outputs, params=False) as mon:
+            call = torch.compile(model) if compiled else model
+            for _ in range(2):
+                call(_x()).square().mean().backward()
+                result = mon.step()
+        assert result is not None and result.missing == ()
+        return {(r.phase, r.module, r.stat): r.value for r in result.records}
+
+    eager = run(compiled=False)
+    dynamo.reset()
+    compiled = run(compiled=True)
+    assert compiled.keys() == eager.keys()
+    phases = {"forward", "backward"} if outputs else {"backward"}
+    assert {key[0] for key in compiled} == phases
+    for key, value in eager.items():
+        assert math.isclose(compiled[key], value, rel_tol=1e-4, abs_tol=1e-6), key

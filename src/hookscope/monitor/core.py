@@ -28,7 +28,7 @@ from hookscope.monitor.options import (
     zero_plan,
 )
 from hookscope.monitor.ranks import Exchange, GradReader, Grads, RankCombiner, Ranks
-from hookscope.monitor.records import Alert, NonFinite, Record, StepResult
+from hookscope.monitor.records import Alert, NonFinite, Phase, Record, StepResult
 from hookscope.monitor.results import Key, clean_keys, find_nonfinite, merge_entries, to_records
 from hookscope.names import clean_names
 from hookscope.sinks.group import SinkGroup
@@ -154,6 +154,8 @@ class Monitor:
         self.ranks: Ranks = ranks
         self.keep_wrappers = keep_wrappers
         self._names: dict[str, str] = {}
+        #: Clean names already found (`clean_keys`): the same names come back every step.
+        self._clean_memo: dict[tuple[Phase, str], str] = {}
         self._combiner = RankCombiner(ranks, None, model)
         self.every = every
         self.sinks = list(sinks)
@@ -225,6 +227,7 @@ class Monitor:
         assert self._compiled is not None
         collector.traced = self._compiled.traced
         self._names = {} if self.keep_wrappers else clean_names(self.model)
+        self._clean_memo = {}
         if self.params and self.grad_mode == "reduced":
             reader = GradReader(self.model, collector, self.on_error)
             collector.after_backward = reader.schedule
@@ -302,7 +305,7 @@ class Monitor:
         first = find_nonfinite(index, entries) if self._first is None else None
         # under torch.distributed: the step's collectives start here, completed later
         exchange = self._combiner.start(index, merged, first, self._first is None)
-        known = {"step": index, "tensors": tuple(clean_keys({}, infos, None, self._names)[1]),
+        known = {"step": index, "tensors": tuple(clean_keys({}, infos, None, self._names, self._clean_memo)[1]),
                  "rank": dist.rank(), "world_size": dist.world_size(), "ranks": self.ranks,
                  "missing": missing}  # fmt: skip
         complete = partial(self._complete, exchange, merged, ratios, known)
@@ -321,7 +324,7 @@ class Monitor:
         known: dict[str, Any],
     ) -> StepResult:
         first = exchange.finish()  # waits for the step's collectives, if any
-        merged, _, first = clean_keys(merged, (), first, self._names)
+        merged, _, first = clean_keys(merged, (), first, self._names, self._clean_memo)
         records = to_records(merged, self.stats)
         records += [
             Record("param", name, "param", "update_ratio", float(red.sum or 0.0))

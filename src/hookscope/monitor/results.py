@@ -95,17 +95,25 @@ def clean_keys(
     infos: Sequence[TensorInfo],
     first: NonFinite | None,
     names: dict[str, str],
+    memo: dict[tuple[Phase, str], str] | None = None,
 ) -> tuple[dict[Key, Reduction], list[TensorInfo], NonFinite | None]:
     """Names without wrapper components (``module.``, ``_fsdp_wrapped_module.``, ...).
 
     Args:
         names: `hookscope.names.clean_names` of the model; empty keeps names as they are.
+        memo: clean names found in earlier calls with the same ``names``, filled in
+            here (a Monitor keeps one: the same names come back every step).
     """
     if not names:
         return merged, list(infos), first
+    known = {} if memo is None else memo
 
     def clean(phase: Phase, name: str) -> str:
-        return clean_param_name(name, names) if phase == "param" else names.get(name, name)
+        found = known.get((phase, name))
+        if found is None:
+            found = clean_param_name(name, names) if phase == "param" else names.get(name, name)
+            known[(phase, name)] = found
+        return found
 
     merged = {
         (phase, clean(phase, module), path): red for (phase, module, path), red in merged.items()

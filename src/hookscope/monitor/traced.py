@@ -49,6 +49,7 @@ from hookscope.stats import Plan, kind_of, tensors_in
 from hookscope.stats.reduce import Kind
 from hookscope.stats.rowop import affine_row_op, grad_rows_op, merge_row_op, move_row_op
 from hookscope.stats.traced import (
+    FIELDS,
     GRAD_FIELDS,
     accumulator_dtype,
     empty_rows,
@@ -56,7 +57,6 @@ from hookscope.stats.traced import (
     grad_row,
     merge_row,
     reduce_row,
-    reset_rows,
     to_reduction,
 )
 
@@ -203,6 +203,8 @@ class TracedCollector:
         self.layouts = [_Layout() for _ in names]
         rows = len(names) * SLOTS
         self.buffer = empty_rows(rows, device)
+        #: An empty buffer: `take` copies it over `buffer` (one op, not `reset_rows`'s three).
+        self._empty = self.buffer.clone()
         self.sink = torch.zeros(
             rows, len(GRAD_FIELDS), dtype=accumulator_dtype(device), device=device
         ).requires_grad_(grads)
@@ -312,26 +314,34 @@ class TracedCollector:
         if not self.used:
             return [], []
         self.used = False
-        forward = self.buffer.cpu().tolist() if self.outputs else []
-        reset_rows(self.buffer)
-        backward: list[list[float]] = []
-        if self.sink.grad is not None:
-            backward = self.sink.grad.cpu().tolist()
-            self.sink.grad = None
+        grad, self.sink.grad = self.sink.grad, None
+        rows = self._fetch(grad)
+        self.buffer.copy_(self._empty)
+        if not rows:
+            return [], []
+        # each fetched row: the forward `FIELDS` (if recorded), then the `GRAD_FIELDS` (if any)
+        width = len(FIELDS) if self.outputs else 0
+        forward, backward = self.outputs, grad is not None
         fwd: list[Entry] = []
         bwd: list[Entry] = []
         for i, name in enumerate(self.names):
             layout = self.layouts[i]
             for j, path in enumerate(layout.paths):
-                row = i * SLOTS + j
+                values = rows[i * SLOTS + j]
                 roles = [(name, path, True)]
                 shape, dtype = layout.shapes[j], layout.dtypes[j]
-                if forward and forward[row][0]:
-                    red = to_reduction(forward[row], self.plans[name], layout.kinds[j])
+                if forward and values[0]:
+                    red = to_reduction(values[:width], self.plans[name], layout.kinds[j])
                     fwd.append(Entry("forward", roles, red, shape, dtype))
-                if backward and backward[row][0]:
-                    bwd.append(
-                        Entry("backward", roles, grad_reduction(backward[row]), shape, dtype)
-                    )
+                if backward and values[width]:
+                    red = grad_reduction(values[width:])
+                    bwd.append(Entry("backward", roles, red, shape, dtype))
         bwd.reverse()  # backward runs in reverse order
         return fwd, bwd
+
+    def _fetch(self, grad: torch.Tensor | None) -> list[list[float]]:
+        """The rows of the forward buffer (if recorded) beside those of ``grad``, in one transfer."""
+        parts = ([self.buffer] if self.outputs else []) + ([] if grad is None else [grad])
+        if not parts:
+            return []
+        return (parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)).cpu().tolist()
