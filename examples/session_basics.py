@@ -34,3 +34,13 @@ with hookscope.session(model, on_error="warn") as s:
 
 print("shapes:", shapes)
 print("hooks left:", len(hookscope.list_hooks(model)))
+
+# A tool that watches every module: two process-wide hooks instead of one per module.
+calls: list[str] = []
+with hookscope.session(model) as s:
+    s.add_model_hooks(
+        lambda name, module, args: calls.append(name),
+        lambda name, module, args, kwargs, output: None,  # kwargs is None if forward raised
+    )
+    model(torch.randn(2, 3, 32, 32))
+print(f"model-wide hooks saw {len(calls)} module calls, first {calls[:3]}")

@@ -116,8 +116,8 @@ def test_bad_model_spec_exits_2_with_one_line(
 
 def test_a_reader_that_goes_away_ends_the_run_quietly(tmp_path: Path) -> None:
     # `hookscope lint . | head -1`: far more output than a pipe holds, reader gone
-    lines = "".join(f"    y = model.layer.forward(x{i})\n" for i in range(4000))
-    source = f"from torch import nn\nmodel = nn.Sequential()\ndef f(x):\n{lines}"
+    functions = "".join(f"def f{i}(x):\n    return model.layer.forward(x)\n" for i in range(1500))
+    source = f"from torch import nn\nmodel = nn.Sequential()\n{functions}"
     (tmp_path / "many.py").write_text(source)
     with subprocess.Popen(
         [sys.executable, "-m", "hookscope", "lint", str(tmp_path)],
