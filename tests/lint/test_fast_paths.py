@@ -242,3 +242,25 @@ def test_discovery_walks_like_os_walk(tmp_path: Path) -> None:
         "file_link.py",
         "inner.py",
     }
+
+
+def test_a_scope_finds_its_calls_and_scripting_branches_once() -> None:
+    source = (
+        "import torch\n"
+        "def f(m, x):\n"
+        "    if torch.jit.is_scripting():\n"
+        "        y = m.forward(x)\n"
+        "        y = y + 1\n"
+        "    return m.forward(g(x))\n"
+    )
+    pyfile = PyFile.parse("t.py", source)
+    scope = pyfile.calls[0].scope
+    calls = scope.calls()
+    assert scope.calls() is calls  # found once, then reused by every call site's rules
+    assert [ast.unparse(c) for c in calls] == [
+        "torch.jit.is_scripting()",
+        "m.forward(g(x))",
+        "m.forward(x)",
+        "g(x)",
+    ]  # ast.walk's order, as the rules saw it before
+    assert scope.scripting_lines() == [(4, 5)]

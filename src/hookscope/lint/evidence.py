@@ -83,17 +83,16 @@ def _calls(resolver: Resolver, scope: Scope, whole_class: bool) -> Iterator[tupl
     """The calls in ``scope``'s function (in every method of its class: ``whole_class``),
     each with the scope of the method it is in."""
     if not whole_class or scope.cls is None:
-        owners = [(scope.node, scope)]
-    else:
-        owners = [
-            (stmt, resolver.file.scopes.get(id(stmt), scope))
-            for cls in _with_local_bases(resolver, scope.cls)
-            for stmt in cls.body
-        ]
-    for owner, where in owners:
-        for node in ast.walk(owner):
-            if isinstance(node, ast.Call):
-                yield node, where
+        yield from ((node, scope) for node in scope.calls())
+        return
+    for cls in _with_local_bases(resolver, scope.cls):
+        for stmt in cls.body:
+            where = resolver.file.scopes.get(id(stmt))
+            if where is not None and where.node is stmt:  # a method: its calls are known
+                yield from ((node, where) for node in where.calls())
+            else:
+                where = where or scope
+                yield from ((n, where) for n in ast.walk(stmt) if isinstance(n, ast.Call))
 
 
 def _with_local_bases(resolver: Resolver, cls: ast.ClassDef) -> list[ast.ClassDef]:

@@ -11,6 +11,8 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
+from hookscope.lint.bindings import dotted
+
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 LOOP_NODES = (
     ast.For,
@@ -40,6 +42,27 @@ class Scope:
     cls: ast.ClassDef | None = None
     method: ast.FunctionDef | ast.AsyncFunctionDef | None = None
     self_name: str | None = None
+    _calls: list[ast.Call] | None = field(default=None, repr=False)
+    _scripting: list[tuple[int, int]] | None = field(default=None, repr=False)
+
+    def calls(self) -> list[ast.Call]:
+        """Every call under ``node``, nested functions included (found once per scope:
+        rules ask for each call site of a long function)."""
+        if self._calls is None:
+            self._calls = [n for n in ast.walk(self.node) if isinstance(n, ast.Call)]
+        return self._calls
+
+    def scripting_lines(self) -> list[tuple[int, int]]:
+        """First and last line of the body of each ``if ...is_scripting():`` under ``node``."""
+        if self._scripting is None:
+            self._scripting = [
+                (n.body[0].lineno, n.body[-1].end_lineno or n.body[-1].lineno)
+                for n in ast.walk(self.node)
+                if isinstance(n, ast.If)
+                and isinstance(n.test, ast.Call)
+                and (dotted(n.test.func) or "").endswith("is_scripting")
+            ]
+        return self._scripting
 
 
 @dataclass(frozen=True, eq=False)

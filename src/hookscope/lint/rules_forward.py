@@ -186,15 +186,7 @@ def in_torchscript(site: CallSite) -> bool:
 def in_scripting_branch(site: CallSite) -> bool:
     """Whether the call sits under ``if torch.jit.is_scripting():``, TorchScript's own path."""
     line = site.node.lineno
-    for node in ast.walk(site.scope.node):
-        if (
-            isinstance(node, ast.If)
-            and isinstance(node.test, ast.Call)
-            and (dotted(node.test.func) or "").endswith("is_scripting")
-            and node.body[0].lineno <= line <= (node.body[-1].end_lineno or line)
-        ):
-            return True
-    return False
+    return any(first <= line <= last for first, last in site.scope.scripting_lines())
 
 
 _FORWARD_HOOK_REGISTRARS = frozenset({"register_forward_pre_hook", "register_forward_hook"})
