@@ -15,11 +15,10 @@ from __future__ import annotations
 import ast
 import os
 import re
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from hookscope.lint.crossfile import foreign_file
-from hookscope.lint.kinds import Kind, Resolved
+from hookscope.lint.kinds import Kind, Resolved, agreed
 from hookscope.lint.pyfile import Scope
 from hookscope.lint.source import DEFAULT_MAX_FILE_SIZE, Unreadable, read_bytes
 
@@ -119,7 +118,7 @@ def given_in_other_files(
     files = sorted({*named, *(through if len(through) <= MAX_IMPORTERS else ())})
     if not files or len(files) > MAX_IMPORTERS:
         return None
-    results: list[tuple[ast.Call, Resolver, Resolved]] = []
+    results: list[tuple[ast.Call, str, Resolved]] = []
     for other_where in files:
         other = foreign_file(resolver, other_where)
         if other is None:
@@ -139,19 +138,8 @@ def given_in_other_files(
             result = passed(other, argument, call, caller, depth)
             if result.kind is Kind.UNKNOWN or result.is_class:
                 return None
-            results.append((call, other, result))
-    if not results or len({(r.kind, r.container, r.elem) for _, _, r in results}) != 1:
-        return None
-    call, other, first = results[0]
-    shown = " ".join(ast.unparse(call).split())
-    shown = shown if len(shown) <= 40 else shown[:37] + "..."
-    what = "a module" if first.kind is Kind.MODULE else f"the same kind ({first.kind.value})"
-    return replace(
-        first,
-        name=name,
-        cls=first.cls if len({r.cls for _, _, r in results}) == 1 else "",
-        via=f"every call passes {what}: {shown} at {other.file.path}:{call.lineno}",
-    )
+            results.append((call, other.file.path, result))
+    return agreed(results, "every call", name)
 
 
 def _runs(

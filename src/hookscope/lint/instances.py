@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from hookscope.lint.callers import MAX_IMPORTERS, importers
 from hookscope.lint.classes import base_names
 from hookscope.lint.crossfile import foreign_file
-from hookscope.lint.kinds import Kind, Resolved
+from hookscope.lint.kinds import Kind, Resolved, agreed
 from hookscope.lint.methods import find_method
 from hookscope.lint.pyfile import PyFile, Scope
 
@@ -62,7 +62,7 @@ def _given(
     if len(files) > MAX_IMPORTERS:
         return None
     others = [foreign_file(resolver, where) for where in files]
-    results: list[tuple[ast.Call, Resolver, Resolved]] = []
+    results: list[tuple[ast.Call, str, Resolved]] = []
     for owner in [resolver, *(o for o in others if o is not None)]:
         for call, caller in _calls(owner.file):
             called = owner.resolve(call.func, caller, depth + 1)
@@ -74,8 +74,8 @@ def _given(
             result = passed(owner, argument, call, caller, depth)
             if result.kind is Kind.UNKNOWN or result.is_class:
                 return None
-            results.append((call, owner, result))
-    found_kind = _agreed(results, f"every call of a {cls.name}")
+            results.append((call, owner.file.path, result))
+    found_kind = agreed(results, f"every call of a {cls.name}")
     return None if found_kind is None else replace(found_kind, name=name)
 
 
@@ -107,7 +107,7 @@ def _given_to_method(
     files = sorted({f for t in types for f in importers(resolver.index, t)})
     if len(files) > MAX_IMPORTERS:
         return None
-    results: list[tuple[ast.Call, Resolver, Resolved]] = []
+    results: list[tuple[ast.Call, str, Resolved]] = []
     for other in (foreign_file(resolver, where) for where in files):
         if other is None:
             return None
@@ -128,25 +128,9 @@ def _given_to_method(
             result = None if argument is None else passed(other, argument, call, caller, depth)
             if result is None or result.kind is Kind.UNKNOWN or result.is_class:
                 return None
-            results.append((call, other, result))
-    found_kind = _agreed(results, f"every call of {cls.name}.{func.name}")
+            results.append((call, other.file.path, result))
+    found_kind = agreed(results, f"every call of {cls.name}.{func.name}")
     return None if found_kind is None else replace(found_kind, name=name)
-
-
-def _agreed(results: list[tuple[ast.Call, Resolver, Resolved]], what: str) -> Resolved | None:
-    """The one kind every call passes, described by its first call; ``None`` if none or
-    they differ."""
-    if not results or len({(r.kind, r.container, r.elem) for _, _, r in results}) != 1:
-        return None
-    call, owner, first = results[0]
-    shown = " ".join(ast.unparse(call).split())
-    shown = shown if len(shown) <= 40 else shown[:37] + "..."
-    kind = "a module" if first.kind is Kind.MODULE else f"the same kind ({first.kind.value})"
-    return replace(
-        first,
-        cls=first.cls if len({r.cls for _, _, r in results}) == 1 else "",
-        via=f"{what} passes {kind}: {shown} at {owner.file.path}:{call.lineno}",
-    )
 
 
 def _related(resolver: Resolver, cls: ast.ClassDef, method: str = "__call__") -> set[str]:

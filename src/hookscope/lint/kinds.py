@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hookscope.lint import known
 
@@ -72,3 +72,22 @@ def with_elements(results: list[Resolved]) -> int:
     if len(elems) > 1:
         return -1
     return next((i for i, r in enumerate(results) if r.elem is not None), 0)
+
+
+def agreed(
+    results: list[tuple[ast.Call, str, Resolved]], what: str, name: str | None = None
+) -> Resolved | None:
+    """The one kind every call passes (``(call, its file, what it passes)``), described by
+    the first call and renamed to ``name`` if given; ``None`` if none or they differ."""
+    if not results or len({(r.kind, r.container, r.elem) for _, _, r in results}) != 1:
+        return None
+    call, path, first = results[0]
+    shown = " ".join(ast.unparse(call).split())
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    kind = "a module" if first.kind is Kind.MODULE else f"the same kind ({first.kind.value})"
+    return replace(
+        first,
+        name=first.name if name is None else name,
+        cls=first.cls if len({r.cls for _, _, r in results}) == 1 else "",
+        via=f"{what} passes {kind}: {shown} at {path}:{call.lineno}",
+    )

@@ -28,7 +28,7 @@ from hookscope.lint.bindings import Binding, dotted, returned
 from hookscope.lint.callers import given_in_other_files
 from hookscope.lint.crossfile import foreign_function
 from hookscope.lint.instances import given_to_instances, given_to_method
-from hookscope.lint.kinds import UNKNOWN, Kind, Resolved
+from hookscope.lint.kinds import UNKNOWN, Kind, Resolved, agreed
 from hookscope.lint.methods import find_method
 from hookscope.lint.pyfile import CallSite, PyFile, Scope
 
@@ -117,20 +117,8 @@ def _given_here(
         result = passed(resolver, argument, call, caller, depth)
         if result.kind is Kind.UNKNOWN or result.is_class:
             return None
-        results.append((call, result))
-    if not results or len({(r.kind, r.container, r.elem) for _, r in results}) != 1:
-        return None
-    call, first = results[0]
-    where = f"{resolver.file.path}:{call.lineno}"
-    shown = " ".join(ast.unparse(call).split())
-    shown = shown if len(shown) <= 40 else shown[:37] + "..."
-    what = "a module" if first.kind is Kind.MODULE else f"the same kind ({first.kind.value})"
-    return replace(
-        first,
-        name=name,
-        cls=first.cls if len({r.cls for _, r in results}) == 1 else "",
-        via=f"every call passes {what}: {shown} at {where}",
-    )
+        results.append((call, resolver.file.path, result))
+    return agreed(results, "every call", name)
 
 
 def _bound_by_partials(
