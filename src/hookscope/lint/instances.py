@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -39,13 +40,7 @@ def given_to_instances(
     resolver: Resolver, func: Function, scope: Scope, name: str, depth: int
 ) -> Resolved | None:
     """The parameter ``name`` of ``func``, the ``__call__`` of a module-level class."""
-    if _BUSY[0]:
-        return None
-    _BUSY[0] = True
-    try:
-        return _given(resolver, func, scope, name, depth)
-    finally:
-        _BUSY[0] = False
+    return _one_at_a_time(_given, resolver, func, scope, name, depth)
 
 
 def _given(
@@ -86,11 +81,22 @@ def given_to_method(
     file never calls: what every ``obj.method(...)`` on an instance of the class (or of a
     related class) passes in the files importing one of them (a base test class's
     helper, called as ``self.check(model)`` by the test files deriving from it)."""
+    return _one_at_a_time(_given_to_method, resolver, func, scope, name, depth)
+
+
+def _one_at_a_time(
+    look_up: Callable[[Resolver, Function, Scope, str, int], Resolved | None],
+    resolver: Resolver,
+    func: Function,
+    scope: Scope,
+    name: str,
+    depth: int,
+) -> Resolved | None:
     if _BUSY[0]:
         return None
     _BUSY[0] = True
     try:
-        return _given_to_method(resolver, func, scope, name, depth)
+        return look_up(resolver, func, scope, name, depth)
     finally:
         _BUSY[0] = False
 
