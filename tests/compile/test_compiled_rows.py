@@ -125,6 +125,30 @@ def test_relu_row_is_taken_from_its_input_when_the_hook_has_it() -> None:
     torch.testing.assert_close(traced.buffer[0], want)
 
 
+def _compiled_equals_eager(
+    model: nn.Module, x: torch.Tensor, complete: bool = True
+) -> dict[tuple[str, str, str], float]:
+    """Records of the second Monitor step, eager (on a copy) and compiled with
+    ``fullgraph=True``: the same keys, values within rtol 1e-4. Returns the eager ones."""
+
+    def run(m: nn.Module, compiled: bool) -> dict[tuple[str, str, str], float]:
+        with hookscope.Monitor(m) as mon:
+            call = torch.compile(m, fullgraph=True) if compiled else m
+            for _ in range(2):
+                call(x).square().mean().backward()
+                result = mon.step()
+        assert result is not None and (result.missing == () or not complete)
+        return {(r.phase, r.module, r.stat): r.value for r in result.records}
+
+    eager = run(copy.deepcopy(model), compiled=False)
+    dynamo.reset()
+    compiled = run(model, compiled=True)
+    assert compiled.keys() == eager.keys()
+    for key, value in eager.items():
+        assert math.isclose(compiled[key], value, rel_tol=1e-4, abs_tol=1e-6), key
+    return eager
+
+
 def _norm_net(norm: nn.Module, inplace: bool) -> nn.Module:
     torch.manual_seed(0)
     return nn.Sequential(
@@ -156,22 +180,8 @@ def test_batchnorm_rows_from_its_input_equal_eager(
     model.train(train)
     x = torch.randn(5, 3, 9, 9, generator=torch.Generator().manual_seed(3))
 
-    def run(m: nn.Module, compiled: bool) -> dict[tuple[str, str, str], float]:
-        with hookscope.Monitor(m) as mon:
-            call = torch.compile(m, fullgraph=True) if compiled else m
-            for _ in range(2):
-                call(x).square().mean().backward()
-                result = mon.step()
-        assert result is not None and result.missing == ()
-        return {(r.phase, r.module, r.stat): r.value for r in result.records}
-
-    eager = run(copy.deepcopy(model), compiled=False)
-    dynamo.reset()
-    compiled = run(model, compiled=True)
-    assert compiled.keys() == eager.keys()
-    assert {("forward", "1", "mean"), ("forward", "2", "max")} <= compiled.keys()
-    for key, value in eager.items():
-        assert math.isclose(compiled[key], value, rel_tol=1e-4, abs_tol=1e-6), key
+    eager = _compiled_equals_eager(model, x)
+    assert {("forward", "1", "mean"), ("forward", "2", "max")} <= eager.keys()
 
 
 def test_batchnorm_output_is_not_read_by_the_rows() -> None:
@@ -197,22 +207,8 @@ def test_bottleneck_with_a_shared_relu_equals_eager() -> None:
     model = nn.Sequential(nn.Conv2d(3, 16, 3), Bottleneck(16, 8, stride=2))
     x = torch.randn(4, 3, 12, 12, generator=torch.Generator().manual_seed(4))
 
-    def run(m: nn.Module, compiled: bool) -> dict[tuple[str, str, str], float]:
-        with hookscope.Monitor(m) as mon:
-            call = torch.compile(m, fullgraph=True) if compiled else m
-            for _ in range(2):
-                call(x).square().mean().backward()
-                result = mon.step()
-        assert result is not None and result.missing == ()
-        return {(r.phase, r.module, r.stat): r.value for r in result.records}
-
-    eager = run(copy.deepcopy(model), compiled=False)
-    dynamo.reset()
-    compiled = run(model, compiled=True)
-    assert compiled.keys() == eager.keys()
+    eager = _compiled_equals_eager(model, x)
     assert {("forward", "1.bn1", "mean"), ("forward", "1.relu", "max")} <= eager.keys()
-    for key, value in eager.items():
-        assert math.isclose(compiled[key], value, rel_tol=1e-4, abs_tol=1e-6), key
 
 
 @pytest.mark.slow
@@ -222,22 +218,8 @@ def test_a_user_hook_that_changes_the_batchnorm_output_is_seen() -> None:
     model[1].register_forward_hook(lambda _m, _a, out: out * 2.0 + 1.0)
     x = torch.randn(5, 3, 9, 9, generator=torch.Generator().manual_seed(3))
 
-    def run(m: nn.Module, compiled: bool) -> dict[tuple[str, str, str], float]:
-        with hookscope.Monitor(m) as mon:
-            call = torch.compile(m, fullgraph=True) if compiled else m
-            for _ in range(2):
-                call(x).square().mean().backward()
-                result = mon.step()
-        assert result is not None
-        return {(r.phase, r.module, r.stat): r.value for r in result.records}
-
-    eager = run(copy.deepcopy(model), compiled=False)
-    dynamo.reset()
-    compiled = run(model, compiled=True)
-    assert compiled.keys() == eager.keys()
+    eager = _compiled_equals_eager(model, x, complete=False)
     assert eager[("forward", "1", "mean")] == pytest.approx(1.0, abs=1e-5)  # the hook's output
-    for key, value in eager.items():
-        assert math.isclose(compiled[key], value, rel_tol=1e-4, abs_tol=1e-6), key
 
 
 @pytest.mark.parametrize("outputs", [True, False], ids=["rows-and-grads", "grads-only"])
