@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import os
+import weakref
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -52,7 +53,7 @@ def _used_as_module(resolver: Resolver, receiver: ast.expr, scope: Scope) -> Res
         return None
     self_name = scope.self_name
     is_self_attr = bool(self_name) and path.startswith(f"{self_name}.") and scope.cls is not None
-    for node, where in _calls(resolver, scope, is_self_attr):
+    for node, where in _calls_naming(resolver, scope, path, is_self_attr):
         func = node.func
         hit = ""
         if (
@@ -77,6 +78,39 @@ def _used_as_module(resolver: Resolver, receiver: ast.expr, scope: Scope) -> Res
                 if declared is not None:
                     return replace(declared, name=path.rsplit(".", 1)[-1])
     return None
+
+
+#: Per scope and mode (``whole_class``): spelled name -> the calls that name it, in order.
+_NAMING: weakref.WeakKeyDictionary[Scope, dict[bool, dict[str, list[tuple[ast.Call, Scope]]]]]
+_NAMING = weakref.WeakKeyDictionary()
+
+
+def _calls_naming(
+    resolver: Resolver, scope: Scope, path: str, whole_class: bool
+) -> list[tuple[ast.Call, Scope]]:
+    """The calls of `_calls` where ``path`` is the receiver of a method or an argument (as
+    `_same` compares them), in their order; indexed once per scope, not walked per site."""
+    modes = _NAMING.setdefault(scope, {})
+    index = modes.get(whole_class)
+    if index is None:
+        index = modes[whole_class] = {}
+        for node, where in _calls(resolver, scope, whole_class):
+            func = node.func
+            # the receiver counts only for a module-only method (`m.forward(x)` says nothing)
+            exprs = [*node.args, *(k.value for k in node.keywords)]
+            if isinstance(func, ast.Attribute) and func.attr in known.MODULE_ONLY_METHODS:
+                exprs.append(func.value)
+            for key in {_key(_spelled(e), whole_class) for e in exprs}:
+                if key is not None:
+                    index.setdefault(key, []).append((node, where))
+    return index.get(_key(path, whole_class) or "", [])
+
+
+def _key(spelled: str | None, self_attr: bool) -> str | None:
+    """What `_same` compares: the spelling, or for ``self.x`` what follows the self name."""
+    if spelled is None or not self_attr:
+        return spelled
+    return spelled.partition(".")[2] if "." in spelled else None
 
 
 def _calls(resolver: Resolver, scope: Scope, whole_class: bool) -> Iterator[tuple[ast.Call, Scope]]:
