@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
+from typing import Any
 
 import pytest
 import torch
@@ -53,25 +54,8 @@ def test_one_graph_and_one_op_per_row_on_the_cpu(extern: bool | None) -> None:
 def test_tensor_op_rows_equal_eager() -> None:
     """The formulation used off the CPU (where a GPU would fuse it), checked here on the CPU."""
 
-    def run(compiled: bool) -> dict[tuple[str, str, str], float]:
-        model = _mlp()
-        with hookscope.Monitor(model) as mon:
-            assert mon._compiled is not None
-            mon._compiled.traced.extern = False
-            call = torch.compile(model) if compiled else model
-            for _ in range(2):
-                call(_x()).square().mean().backward()
-                result = mon.step()
-        assert result is not None and result.missing == ()
-        return {(r.phase, r.module, r.stat): r.value for r in result.records}
-
-    eager = run(compiled=False)
-    dynamo.reset()
-    compiled = run(compiled=True)
-    assert compiled.keys() == eager.keys()
-    assert {key[0] for key in compiled} == {"forward", "backward", "param"}
-    for key, value in eager.items():
-        assert math.isclose(compiled[key], value, rel_tol=1e-4, abs_tol=1e-6), key
+    eager = _compiled_equals_eager(_mlp(), _x(), fullgraph=False, extern=False)
+    assert {key[0] for key in eager} == {"forward", "backward", "param"}
 
 
 @pytest.mark.slow
@@ -126,14 +110,24 @@ def test_relu_row_is_taken_from_its_input_when_the_hook_has_it() -> None:
 
 
 def _compiled_equals_eager(
-    model: nn.Module, x: torch.Tensor, complete: bool = True
+    model: nn.Module,
+    x: torch.Tensor,
+    *,
+    complete: bool = True,
+    fullgraph: bool = True,
+    extern: bool | None = None,
+    **options: Any,
 ) -> dict[tuple[str, str, str], float]:
-    """Records of the second Monitor step, eager (on a copy) and compiled with
-    ``fullgraph=True``: the same keys, values within rtol 1e-4. Returns the eager ones."""
+    """Records of the second step of a Monitor (``options``; ``extern`` set on its traced
+    collector when given), eager on a copy and compiled: the same keys, values within
+    rtol 1e-4. Returns the eager ones."""
 
     def run(m: nn.Module, compiled: bool) -> dict[tuple[str, str, str], float]:
-        with hookscope.Monitor(m) as mon:
-            call = torch.compile(m, fullgraph=True) if compiled else m
+        with hookscope.Monitor(m, **options) as mon:
+            if extern is not None:
+                assert mon._compiled is not None
+                mon._compiled.traced.extern = extern
+            call = torch.compile(m, fullgraph=fullgraph) if compiled else m
             for _ in range(2):
                 call(x).square().mean().backward()
                 result = mon.step()
@@ -226,21 +220,6 @@ def test_a_user_hook_that_changes_the_batchnorm_output_is_seen() -> None:
 def test_forward_and_gradient_rows_fetched_together_equal_eager(outputs: bool) -> None:
     """`TracedCollector.take` reads both buffers in one transfer; each part lands in its phase."""
 
-    def run(compiled: bool) -> dict[tuple[str, str, str], float]:
-        model = _mlp()
-        with hookscope.Monitor(model, outputs=outputs, params=False) as mon:
-            call = torch.compile(model) if compiled else model
-            for _ in range(2):
-                call(_x()).square().mean().backward()
-                result = mon.step()
-        assert result is not None and result.missing == ()
-        return {(r.phase, r.module, r.stat): r.value for r in result.records}
-
-    eager = run(compiled=False)
-    dynamo.reset()
-    compiled = run(compiled=True)
-    assert compiled.keys() == eager.keys()
+    eager = _compiled_equals_eager(_mlp(), _x(), fullgraph=False, outputs=outputs, params=False)
     phases = {"forward", "backward"} if outputs else {"backward"}
-    assert {key[0] for key in compiled} == phases
-    for key, value in eager.items():
-        assert math.isclose(compiled[key], value, rel_tol=1e-4, abs_tol=1e-6), key
+    assert {key[0] for key in eager} == phases
