@@ -15,7 +15,6 @@ from __future__ import annotations
 import ast
 import builtins
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from hookscope.lint.callers import MAX_IMPORTERS, importers
@@ -70,8 +69,7 @@ def _given(
             if result.kind is Kind.UNKNOWN or result.is_class:
                 return None
             results.append((call, owner.file.path, result))
-    found_kind = agreed(results, f"every call of a {cls.name}")
-    return None if found_kind is None else replace(found_kind, name=name)
+    return agreed(results, f"every call of a {cls.name}", name)
 
 
 def given_to_method(
@@ -135,8 +133,7 @@ def _given_to_method(
             if result is None or result.kind is Kind.UNKNOWN or result.is_class:
                 return None
             results.append((call, other.file.path, result))
-    found_kind = agreed(results, f"every call of {cls.name}.{func.name}")
-    return None if found_kind is None else replace(found_kind, name=name)
+    return agreed(results, f"every call of {cls.name}.{func.name}", name)
 
 
 def _related(resolver: Resolver, cls: ast.ClassDef, method: str = "__call__") -> set[str]:
