@@ -38,7 +38,9 @@ def test_import_and_lint_command_do_not_import_torch(tmp_path: Path) -> None:
         f"rc = main(['lint', {str(tmp_path)!r}])\n"
         "print(rc, 'torch' in sys.modules)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
     assert out.stdout.split() == ["0", "False"]
 
 
@@ -75,7 +77,11 @@ def test_require_extra_names_the_extra() -> None:
 
 def test_version_and_python_dash_m() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "hookscope", "--version"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "hookscope", "--version"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
     )
     assert out.stdout.strip() == f"hookscope {hookscope.__version__}"
 
@@ -134,6 +140,6 @@ def test_a_reader_that_goes_away_ends_the_run_quietly(tmp_path: Path) -> None:
 
 def test_bad_arguments_exit_2_without_traceback() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "hookscope", "hooks"], capture_output=True, text=True
+        [sys.executable, "-m", "hookscope", "hooks"], capture_output=True, text=True, timeout=120
     )
     assert out.returncode == 2 and "Traceback" not in out.stderr

@@ -165,6 +165,10 @@ def test_a_single_file_run_does_not_import_multiprocessing(tmp_path: Path) -> No
         "print(len(found), 'multiprocessing' in sys.modules)\n"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True
+        [sys.executable, "-c", code, str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
     )
     assert proc.stdout.split() == ["1", "False"]
