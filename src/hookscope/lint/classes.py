@@ -109,8 +109,10 @@ class ClassKinds:
                 variants = self.index.in_package(last, module)  # re-exported by a package
             if variants and last not in self.file.classes:
                 kinds = {
-                    self._bases_kind(self._foreign_library_bases(bases, last, module))
-                    for bases in variants
+                    self._bases_kind(
+                        self._same_file_bases(self._foreign_library_bases(bases, last, module), w)
+                    )
+                    for bases, w in variants
                 }
                 result = kinds.pop() if len(kinds) == 1 else None
             if result is None and not variants and self._compiled(module):
@@ -181,11 +183,26 @@ class ClassKinds:
             return Kind.OTHER, False
         if local_bases is not None:
             return self._bases_kind(local_bases)
-        variants = self.index.get(last)
-        if not variants:
+        located = self.index.defs.get(last)
+        if not located:
             return Kind.UNKNOWN, False
-        kinds = {self._bases_kind(bases) for bases in variants}
+        kinds = {self._bases_kind(self._same_file_bases(bases, w)) for bases, w in located}
         return kinds.pop() if len(kinds) == 1 else (Kind.UNKNOWN, False)
+
+    def _same_file_bases(self, bases: tuple[str, ...], where: str) -> tuple[str, ...]:
+        """Bare bases that the class's own file defines, spelled with that file's module
+        (``QcQuantizeWrapper`` → ``pkg.qc_quantize_op.QcQuantizeWrapper``) when the project
+        defines that name elsewhere too: Python looks a bare name up in its own module."""
+        path = where.rsplit(":", 1)[0]
+        if not path.endswith(".py"):
+            return bases
+        out = []
+        for base in bases:
+            defs = self.index.defs.get(base, ()) if "." not in base else ()
+            if len(defs) > 1 and any(w.rsplit(":", 1)[0] == path for _, w in defs):
+                base = f"{path[:-3].replace(os.sep, '/').replace('/', '.')}.{base}"
+            out.append(base)
+        return tuple(out)
 
     def _bases_kind(self, bases: tuple[str, ...]) -> tuple[Kind, bool]:
         if not bases:

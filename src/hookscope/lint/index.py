@@ -67,18 +67,19 @@ class ClassIndex:
     functions: dict[str, tuple[FunctionEntry, ...]] = field(default_factory=dict)
     root: str = ""
 
-    def in_module(self, name: str, module: str) -> tuple[tuple[str, ...], ...]:
-        """The base lists of the classes ``name`` defined in the module ``module`` (dotted)."""
-        return tuple(b for b, where in self.defs.get(name, ()) if defined_in(where, module))
+    def in_module(self, name: str, module: str) -> tuple[tuple[tuple[str, ...], str], ...]:
+        """``(bases, path:line)`` of the classes ``name`` defined in the module ``module``
+        (dotted)."""
+        return tuple(d for d in self.defs.get(name, ()) if defined_in(d[1], module))
 
-    def in_package(self, name: str, package: str) -> tuple[tuple[str, ...], ...]:
-        """The base lists of the classes ``name`` defined anywhere under the package
+    def in_package(self, name: str, package: str) -> tuple[tuple[tuple[str, ...], str], ...]:
+        """``(bases, path:line)`` of the classes ``name`` defined anywhere under the package
         ``package`` (dotted), for a name its ``__init__`` re-exports."""
         tail = package.strip(".").replace(".", "/")
         return tuple(
-            b
-            for b, where in self.defs.get(name, ())
-            if tail and f"/{tail}/" in "/" + where.rsplit(":", 1)[0].replace("\\", "/")
+            d
+            for d in self.defs.get(name, ())
+            if tail and f"/{tail}/" in "/" + d[1].rsplit(":", 1)[0].replace("\\", "/")
         )
 
     def functions_in(self, name: str, module: str) -> tuple[FunctionEntry, ...]:

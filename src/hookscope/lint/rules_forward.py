@@ -302,12 +302,35 @@ def _entry_methods(analysis: Analysis, cls: ast.ClassDef) -> set[str]:
         todo.remove("__call__")
     while todo:
         method = methods[todo.pop()]
+        own = self_names_of(method)
         for node in ast.walk(method):
-            if isinstance(node, ast.Attribute) and node.attr in methods and node.attr not in entry:
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in methods
+                and node.attr not in entry
+                and _on_self(node.value, own)
+            ):
                 entry.add(node.attr)
                 todo.append(node.attr)
     analysis.cache[key] = entry
     return entry
+
+
+def self_names_of(method: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
+    """The name a method's instance goes by: its first parameter."""
+    args = [*method.args.posonlyargs, *method.args.args]
+    return frozenset({args[0].arg}) if args else frozenset()
+
+
+def _on_self(node: ast.expr, own: frozenset[str]) -> bool:
+    """``self``, ``self.__class__``, ``type(self)`` or the class itself by name: what a
+    method of this class is reached through (``self.ema.model.extract_features`` is another
+    object's method of the same name)."""
+    if isinstance(node, ast.Attribute) and node.attr == "__class__":
+        node = node.value
+    elif isinstance(node, ast.Call) and dotted(node.func) == "type" and len(node.args) == 1:
+        node = node.args[0]
+    return isinstance(node, ast.Name) and (node.id in own or node.id[:1].isupper())
 
 
 @register
