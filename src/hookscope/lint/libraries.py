@@ -62,6 +62,8 @@ MODULE_PACKAGES = (
     "nflows.flows",
     "nflows.nn.nde",
     "nflows.nn.nets",
+    # TransformerLens' layers (``Attention``, ``MLP``, ``TransformerBlock``, ``Unembed``)
+    "transformer_lens.components",
 )
 _NOT_MODULE_SUBPACKAGES = (".functional", ".utilities")
 # Classes of those packages that are exceptions (``nflows.transforms.InverseNotAvailable``).
@@ -121,6 +123,43 @@ LIBRARY_MODULE_CLASSES: dict[str, frozenset[str]] = {
     ),
 }
 
+# Libraries whose module classes say so in their names, by the package they come from (a
+# submodule of it too). fairseq's models and layers (``FairseqEncoderModel``,
+# ``BaseFairseqModel``, ``TransformerEncoderBase``, ``MultiheadAttention``): every public
+# top-level class of ``fairseq/models`` and ``fairseq/modules`` so named is an
+# ``nn.Module`` (checked in fairseq's source). TransformerLens' hooked models and hook
+# points (its ``HookedTransformerConfig`` and ``HookedTransformerLIT`` are not modules).
+_FAIRSEQ_MODULE = re.compile(
+    r"^(?:BaseFairseqModel|Fairseq\w*|[A-Z]\w*(?:Model|Encoder|Decoder|Layer|Attention|Embedding"
+    r"|Norm))(?:Base)?$"
+)
+NAMED_MODULE_CLASSES: dict[str, re.Pattern[str]] = {
+    "fairseq.models": _FAIRSEQ_MODULE,
+    "fairseq.modules": _FAIRSEQ_MODULE,
+    "transformer_lens": re.compile(
+        r"^(?:Hooked(?:Transformer|Encoder|EncoderDecoder|AudioEncoder|RootModule|SAE"
+        r"|SAETransformer)|HookPoint)$"
+    ),
+}
+# torchvision's model classes (``ResNet``, ``VisionTransformer``, ``FasterRCNN``), from its
+# model packages or an architecture's module (``torchvision.models.resnet``); the
+# ``*_Weights`` enums next to them are not modules, nor are the helpers of deeper modules
+# (``torchvision.models.detection._utils.BoxCoder``) or the fx tracers of
+# ``feature_extraction``.
+_TORCHVISION_NOT_MODELS = ("torchvision.models.feature_extraction", "torchvision.models._")
+
+
+def _torchvision_model(module: str, name: str) -> bool:
+    parts = module.split(".")
+    return (
+        module.startswith("torchvision.models")
+        and (module in MODEL_FUNCTION_PACKAGES or len(parts) == 3)
+        and not module.startswith(_TORCHVISION_NOT_MODELS)
+        and name[:1].isupper()
+        and "Weights" not in name
+    )
+
+
 # OpenMMLab model packages, and their subpackages that hold only modules (``from
 # mmdet.models.backbones import ResNet``); ``mmdet.models`` itself re-exports
 # non-module helpers (assigners, coders), so only these subpackages count.
@@ -151,8 +190,11 @@ def library_model_class(module: str, name: str) -> bool:
     for package, names in LIBRARY_MODULE_CLASSES.items():
         if (module == package or module.startswith(f"{package}.")) and name in names:
             return True
-    if _openmmlab_module(module, name):
+    if _openmmlab_module(module, name) or _torchvision_model(module, name):
         return True
+    for package, pattern in NAMED_MODULE_CLASSES.items():
+        if (module == package or module.startswith(f"{package}.")) and pattern.match(name):
+            return True
     if module == "tensordict.nn" or module.startswith("tensordict.nn."):
         return bool(_TENSORDICT_NN.search(name))
     if any(module == p or module.startswith(f"{p}.") for p in MODULE_PACKAGES):

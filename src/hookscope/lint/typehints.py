@@ -64,7 +64,9 @@ def annotation_kind(resolver: Resolver, node: ast.expr) -> Resolved:
     path = dotted(node)
     if path is None:
         return UNKNOWN
-    kind, container = resolver.class_kind(path)
+    # spelled through the file's imports: ``HookedTransformer`` → ``transformer_lens.
+    # HookedTransformer``, a library's module class, or the project class an import names
+    kind, container = resolver.class_kind(resolver.imported((path,))[0])
     return Resolved(
         kind,
         container=container,
