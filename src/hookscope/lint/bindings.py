@@ -252,11 +252,33 @@ def _set_by_name(call: ast.Call, self_name: str) -> tuple[str, ast.expr] | None:
 
 
 def _is_self_attr(node: ast.AST, self_name: str) -> bool:
+    if isinstance(node, ast.Attribute):
+        node = on_instance(node) or node  # ``self.__class__._model = ...``
     return (
         isinstance(node, ast.Attribute)
         and isinstance(node.value, ast.Name)
         and node.value.id == self_name
     )
+
+
+def on_instance(expr: ast.Attribute) -> ast.Attribute | None:
+    """``obj.x`` for ``obj.__class__.x`` or ``type(obj).x`` (a class attribute read or
+    set through the instance's class: a lazily cached model), else ``None``."""
+    owner = expr.value
+    if isinstance(owner, ast.Attribute) and owner.attr == "__class__":
+        inner = owner.value
+    elif (
+        isinstance(owner, ast.Call)
+        and dotted(owner.func) == "type"
+        and len(owner.args) == 1
+        and not owner.keywords
+    ):
+        inner = owner.args[0]
+    else:
+        return None
+    if not isinstance(inner, ast.Name):
+        return None
+    return ast.copy_location(ast.Attribute(value=inner, attr=expr.attr, ctx=ast.Load()), expr)
 
 
 def returned(func: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[list[ast.expr], list[ast.expr]]:

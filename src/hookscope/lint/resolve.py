@@ -22,12 +22,13 @@ from dataclasses import replace
 
 from hookscope.lint import known
 from hookscope.lint.appends import appended
+from hookscope.lint.attributes import class_attr
 from hookscope.lint.bindings import (
     Binding,
-    class_attributes,
     dotted,
     in_own_value,
     lambda_default,
+    on_instance,
     only_raises,
     reaching,
     returned,
@@ -45,9 +46,7 @@ from hookscope.lint.containers import (
     member,
 )
 from hookscope.lint.crossfile import (
-    aliased_base,
     fixture,
-    foreign,
     import_origin,
     imported_value,
     module_function,
@@ -85,7 +84,7 @@ class Resolver(ClassKinds):
     def __init__(self, pyfile: PyFile, index: ClassIndex) -> None:
         super().__init__(pyfile, index)
         self._scope_bindings: dict[int, dict[str, list[Binding]]] = {}
-        self._attrs: dict[str, dict[str, list[Binding]]] = {}
+        self.class_attrs: dict[str, dict[str, list[Binding]]] = {}  # by `attributes`
         self._guards: dict[int, list[Guard]] = {}
         self._calls: dict[str, list[tuple[ast.Call, Scope]]] | None = None
         self._inferring: set[tuple[int, str]] = set()
@@ -200,6 +199,7 @@ class Resolver(ClassKinds):
         return self._calls.get(name, [])
 
     def _attribute(self, expr: ast.Attribute, scope: Scope, depth: int) -> Resolved:
+        expr = on_instance(expr) or expr  # ``self.__class__.x`` is ``self.x``
         path = dotted(expr) or ""
         if path.startswith(("torch.classes.", "torch.ops.")):
             return Resolved(Kind.OTHER, name=expr.attr)
@@ -274,61 +274,9 @@ class Resolver(ClassKinds):
             self._scope_bindings[key] = scope_bindings(owner)
         return self._scope_bindings[key]
 
-    def _class_attr(
-        self, cls_name: str, attr: str, seen: frozenset[str] = frozenset()
-    ) -> tuple[Resolver, list[Binding]]:
-        """The bindings of ``attr`` on instances of ``cls_name`` (bases included), with
-        the resolver of the file they were made in."""
-        if cls_name in seen:
-            return self, []
-        cls = self.file.classes.get(cls_name)
-        if cls is None:
-            return self._indexed_attr(cls_name, attr, seen | {cls_name})
-        if cls_name not in self._attrs:
-            self._attrs[cls_name] = class_attributes(cls)
-        found = self._attrs[cls_name].get(attr)
-        if found:
-            return self, found
-        for base in base_names(cls):
-            other = aliased_base(self, base)
-            if other is not None:  # ``from pkg.mod import Net as NetBase``: pkg/mod.py's Net
-                owner, found = other[0]._class_attr(other[1], attr, seen - {other[1]})
-            else:
-                owner, found = self._class_attr(base.rsplit(".", 1)[-1], attr, seen | {cls_name})
-            if found:
-                return owner, found
-        return (self, []) if seen else (self, self._in_subclasses(cls_name, attr))
-
-    def _in_subclasses(self, cls_name: str, attr: str) -> list[Binding]:
-        """``attr`` that a mixin uses and only its subclasses in this file assign."""
-        out = []
-        for other in self.file.classes.values():
-            if cls_name in {b.rsplit(".", 1)[-1] for b in base_names(other)}:
-                owner, found = self._class_attr(other.name, attr, frozenset({cls_name}))
-                out.extend(found if owner is self else [])
-        return out
-
-    def _indexed_attr(
-        self, cls_name: str, attr: str, seen: frozenset[str]
-    ) -> tuple[Resolver, list[Binding]]:
-        """``attr`` of a class in another file: its ``self.attr: T`` annotation in the
-        project-wide index, else what the file that defines the class assigns."""
-        source = self.index.attrs.get(cls_name, {}).get(attr)
-        if source is not None:
-            try:
-                annotation = ast.parse(source.strip(), mode="eval").body
-            except SyntaxError:
-                return self, []
-            return self, [Binding("annotation", annotation, self.file.tree)]
-        other = foreign(self, cls_name)
-        if other is not None:
-            return other._class_attr(cls_name, attr, seen - {cls_name})
-        for bases in self.index.get(cls_name) or ():
-            for base in bases:
-                owner, found = self._class_attr(base.rsplit(".", 1)[-1], attr, seen)
-                if found:
-                    return owner, found
-        return self, []
+    def _class_attr(self, cls_name: str, attr: str) -> tuple[Resolver, list[Binding]]:
+        """The bindings of ``attr`` on instances of ``cls_name`` (`attributes`)."""
+        return class_attr(self, cls_name, attr)
 
     def combine(self, bindings: list[Binding], depth: int, label: str = "") -> Resolved:
         pairs = [(b, r) for b, r in ((b, self._binding(b, depth)) for b in bindings) if r]

@@ -1,0 +1,80 @@
+"""Attributes of instances of a class: where ``obj.x`` was bound, for `Resolver`.
+
+``x`` is found among the class's ``self.x = ...`` assignments and annotations and its
+body's ``x = ...`` (`bindings.class_attributes`), then in its bases (same file, an
+aliased import, or another file through the project index), and for a mixin that
+assigns none, in its same-file subclasses. ``self.__class__.x`` and ``type(self).x``
+name the same class attribute as ``self.x`` (`bindings.on_instance`).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from hookscope.lint.bindings import Binding, class_attributes
+from hookscope.lint.classes import base_names
+from hookscope.lint.crossfile import aliased_base, foreign
+
+if TYPE_CHECKING:
+    from hookscope.lint.resolve import Resolver
+
+
+def class_attr(
+    resolver: Resolver, cls_name: str, attr: str, seen: frozenset[str] = frozenset()
+) -> tuple[Resolver, list[Binding]]:
+    """The bindings of ``attr`` on instances of ``cls_name`` (bases included), with the
+    resolver of the file they were made in."""
+    if cls_name in seen:
+        return resolver, []
+    cls = resolver.file.classes.get(cls_name)
+    if cls is None:
+        return _indexed_attr(resolver, cls_name, attr, seen | {cls_name})
+    attrs = resolver.class_attrs.get(cls_name)
+    if attrs is None:
+        attrs = resolver.class_attrs[cls_name] = class_attributes(cls)
+    found = attrs.get(attr)
+    if found:
+        return resolver, found
+    for base in base_names(cls):
+        other = aliased_base(resolver, base)
+        if other is not None:  # ``from pkg.mod import Net as NetBase``: pkg/mod.py's Net
+            owner, found = class_attr(other[0], other[1], attr, seen - {other[1]})
+        else:
+            owner, found = class_attr(resolver, base.rsplit(".", 1)[-1], attr, seen | {cls_name})
+        if found:
+            return owner, found
+    return (resolver, []) if seen else (resolver, _in_subclasses(resolver, cls_name, attr))
+
+
+def _in_subclasses(resolver: Resolver, cls_name: str, attr: str) -> list[Binding]:
+    """``attr`` that a mixin uses and only its subclasses in this file assign."""
+    out = []
+    for other in resolver.file.classes.values():
+        if cls_name in {b.rsplit(".", 1)[-1] for b in base_names(other)}:
+            owner, found = class_attr(resolver, other.name, attr, frozenset({cls_name}))
+            out.extend(found if owner is resolver else [])
+    return out
+
+
+def _indexed_attr(
+    resolver: Resolver, cls_name: str, attr: str, seen: frozenset[str]
+) -> tuple[Resolver, list[Binding]]:
+    """``attr`` of a class in another file: its ``self.attr: T`` annotation in the
+    project-wide index, else what the file that defines the class assigns."""
+    source = resolver.index.attrs.get(cls_name, {}).get(attr)
+    if source is not None:
+        try:
+            annotation = ast.parse(source.strip(), mode="eval").body
+        except SyntaxError:
+            return resolver, []
+        return resolver, [Binding("annotation", annotation, resolver.file.tree)]
+    other = foreign(resolver, cls_name)
+    if other is not None:
+        return class_attr(other, cls_name, attr, seen - {cls_name})
+    for bases in resolver.index.get(cls_name) or ():
+        for base in bases:
+            owner, found = class_attr(resolver, base.rsplit(".", 1)[-1], attr, seen)
+            if found:
+                return owner, found
+    return resolver, []
