@@ -220,6 +220,26 @@ def _method_attributes(
             named = _set_by_name(node, self_name)
             if named is not None:
                 out.setdefault(named[0], []).append(Binding("value", named[1], method))
+            elif _keeps_locals(node, self_name):
+                for name, local in scope_bindings(method).items():
+                    if name != self_name:
+                        out.setdefault(name, []).extend(local)
+
+
+def _keeps_locals(call: ast.Call, self_name: str) -> bool:
+    """``self.__dict__.update(locals())``: every local of the method becomes an attribute
+    of that name (yolov5's ``DetectMultiBackend``)."""
+    func = call.func
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "update"
+        and _is_self_attr(func.value, self_name)
+        and isinstance(func.value, ast.Attribute)
+        and func.value.attr == "__dict__"
+        and len(call.args) == 1
+        and isinstance(call.args[0], ast.Call)
+        and dotted(call.args[0].func) == "locals"
+    )
 
 
 def _set_by_name(call: ast.Call, self_name: str) -> tuple[str, ast.expr] | None:

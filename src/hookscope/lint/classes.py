@@ -14,6 +14,8 @@ import re
 
 from hookscope.lint import known, libraries
 from hookscope.lint.bindings import dotted
+from hookscope.lint.bodies import module_evidence
+from hookscope.lint.crossfile import class_def_of
 from hookscope.lint.index import ClassIndex, absolute_module, defined_in
 from hookscope.lint.kinds import Kind
 from hookscope.lint.pyfile import PyFile
@@ -37,6 +39,8 @@ class ClassKinds:
         self._computing: set[str] = set()  # look-ups under way, to cut cycles
         self._cycle = False  # the look-up under way met one of them
         self._from_imports: dict[str, str] | None = None
+        # class name -> what in its body shows it is a module, when its bases could not
+        self.by_body: dict[str, str] = {}
 
     def imported(self, bases: tuple[str, ...]) -> tuple[str, ...]:
         """Bare base names with the module they are imported from, as the index keeps them
@@ -115,6 +119,8 @@ class ClassKinds:
                     for bases, w in variants
                 }
                 result = kinds.pop() if len(kinds) == 1 else None
+            if result is not None and result[0] is Kind.UNKNOWN:
+                result = self._by_body(last, variants) or result
             if result is None and not variants and self._compiled(module):
                 result = (Kind.UNKNOWN, False)  # not the project's same-named Python class
             if result is None:
@@ -182,12 +188,38 @@ class ClassKinds:
         if last in known.NON_MODULE_BASES:
             return Kind.OTHER, False
         if local_bases is not None:
-            return self._bases_kind(local_bases)
+            result = self._bases_kind(local_bases)
+            if result[0] is Kind.UNKNOWN and local is not None:
+                evidence = module_evidence(local, self.file.path)
+                if evidence:
+                    self.by_body[last] = evidence
+                    return Kind.MODULE, False
+            return result
         located = self.index.defs.get(last)
         if not located:
             return Kind.UNKNOWN, False
         kinds = {self._bases_kind(self._same_file_bases(bases, w)) for bases, w in located}
-        return kinds.pop() if len(kinds) == 1 else (Kind.UNKNOWN, False)
+        result = kinds.pop() if len(kinds) == 1 else (Kind.UNKNOWN, False)
+        if result[0] is Kind.UNKNOWN:
+            return self._by_body(last, located) or result
+        return result
+
+    def _by_body(
+        self, name: str, located: tuple[tuple[tuple[str, ...], str], ...]
+    ) -> tuple[Kind, bool] | None:
+        """A module, for the class ``name`` of another project file (one file defines
+        every ``located`` definition) whose own body shows it is one (`bodies`)."""
+        files = {where.rpartition(":")[0] for _, where in located}
+        if len(files) != 1:
+            return None
+        other = class_def_of(self, name, files.pop())
+        if other is None:
+            return None
+        evidence = module_evidence(other[0], other[1])
+        if not evidence:
+            return None
+        self.by_body[name] = evidence
+        return Kind.MODULE, False
 
     def _same_file_bases(self, bases: tuple[str, ...], where: str) -> tuple[str, ...]:
         """Bare bases that the class's own file defines, spelled with that file's module
@@ -217,15 +249,18 @@ class ClassKinds:
         return Kind.OTHER, False
 
     def class_origin(self, name: str) -> str:
-        """Where the class ``name`` comes from: ``class Net(nn.Module) at f.py:3``."""
+        """Where the class ``name`` comes from: ``class Net(nn.Module) at f.py:3``; for a
+        class told a module by its body, what in it says so (`bodies`)."""
+        body = f", a module by its body: {self.by_body[name]}" if name in self.by_body else ""
         local = self.file.classes.get(name)
         if local is not None:
             bases = ", ".join(base_names(local))
-            return f"class {name}({bases}) at {self.file.path}:{local.lineno}"
+            return f"class {name}({bases}) at {self.file.path}:{local.lineno}{body}"
         variants = self.index.get(name)
         if variants:
             where = self.index.where.get(name, "")
-            return f"class {name}({', '.join(variants[0])})" + (f" at {where}" if where else "")
+            shown = f"class {name}({', '.join(variants[0])})" + (f" at {where}" if where else "")
+            return shown + body
         return f"torch.nn.{name}" if name in known.TORCH_NN_MODULES else ""
 
     def class_looks_like_module(self, cls: ast.ClassDef) -> bool:

@@ -23,6 +23,7 @@ from hookscope.lint.pyfile import PyFile, Scope
 from hookscope.lint.source import DEFAULT_MAX_FILE_SIZE, Unreadable, decode_python, read_bytes
 
 if TYPE_CHECKING:
+    from hookscope.lint.classes import ClassKinds
     from hookscope.lint.resolve import Resolver
 
 
@@ -188,6 +189,14 @@ def foreign_file(resolver: Resolver, where: str) -> Resolver | None:
     """A resolver for the project file ``where`` (relative to the root), parsed once per
     index; ``None`` for this file or one that cannot be read."""
     return _resolver_of(resolver, where)
+
+
+def class_def_of(resolver: ClassKinds, name: str, where: str) -> tuple[ast.ClassDef, str] | None:
+    """The class statement ``name`` of the project file ``where`` and that file's path
+    (``None``: unreadable, not a class there, or this file)."""
+    other = _resolver_of(resolver, where)  # type: ignore[arg-type]  # always a Resolver
+    found = other.file.classes.get(name) if other is not None else None
+    return (found, other.file.path) if found is not None and other is not None else None
 
 
 def _resolver_of(resolver: Resolver, where: str) -> Resolver | None:

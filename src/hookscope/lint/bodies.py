@@ -1,0 +1,131 @@
+"""A class whose bases cannot be resolved, told a module by its own body.
+
+A project class built on a base from a package outside the scanned tree (a fairseq
+model, an SDK's wrapper layer) has no kind from its bases. Its body can still prove
+it: only an ``nn.Module`` subclass can
+
+- in ``__init__``, after calling the base ``__init__``, assign a ``torch.nn`` layer
+  or parameter to ``self`` (``self.fc = nn.Linear(...)``, ``self.w = nn.Parameter(...)``,
+  ``self.blocks = nn.ModuleList(...)``; losses left out: trainers hold those too);
+- call a method on ``self`` that only modules have and the class does not define
+  itself (``self.register_buffer(...)``, ``self.parameters()``, ``self.named_modules()``,
+  ``self.register_forward_hook(...)``).
+
+A ``forward`` method alone is no evidence: OpenVINO and ONNX Runtime model wrappers
+have one and are not modules.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from hookscope.lint import known
+from hookscope.lint.bindings import dotted
+
+# Module-only methods a class calls on itself (`known.MODULE_ONLY_METHODS` without
+# ``eval``/``zero_grad``/``load_state_dict``/``requires_grad_``, which wrappers define).
+_SELF_MODULE_METHODS = frozenset(
+    {
+        "parameters",
+        "named_parameters",
+        "buffers",
+        "named_buffers",
+        "modules",
+        "named_modules",
+        "children",
+        "named_children",
+        "register_forward_hook",
+        "register_forward_pre_hook",
+        "register_full_backward_hook",
+        "register_full_backward_pre_hook",
+        "register_buffer",
+        "register_parameter",
+        "register_module",
+        "add_module",
+        "get_submodule",
+    }
+)
+_TORCH_NN = ("nn.", "torch.nn.")
+_LAYERS = (known.TORCH_NN_MODULES - {"Module"}) | {"Parameter"}
+
+
+def module_evidence(cls: ast.ClassDef, path: str) -> str:
+    """What in ``cls``'s body shows it is an ``nn.Module`` (``self.fc = nn.Linear(...)
+    at x.py:12``), or ``""``."""
+    methods = {
+        stmt.name: stmt
+        for stmt in cls.body
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    init = methods.get("__init__")
+    if init is not None and _calls_base_init(init):
+        found = _layer_assigned(init)
+        if found is not None:
+            return f"{_shown(found)} at {path}:{found.lineno}"
+    for method in methods.values():
+        args = [*method.args.posonlyargs, *method.args.args]
+        decorators = {dotted(d) for d in method.decorator_list}
+        if not args or decorators & {"classmethod", "staticmethod"}:
+            continue  # the first parameter is not the instance
+        self_name = args[0].arg
+        for node in ast.walk(method):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _SELF_MODULE_METHODS
+                and node.func.attr not in methods
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == self_name
+            ):
+                return f"{_shown(node)} at {path}:{node.lineno}"
+    return ""
+
+
+def _calls_base_init(init: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """``super().__init__(...)``, ``super(Cls, self).__init__(...)`` or ``Base.__init__(self)``."""
+    for node in ast.walk(init):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "__init__"
+        ):
+            continue
+        owner = node.func.value
+        if isinstance(owner, ast.Call) and dotted(owner.func) == "super":
+            return True
+        if isinstance(owner, (ast.Name, ast.Attribute)) and node.args:
+            return True  # ``Base.__init__(self, ...)``
+    return False
+
+
+def _layer_assigned(init: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.Assign | None:
+    """The first ``self.x = nn.<Layer>(...)`` of ``__init__``."""
+    args = [*init.args.posonlyargs, *init.args.args]
+    self_name = args[0].arg if args else "self"
+    for node in ast.walk(init):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            path = dotted(node.value.func) or ""
+            layer = path.rpartition(".")[2]
+            if (
+                path.startswith(_TORCH_NN)
+                and layer in _LAYERS
+                and not layer.endswith("Loss")
+                and any(
+                    isinstance(t, ast.Attribute)
+                    and isinstance(t.value, ast.Name)
+                    and t.value.id == self_name
+                    for t in node.targets
+                )
+            ):
+                return node
+    return None
+
+
+def _shown(node: ast.AST) -> str:
+    """``self.fc = nn.Linear(...)``: the statement with its arguments elided."""
+    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+        targets = " = ".join(ast.unparse(t) for t in node.targets)
+        return f"{targets} = {ast.unparse(node.value.func)}(...)"
+    if isinstance(node, ast.Call):
+        return f"{ast.unparse(node.func)}(...)"
+    return ast.unparse(node)
