@@ -1,0 +1,352 @@
+"""Classes whose module base lives outside the scanned tree, and other receivers the
+fresh6 set showed: library base classes by name, a class told a module by its own
+body, same-file bases, class attributes through ``self.__class__`` (#15)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from hookscope.lint import lint
+from tests.lint.conftest import expected_codes
+
+
+def _write(tmp_path: Path, name: str, source: str) -> Path:
+    (tmp_path / ".git").mkdir(exist_ok=True)
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(source), encoding="utf-8")
+    return path
+
+
+def _found(tmp_path: Path, path: Path) -> set[tuple[int, str]]:
+    findings = lint(tmp_path, select=["HS1"], config=False)
+    return {(f.line, f.code) for f in findings if f.path.endswith(path.name)}
+
+
+def _resolutions(tmp_path: Path, path: Path) -> list[str]:
+    findings = lint(tmp_path, select=["HS1"], config=False)
+    return [f.resolution for f in findings if f.path.endswith(path.name)]
+
+
+def test_a_class_on_an_outside_base_is_a_module_by_its_body(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "wrappers.py",
+        """\
+        import torch
+        from torch import nn
+        from somesdk.layers import ExternalLayer, ExternalModel
+
+
+        class Projected(ExternalLayer):
+            def __init__(self, dim):
+                super().__init__()
+                self.proj = nn.Linear(dim, dim)
+
+            def forward(self, x):
+                return self.proj(x)
+
+            def run(self, x):
+                return self.forward(x)  # HS102
+
+
+        class Counted(ExternalModel):
+            def size(self):
+                return sum(p.numel() for p in self.parameters())
+
+            def run(self, x):
+                return self.forward(x)  # HS102
+
+
+        class Runtime(ExternalModel):
+            # an inference-runtime wrapper: a forward alone says nothing
+            def __init__(self, path):
+                super().__init__()
+                self.request = open(path)
+
+            def forward(self, x):
+                return self.request.read()
+
+            def generate(self, x):
+                return self.forward(x)
+
+
+        class Trainer(ExternalModel):
+            # holds a loss, as trainers do; calls a module-only method name it defines itself
+            def __init__(self):
+                super().__init__()
+                self.loss = nn.CrossEntropyLoss()
+
+            def parameters(self):
+                return []
+
+            def step(self, x):
+                self.parameters()
+                return self.forward(x)
+
+            @staticmethod
+            def count(module):
+                return len(list(module.parameters()))
+
+
+        def use(x):
+            Projected(4).forward(x)  # HS101
+            return Runtime("m.xml").forward(x)
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)
+    resolved = _resolutions(tmp_path, path)
+    assert any("a module by its body: self.proj = nn.Linear(...) at" in r for r in resolved)
+    assert any("a module by its body: self.parameters(...) at" in r for r in resolved)
+
+
+def test_a_body_in_another_file_tells_its_class_too(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        "pkg/heads.py",
+        """\
+        import torch.nn as nn
+        from detlib.models import HeadTemplate
+
+
+        class Head(HeadTemplate):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("anchors", None)
+
+
+        class Plain(HeadTemplate):
+            def __init__(self):
+                super().__init__()
+                self.name = "plain"
+        """,
+    )
+    path = _write(
+        tmp_path,
+        "pkg/use.py",
+        """\
+        from pkg.heads import Head, Plain
+
+
+        def run(x):
+            Plain().forward(x)
+            return Head().forward(x)  # HS101
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)
+
+
+def test_a_test_case_is_not_a_module(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "test_kernels.py",
+        """\
+        import unittest
+
+        import torch
+        from torch import nn
+
+
+        class TestKernel(unittest.TestCase):
+            def forward(self, layer, x):
+                return layer(x)
+
+            def test_one(self):
+                self.register_buffer = None
+                sum(p.numel() for p in self.parameters())
+                return self.forward(nn.Linear(2, 2), torch.ones(2))
+
+
+        class KernelCheck(nn.Module):
+            def forward(self, x):
+                return x
+
+            def check(self, x):
+                return self.forward(x)  # HS102
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)
+
+
+def test_library_module_classes_by_name(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "models.py",
+        """\
+        import torch
+        from fairseq.models import FairseqEncoderModel
+        from fairseq.dataclass import FairseqDataclass
+        from transformer_lens import HookedTransformer, HookedTransformerConfig
+        from transformer_lens.components import Attention
+        from torchvision.models import ResNet, ResNet50_Weights
+        from torchvision.models.detection._utils import BoxCoder
+
+
+        class DiffModel(FairseqEncoderModel):
+            def forward(self, x):
+                return x
+
+            def sample(self, x):
+                return self.forward(x)  # HS102
+
+
+        class DiffConfig(FairseqDataclass):
+            def forward(self, x):
+                return x
+
+            def sample(self, x):
+                return self.forward(x)
+
+
+        class Backbone(ResNet):
+            def features(self, x):
+                return self.forward(x)  # HS102
+
+
+        def run(model: HookedTransformer, cfg: HookedTransformerConfig, attn: Attention, x):
+            model.forward(x)  # HS101
+            attn.forward(x)  # HS101
+            cfg.forward(x)
+            BoxCoder((1.0,)).forward(x)
+            return ResNet50_Weights.DEFAULT.forward(x)
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)
+
+
+def test_a_bare_base_is_the_one_its_own_file_defines(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        "tf_side/wrapper.py",
+        """\
+        import tensorflow as tf
+
+
+        class QuantWrapper(tf.keras.layers.Layer):
+            pass
+
+
+        class StaticWrapper(QuantWrapper):
+            pass
+        """,
+    )
+    _write(
+        tmp_path,
+        "torch_side/wrapper.py",
+        """\
+        from torch import nn
+
+
+        class QuantWrapper(nn.Module):
+            pass
+
+
+        class StaticWrapper(QuantWrapper):
+            pass
+        """,
+    )
+    path = _write(
+        tmp_path,
+        "tests/test_wrappers.py",
+        """\
+        from torch_side.wrapper import StaticWrapper
+        from tf_side.wrapper import StaticWrapper as KerasWrapper
+
+
+        def test_wrappers(x):
+            StaticWrapper().forward(x)  # HS101
+            KerasWrapper().forward(x)
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)
+
+
+def test_a_model_cached_on_the_class(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "test_cached.py",
+        """\
+        import unittest
+
+        from transformers import AutoTokenizer, MistralForCausalLM
+
+
+        class CachedModelTest(unittest.TestCase):
+            _model = None
+            _tokenizer = None
+
+            @property
+            def model(self):
+                if self.__class__._model is None:
+                    self.__class__._model = MistralForCausalLM.from_pretrained("m")
+                return self.__class__._model
+
+            @property
+            def tokenizer(self):
+                if type(self)._tokenizer is None:
+                    type(self)._tokenizer = AutoTokenizer.from_pretrained("m")
+                return type(self)._tokenizer
+
+            def test_logits(self):
+                self.tokenizer.forward("text")
+                return self.model.forward(None)  # HS101
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)
+
+
+def test_locals_kept_as_attributes(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "backends.py",
+        """\
+        import cv2
+        import torch
+        from torch import nn
+
+
+        class MultiBackend(nn.Module):
+            def __init__(self, w):
+                super().__init__()
+                net = cv2.dnn.readNetFromONNX(w)
+                self.__dict__.update(locals())
+
+            def forward(self, im):
+                self.net.setInput(im)
+                return self.net.forward()
+
+
+        class Unassigned(nn.Module):
+            def forward(self, im):
+                return self.net.forward(im)  # HS101
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)
+
+
+def test_forward_reaches_only_methods_called_on_self(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "teacher.py",
+        """\
+        from torch import nn
+
+
+        class Student(nn.Module):
+            def __init__(self, teacher):
+                super().__init__()
+                self.teacher = teacher
+
+            def forward(self, x):
+                y = self.teacher.extract_features(x)
+                return self.embed(x) + y
+
+            def embed(self, x):
+                return self.forward(x)
+
+            def extract_features(self, x):
+                return self.forward(x)  # HS102
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)
