@@ -350,3 +350,30 @@ def test_forward_reaches_only_methods_called_on_self(tmp_path: Path) -> None:
         """,
     )
     assert _found(tmp_path, path) == expected_codes(path)
+
+
+def test_a_classmethod_called_through_cls_gets_what_its_callers_pass(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "export.py",
+        """\
+        from torch.nn import Module
+
+
+        class Exporter:
+            @classmethod
+            def _cache(cls, module, *args):
+                return module.forward(*args)  # HS101
+
+            @classmethod
+            def _describe(cls, handler, *args):
+                return handler.forward(*args)
+
+            @classmethod
+            def trace(cls, module: Module, args, handler):
+                module = module.eval()
+                cls._describe(handler, args)
+                return cls._cache(module, args)
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)

@@ -216,7 +216,7 @@ class Resolver(ClassKinds):
                 return Resolved(Kind.OTHER, name=expr.attr, function=method)
         if base.is_class and base.name in self.file.classes:
             method = self._method(base.name, expr.attr)
-            if method is not None and is_staticmethod(method):  # ``Utils.create_layer(...)``
+            if method is not None and (is_staticmethod(method) or is_classmethod(method)):
                 return Resolved(Kind.OTHER, name=expr.attr, function=method)
         if expr.attr[:1].isupper() and (
             base.is_class or base is NAMESPACE or base.kind is Kind.UNKNOWN
