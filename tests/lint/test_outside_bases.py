@@ -377,3 +377,80 @@ def test_a_classmethod_called_through_cls_gets_what_its_callers_pass(tmp_path: P
         """,
     )
     assert _found(tmp_path, path) == expected_codes(path)
+
+
+def test_a_base_attribute_used_as_a_module_by_a_sibling_class(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "train.py",
+        """\
+        class Epoch:
+            def __init__(self, model, runner):
+                self.model = model
+                self.runner = runner
+
+
+        class TrainEpoch(Epoch):
+            def update(self, x):
+                self.runner.forward(x)
+                return self.model.forward(x)  # HS101
+
+
+        class ValidEpoch(Epoch):
+            def start(self):
+                self.model.eval()
+
+
+        class Other:
+            def __init__(self, runner):
+                self.runner = runner
+
+            def start(self):
+                self.runner.eval()
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)
+
+
+def test_what_a_context_manager_method_yields(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "hooked.py",
+        """\
+        from contextlib import contextmanager
+
+        from torch import nn
+
+
+        class Hooked(nn.Module):
+            @contextmanager
+            def hooks(self, fwd_hooks):
+                try:
+                    yield self
+                finally:
+                    pass
+
+            @contextmanager
+            def recorder(self):
+                yield Recorder()
+
+            def run_with_hooks(self, x, fwd_hooks=()):
+                with self.hooks(fwd_hooks) as hooked:
+                    return hooked.forward(x)  # HS101
+
+            def run_recorded(self, x):
+                with self.recorder() as rec:
+                    return rec.forward(x)
+
+
+        class Recorder:
+            def forward(self, x):
+                return x
+
+
+        def run_file(path, x):
+            with open(path) as handle:
+                return handle.forward(x)
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)

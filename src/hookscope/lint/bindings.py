@@ -23,6 +23,7 @@ BindingKind = Literal[
     "class",
     "function",
     "opaque",
+    "entered",
 ]
 
 
@@ -32,7 +33,8 @@ class Binding:
 
     Attributes:
         kind: how the name was bound.
-        expr: the value, annotation or iterable expression (``None`` for opaque ones).
+        expr: the value, annotation or iterable expression (``None`` for opaque ones);
+            for ``entered`` ones (``with cm() as name``), the context manager.
         owner: the function, class or module node in whose scope ``expr`` is evaluated.
         position: for ``element`` and ``unpacked`` bindings of tuple targets, the index
             in the tuple.
@@ -127,7 +129,7 @@ def _bind(node: ast.AST, owner: ast.AST, out: dict[str, list[Binding]]) -> None:
             origin = f"{node.module or ''}.{alias.name}"
             add(alias.asname or alias.name, Binding("import", None, owner, origin=origin))
     elif isinstance(node, ast.withitem) and isinstance(node.optional_vars, ast.Name):
-        add(node.optional_vars.id, Binding("opaque", None, owner))
+        add(node.optional_vars.id, Binding("entered", node.context_expr, owner))
     elif isinstance(node, ast.NamedExpr):
         add(node.target.id, Binding("value", node.value, owner))
 

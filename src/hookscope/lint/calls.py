@@ -239,3 +239,24 @@ def _dict_entry(resolver: Resolver, mapping: ast.expr, scope: Scope, depth: int)
     if isinstance(mapping, ast.Name):
         return entry_of(resolver, mapping, scope, depth)
     return None
+
+
+_CONTEXT_MANAGERS = frozenset({"contextmanager", "asynccontextmanager"})
+
+
+def entered(resolver: Resolver, expr: ast.expr, scope: Scope, depth: int) -> Resolved:
+    """``name`` of ``with cm(...) as name``: what a project ``@contextmanager`` function
+    yields (``with self.hooks(...) as model`` after ``yield self``); unknown otherwise
+    (``__enter__`` may return anything)."""
+    if not isinstance(expr, ast.Call):
+        return UNKNOWN
+    func = resolver.resolve(expr.func, scope, depth + 1).function
+    if func is None or not any(
+        (dotted(d) or "").rsplit(".", 1)[-1] in _CONTEXT_MANAGERS for d in func.decorator_list
+    ):
+        return UNKNOWN
+    yielded = resolver.returns_of(func, depth + 1).elem
+    if yielded is None or yielded is Kind.UNKNOWN:
+        return UNKNOWN
+    where = f"{resolver.file.path}:{func.lineno}"
+    return Resolved(yielded, via=f"yielded by the context manager {func.name}() at {where}")

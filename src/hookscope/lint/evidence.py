@@ -39,10 +39,52 @@ from hookscope.lint.resolve import Resolver
 
 def from_context(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolved | None:
     """The receiver's kind from its use or its owner; ``None`` when nothing is said."""
-    used = _used_as_module(resolver, receiver, site.scope)
+    used = _used_as_module(resolver, receiver, site.scope) or _used_by_siblings(
+        resolver, receiver, site.scope
+    )
     if used is not None:
         return used
     return submodule(resolver, receiver, site) or _in_submodule(resolver, receiver, site)
+
+
+def _used_by_siblings(resolver: Resolver, receiver: ast.expr, scope: Scope) -> Resolved | None:
+    """``self.x`` that a same-file base assigns (``self.model = model`` in ``Epoch``) and
+    another subclass of that base calls a module-only method on (``self.model.eval()`` in
+    ``ValidEpoch``, next to ``TrainEpoch``): the base's attribute is the same value."""
+    if not (
+        isinstance(receiver, ast.Attribute)
+        and isinstance(receiver.value, ast.Name)
+        and receiver.value.id == scope.self_name
+        and scope.cls is not None
+    ):
+        return None
+    lineage = _with_local_bases(resolver, scope.cls)
+    owners = {c.name for c in lineage[1:] if receiver.attr in class_attributes(c)}
+    if not owners:
+        return None
+    for other in resolver.file.classes.values():
+        if other in lineage or not owners & {c.name for c in _with_local_bases(resolver, other)}:
+            continue
+        for method in other.body:
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            own = [*method.args.posonlyargs, *method.args.args][:1]
+            for node in ast.walk(method):
+                if (
+                    own
+                    and isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in known.MODULE_ONLY_METHODS
+                    and dotted(node.func.value) == f"{own[0].arg}.{receiver.attr}"
+                ):
+                    hit = f"{dotted(node.func)}(...) in {other.name}"
+                    return Resolved(
+                        Kind.MODULE,
+                        name=receiver.attr,
+                        via=f"{hit} at {resolver.file.path}:{node.lineno}: only torch modules "
+                        "have it",
+                    )
+    return None
 
 
 def _used_as_module(resolver: Resolver, receiver: ast.expr, scope: Scope) -> Resolved | None:

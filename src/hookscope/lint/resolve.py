@@ -34,7 +34,7 @@ from hookscope.lint.bindings import (
     returned,
     scope_bindings,
 )
-from hookscope.lint.calls import call_result
+from hookscope.lint.calls import call_result, entered
 from hookscope.lint.classes import ClassKinds, base_names
 from hookscope.lint.containers import (
     alternatives,
@@ -337,6 +337,8 @@ class Resolver(ClassKinds):
             return None
         if binding.kind == "annotation":
             return self.annotation(binding.expr)
+        if binding.kind == "entered":
+            return entered(self, binding.expr, scope, depth)
         if binding.kind == "element":
             return element(self, binding.expr, binding.position, scope, depth)
         if binding.kind == "unpacked":
