@@ -105,6 +105,12 @@ LIBRARY_MODULE_CLASSES: dict[str, frozenset[str]] = {
         | {"AutoencoderKLTemporalDecoder", "ConsistencyDecoderVAE"}
     ),
     "sentence_transformers": frozenset({"SentenceTransformer"}),
+    # TransformerEngine's layers (``transformer_engine.pytorch.__init__``); its
+    # ``InferenceParams`` and recipes are not modules.
+    "transformer_engine.pytorch": frozenset(
+        {"Linear", "LayerNorm", "RMSNorm", "LayerNormLinear", "LayerNormMLP", "GroupedLinear"}
+        | {"DotProductAttention", "MultiheadAttention", "TransformerLayer"}
+    ),
     "mmcv.cnn": frozenset(
         {"ConvModule", "DepthwiseSeparableConvModule", "Scale", "ContextBlock", "NonLocal2d"}
     ),
@@ -136,6 +142,11 @@ _FAIRSEQ_MODULE = re.compile(
 NAMED_MODULE_CLASSES: dict[str, re.Pattern[str]] = {
     "fairseq.models": _FAIRSEQ_MODULE,
     "fairseq.modules": _FAIRSEQ_MODULE,
+    # spconv's sparse layers (``spconv.SubMConv3d``, ``spconv.SparseSequential``), from
+    # ``spconv`` (1.x) or ``spconv.pytorch``; its ``SparseConvTensor`` is not a module.
+    "spconv": re.compile(
+        r"^(?!.*Tensor)(?:Sparse\w*(?:Conv\w*|Sequential|Pool\w*|Module)|SubMConv\w*|ToDense)$"
+    ),
     "transformer_lens": re.compile(
         r"^(?:Hooked(?:Transformer|Encoder|EncoderDecoder|AudioEncoder|RootModule|SAE"
         r"|SAETransformer)|HookPoint)$"
