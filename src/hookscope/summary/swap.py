@@ -15,6 +15,8 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
+from hookscope.modtree import walk
+
 
 def _stand_in(tensor: torch.Tensor, device: torch.device, is_param: bool) -> torch.Tensor:
     if device.type == "meta":
@@ -43,7 +45,7 @@ def stand_ins(model: nn.Module, device: torch.device) -> Iterator[None]:
     replacements: dict[int, torch.Tensor] = {}
     seen: set[int] = set()
     try:
-        for module in model.modules():
+        for _, module in walk(model):
             if id(module) in seen:
                 continue
             seen.add(id(module))
