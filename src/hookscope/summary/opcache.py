@@ -117,6 +117,8 @@ def _key(value: Any) -> Any:
     if kind in _PLAIN_TYPES:
         return (kind, value)
     if kind is tuple or kind is list:
+        if all(type(v) is int for v in value):  # sizes, strides, dims: most lists
+            return (kind, *value)
         return (kind, *[_key(v) for v in value])
     if isinstance(value, torch.Tensor):
         if not value.is_meta:
