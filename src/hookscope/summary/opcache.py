@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch import nn
 
 from hookscope.summary.shapes import RULES, Outputs, Spec
 
@@ -44,6 +45,7 @@ _PLAIN = (
 )
 
 _PLAIN_TYPES = frozenset(_PLAIN)
+_TENSORS = frozenset((torch.Tensor, nn.Parameter))
 
 #: Keys a cache holds at most (each a few hundred bytes).
 MAX_ENTRIES = 50_000
@@ -69,7 +71,7 @@ class OpCache:
             return func(*args, **kwargs)
         try:
             kwargs_key = _key(tuple(sorted(kwargs.items()))) if kwargs else ()
-            key = (func, _key(args), kwargs_key, torch.get_default_dtype())
+            key = (func, _key_items(args), kwargs_key, torch.get_default_dtype())
         except _Unkeyable:
             return func(*args, **kwargs)
         spec = self._specs.get(key)
@@ -110,6 +112,22 @@ def _makes_fresh_tensors(func: Any) -> bool:
     if schema is None or not schema.returns:
         return False
     return not any(r.alias_info is not None or str(r.type) != "Tensor" for r in schema.returns)
+
+
+def _key_items(values: tuple[Any, ...] | list[Any]) -> tuple[Any, ...]:
+    """Keys of an op's arguments: ints and None stand for themselves (nothing else equals them)."""
+    keys: list[Any] = []
+    for value in values:
+        kind = type(value)
+        if kind is int or value is None:
+            keys.append(value)
+        elif kind in _TENSORS:
+            if not value.is_meta:
+                raise _Unkeyable
+            keys.append((value.shape, value.stride(), value.dtype, value.storage_offset()))
+        else:
+            keys.append(_key(value))
+    return tuple(keys)
 
 
 def _key(value: Any) -> Any:
