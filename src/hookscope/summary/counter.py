@@ -18,7 +18,7 @@ from hookscope.summary.formulas import FORMULAS, OpCategory, categorize, op_name
 from hookscope.summary.opcache import OpCache
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class CallRecord:
     """One call of one module while the summary runs (mutable, internal).
 

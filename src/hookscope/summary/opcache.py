@@ -28,6 +28,8 @@ from typing import Any
 
 import torch
 
+from hookscope.summary.shapes import RULES, Outputs, Spec
+
 _META = torch.device("meta")
 _PLAIN = (
     int,
@@ -42,14 +44,9 @@ _PLAIN = (
 )
 
 _PLAIN_TYPES = frozenset(_PLAIN)
-Spec = tuple[tuple[int, ...], tuple[int, ...], torch.dtype]
 
 #: Keys a cache holds at most (each a few hundred bytes).
 MAX_ENTRIES = 50_000
-
-
-class _Outputs(tuple[Spec, ...]):
-    """The specs of an op that returns several tensors (a spec is a tuple too)."""
 
 
 class _Unkeyable(Exception):
@@ -60,7 +57,7 @@ class OpCache:
     """Outputs' metadata of the meta ops run so far, by op and argument metadata."""
 
     def __init__(self) -> None:
-        self._specs: dict[tuple[Any, ...], Spec | _Outputs] = {}
+        self._specs: dict[tuple[Any, ...], Spec | Outputs] = {}
         self._fresh: dict[Any, bool] = {}
 
     def run(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -77,19 +74,24 @@ class OpCache:
             return func(*args, **kwargs)
         spec = self._specs.get(key)
         if spec is None:
+            rule = RULES.get(func)
+            spec = None if rule is None else rule(args, kwargs)
+            if spec is not None:
+                self._remember(key, spec)
+        if spec is None:
             out = func(*args, **kwargs)
             if isinstance(out, torch.Tensor) and out.is_meta:
                 self._remember(key, _spec(out))
             elif isinstance(out, tuple) and all(
                 isinstance(t, torch.Tensor) and t.is_meta for t in out
             ):
-                self._remember(key, _Outputs(_spec(t) for t in out))
+                self._remember(key, Outputs(_spec(t) for t in out))
             return out
-        if isinstance(spec, _Outputs):
+        if isinstance(spec, Outputs):
             return tuple([_make(s) for s in spec])
         return _make(spec)
 
-    def _remember(self, key: tuple[Any, ...], spec: Spec | _Outputs) -> None:
+    def _remember(self, key: tuple[Any, ...], spec: Spec | Outputs) -> None:
         if len(self._specs) >= MAX_ENTRIES:
             del self._specs[next(iter(self._specs))]
         self._specs[key] = spec
@@ -115,6 +117,8 @@ def _key(value: Any) -> Any:
     if kind in _PLAIN_TYPES:
         return (kind, value)
     if kind is tuple or kind is list:
+        if all(type(v) is int for v in value):  # sizes, strides, dims: most lists
+            return (kind, *value)
         return (kind, *[_key(v) for v in value])
     if isinstance(value, torch.Tensor):
         if not value.is_meta:

@@ -9,19 +9,42 @@ the very same objects, also when the forward raises.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import torch
 from torch import nn
 
+from hookscope.modtree import walk
+
+#: id(original tensor) -> (a weak reference to it, its meta stand-in), while it lives
+_META_STAND_INS: dict[int, tuple[weakref.ref[torch.Tensor], torch.Tensor]] = {}
+
+
+def _meta_stand_in(tensor: torch.Tensor, is_param: bool) -> torch.Tensor:
+    """A meta tensor like ``tensor``: the one made last time while it still matches."""
+    held = _META_STAND_INS.get(id(tensor))
+    if held is not None and held[0]() is tensor:
+        known = held[1]
+        if (
+            known.shape == tensor.shape
+            and known.stride() == tensor.stride()
+            and known.dtype == tensor.dtype
+            and known.requires_grad == tensor.requires_grad
+            and isinstance(known, nn.Parameter) == is_param
+        ):
+            return known
+    fake = torch.empty_like(tensor, device="meta")
+    made = nn.Parameter(fake, requires_grad=tensor.requires_grad) if is_param else fake
+    key = id(tensor)
+    _META_STAND_INS[key] = (weakref.ref(tensor, lambda _: _META_STAND_INS.pop(key, None)), made)
+    return made
+
 
 def _stand_in(tensor: torch.Tensor, device: torch.device, is_param: bool) -> torch.Tensor:
     if device.type == "meta":
-        if tensor.is_meta:
-            return tensor
-        fake = torch.empty_like(tensor, device=device)
-        return nn.Parameter(fake, requires_grad=tensor.requires_grad) if is_param else fake
+        return tensor if tensor.is_meta else _meta_stand_in(tensor, is_param)
     if is_param:
         if tensor.device == device:
             return tensor  # used as is: the forward runs under no_grad
@@ -35,7 +58,9 @@ def _stand_in(tensor: torch.Tensor, device: torch.device, is_param: bool) -> tor
 def stand_ins(model: nn.Module, device: torch.device) -> Iterator[None]:
     """Run the body with ``model``'s state on ``device``; the originals come back after.
 
-    On meta: shape-only stand-ins (no memory). On a real device: parameters
+    On meta: shape-only stand-ins (no memory), reused by later summaries
+    while the original lives and its shape, strides, dtype and
+    ``requires_grad`` still match. On a real device: parameters
     as they are when already there, else copies; buffers always copies.
     A tensor tied into several places gets one stand-in, so ties hold.
     """
@@ -43,7 +68,7 @@ def stand_ins(model: nn.Module, device: torch.device) -> Iterator[None]:
     replacements: dict[int, torch.Tensor] = {}
     seen: set[int] = set()
     try:
-        for module in model.modules():
+        for _, module in walk(model):
             if id(module) in seen:
                 continue
             seen.add(id(module))
