@@ -68,7 +68,7 @@ class OpCache:
         if not fresh:
             return func(*args, **kwargs)
         try:
-            kwargs_key = _key(tuple(sorted(kwargs.items())))
+            kwargs_key = _key(tuple(sorted(kwargs.items()))) if kwargs else ()
             key = (func, _key(args), kwargs_key, torch.get_default_dtype())
         except _Unkeyable:
             return func(*args, **kwargs)

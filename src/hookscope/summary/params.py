@@ -122,7 +122,9 @@ class _Tied(Exception):
 
 
 def _sums_without_ties(model: nn.Module) -> dict[int, ModuleParams]:
-    keys: set[tuple[object, ...]] = set()
+    # A data address (or, on meta, the object) seen twice may be a tie: then the
+    # exact merge decides. Distinct addresses are distinct tensors.
+    keys: set[int] = set()
     result: dict[int, ModuleParams] = {}
 
     def visit(module: nn.Module) -> tuple[int, int]:
@@ -131,7 +133,7 @@ def _sums_without_ties(model: nn.Module) -> dict[int, ModuleParams]:
         own = own_trainable = 0
         for param in module._parameters.values():
             if param is not None:
-                key = tensor_key(param)
+                key = _address(param)
                 if key in keys:
                     raise _Tied
                 keys.add(key)
@@ -150,6 +152,15 @@ def _sums_without_ties(model: nn.Module) -> dict[int, ModuleParams]:
 
     visit(model)
     return result
+
+
+def _address(tensor: torch.Tensor) -> int:
+    if tensor.is_meta:
+        return id(tensor)
+    try:
+        return tensor.data_ptr()
+    except (RuntimeError, NotImplementedError):  # subclasses without storage (DTensor)
+        raise _Tied from None  # the exact merge keys them by identity
 
 
 def _trainable_label(count: int, trainable: int) -> Trainable:
