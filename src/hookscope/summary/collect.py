@@ -165,6 +165,7 @@ def run_forward(
                 output = model(*args, **kwargs)
         except Exception as exc:
             raise ForwardError(_failure_message(model, recorder, exc)) from exc
+    counter.add_up(recorder.records)
     direct = dict.fromkeys(name for record in hooks.bypasses for name in record.names)
     return Collected(recorder.records, counter, output, tuple(direct))
 

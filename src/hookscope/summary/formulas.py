@@ -304,6 +304,7 @@ def op_name(func: Any) -> str:
     return str(func)
 
 
+@functools.cache
 def categorize(func: Any) -> OpCategory:
     """What an op without a MAC formula is.
 

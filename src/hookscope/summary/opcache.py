@@ -135,15 +135,13 @@ def _key(value: Any) -> Any:
     if kind in _PLAIN_TYPES:
         return (kind, value)
     if kind is tuple or kind is list:
-        if all(type(v) is int for v in value):  # sizes, strides, dims: most lists
-            return (kind, *value)
-        return (kind, *[_key(v) for v in value])
+        return (kind, *_key_items(value))
     if isinstance(value, torch.Tensor):
         if not value.is_meta:
             raise _Unkeyable
         return (value.shape, value.stride(), value.dtype, value.storage_offset())
     if isinstance(value, (tuple, list)):
-        return (kind, *[_key(v) for v in value])
+        return (kind, *_key_items(value))
     if isinstance(value, _PLAIN):
         return (kind, value)
     raise _Unkeyable

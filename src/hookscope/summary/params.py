@@ -40,14 +40,20 @@ def tensor_key(tensor: torch.Tensor) -> tuple[object, ...]:
 
 def unique_tensors(tensors: Iterable[torch.Tensor]) -> list[torch.Tensor]:
     """``tensors`` with tied and repeated ones dropped (first occurrence kept)."""
+    kept = list({id(t): t for t in tensors}.values())
+    try:
+        if len({_address(t) for t in kept}) == len(kept):
+            return kept  # distinct addresses: distinct data, no full keys needed
+    except _Tied:
+        pass
     seen: set[tuple[object, ...]] = set()
-    kept = []
-    for tensor in tensors:
+    unique = []
+    for tensor in kept:
         key = tensor_key(tensor)
         if key not in seen:
             seen.add(key)
-            kept.append(tensor)
-    return kept
+            unique.append(tensor)
+    return unique
 
 
 def dtype_name(dtype: torch.dtype) -> str:
