@@ -16,15 +16,22 @@ from torch import nn
 
 Walk = tuple[tuple[str, nn.Module], ...]
 
-#: (id(model), remove_duplicate) -> its walk, while a `walked` block holds it
-_HELD: dict[tuple[int, bool], Walk] = {}
+#: id(model) -> {remove_duplicate: its walk}, while a `walked` block holds the model
+_HELD: dict[int, dict[bool, Walk]] = {}
 
 
 def walk(model: nn.Module, *, remove_duplicate: bool = True) -> Walk:
     """``tuple(model.named_modules(remove_duplicate=...))``, built with an explicit stack."""
-    held = _HELD.get((id(model), remove_duplicate))
+    held = _HELD.get(id(model))
     if held is not None:
-        return held
+        found = held.get(remove_duplicate)
+        if found is None:
+            found = held[remove_duplicate] = _walk(model, remove_duplicate)
+        return found
+    return _walk(model, remove_duplicate)
+
+
+def _walk(model: nn.Module, remove_duplicate: bool) -> Walk:
     found: list[tuple[str, nn.Module]] = []
     seen: set[int] = set()
     stack: list[tuple[str, nn.Module]] = [("", model)]
@@ -51,14 +58,11 @@ def walked(model: nn.Module) -> Iterator[None]:
     For a caller that does not change the model's module tree in the block
     (the summary: modules added by the forward itself are not listed).
     """
-    keys = [(id(model), flag) for flag in (True, False)]
-    if keys[0] in _HELD:  # an outer block holds it already
+    if id(model) in _HELD:  # an outer block holds it already
         yield
         return
-    for key in keys:
-        _HELD[key] = walk(model, remove_duplicate=key[1])
+    _HELD[id(model)] = {}
     try:
         yield
     finally:
-        for key in keys:
-            _HELD.pop(key, None)
+        _HELD.pop(id(model), None)
