@@ -81,14 +81,15 @@ def model_totals(model: nn.Module) -> ParamTotals:
     params = unique_tensors(p for m in modules for p in m._parameters.values() if p is not None)
     buffers = unique_tensors(b for m in modules for b in m._buffers.values() if b is not None)
     whole = full_numels(model)
-    by_dtype: dict[str, int] = {}
-    bytes_by_dtype: dict[str, int] = {}
+    numels: dict[torch.dtype, int] = {}
+    trainable = 0
     for param in params:
-        key, numel = dtype_name(param.dtype), whole.get(id(param), param.numel())
-        by_dtype[key] = by_dtype.get(key, 0) + numel
-        bytes_by_dtype[key] = bytes_by_dtype.get(key, 0) + numel * param.element_size()
+        numel = whole.get(id(param), param.numel()) if whole else param.numel()
+        numels[param.dtype] = numels.get(param.dtype, 0) + numel
+        trainable += numel if param.requires_grad else 0
+    by_dtype = {dtype_name(dtype): numel for dtype, numel in numels.items()}
+    bytes_by_dtype = {dtype_name(dtype): numel * dtype.itemsize for dtype, numel in numels.items()}
     total = sum(by_dtype.values())
-    trainable = sum(whole.get(id(p), p.numel()) for p in params if p.requires_grad)
     return ParamTotals(
         params=total,
         trainable=trainable,

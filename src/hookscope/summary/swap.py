@@ -18,27 +18,21 @@ from torch import nn
 
 from hookscope.modtree import walk
 
-#: id(original tensor) -> (a weak reference to it, its meta stand-in), while it lives
-_META_STAND_INS: dict[int, tuple[weakref.ref[torch.Tensor], torch.Tensor]] = {}
+#: id(original) -> (a weak reference to it, what it was like, its meta stand-in), while it lives
+_META_STAND_INS: dict[int, tuple[weakref.ref[torch.Tensor], tuple[object, ...], torch.Tensor]] = {}
 
 
 def _meta_stand_in(tensor: torch.Tensor, is_param: bool) -> torch.Tensor:
     """A meta tensor like ``tensor``: the one made last time while it still matches."""
+    like = (tensor.shape, tensor.stride(), tensor.dtype, tensor.requires_grad, is_param)
     held = _META_STAND_INS.get(id(tensor))
-    if held is not None and held[0]() is tensor:
-        known = held[1]
-        if (
-            known.shape == tensor.shape
-            and known.stride() == tensor.stride()
-            and known.dtype == tensor.dtype
-            and known.requires_grad == tensor.requires_grad
-            and isinstance(known, nn.Parameter) == is_param
-        ):
-            return known
+    if held is not None and held[0]() is tensor and held[1] == like:
+        return held[2]
     fake = torch.empty_like(tensor, device="meta")
     made = nn.Parameter(fake, requires_grad=tensor.requires_grad) if is_param else fake
     key = id(tensor)
-    _META_STAND_INS[key] = (weakref.ref(tensor, lambda _: _META_STAND_INS.pop(key, None)), made)
+    forget = weakref.ref(tensor, lambda _: _META_STAND_INS.pop(key, None))
+    _META_STAND_INS[key] = (forget, like, made)
     return made
 
 
@@ -66,13 +60,11 @@ def stand_ins(model: nn.Module, device: torch.device) -> Iterator[None]:
     """
     saved: list[tuple[dict[str, torch.Tensor | None], str, torch.Tensor]] = []
     replacements: dict[int, torch.Tensor] = {}
-    seen: set[int] = set()
     try:
-        for _, module in walk(model):
-            if id(module) in seen:
-                continue
-            seen.add(id(module))
+        for _, module in walk(model):  # each module once
             for store, is_param in ((module._parameters, True), (module._buffers, False)):
+                if not store:
+                    continue
                 for name, tensor in list(store.items()):
                     if tensor is None:
                         continue
