@@ -100,8 +100,7 @@ def summary(
         try:
             collected, used, reason = _run(model, args, kwargs, target, input_size is not None)
         finally:
-            for module, training in flags:
-                module.training = training
+            _restore(flags)
         names = CleanNames(model, keep_wrappers=keep_wrappers)
         return _build(model, (args, kwargs), collected, used, reason, depth, names)
 
@@ -113,6 +112,16 @@ def _eval(model: nn.Module, flags: list[tuple[nn.Module, bool]]) -> None:
         return
     for module, _ in flags:
         module.__dict__["training"] = False  # what train(False) does, without __setattr__
+
+
+def _restore(flags: list[tuple[nn.Module, bool]]) -> None:
+    """Put every module's train/eval flag back (directly where ``__setattr__`` is nn.Module's)."""
+    plain = nn.Module.__setattr__
+    for module, training in flags:
+        if type(module).__setattr__ is plain:
+            module.__dict__["training"] = training
+        else:
+            module.training = training
 
 
 def _parse_device(device: str | torch.device | None) -> torch.device | None:
@@ -196,7 +205,7 @@ def _rows(
     for rec in collected.records:
         if rec.module_id in names.wrappers:
             continue  # the row of the module it wraps has the same name and numbers
-        level = rec.depth - names.wrappers_above(rec.name)
+        level = rec.depth - names.wrappers_above(rec.name) if names.wrappers else rec.depth
         if depth is not None and level > depth:
             continue
         stats = per_module.get(rec.module_id, empty)
