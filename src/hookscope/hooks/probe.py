@@ -310,7 +310,13 @@ def watch(module: nn.Module, watcher: Watcher) -> None:
 def unwatch(key: int, watcher: Watcher) -> None:
     """Stop routing bypasses of the module with ``id`` ``key`` to ``watcher``."""
     with _LOCK:
-        entries = [e for e in _WATCHERS.get(key, []) if e[1] is not watcher]
+        entries = _WATCHERS.get(key)
+        if entries is None:
+            return
+        if len(entries) == 1 and entries[0][1] is watcher:  # the usual case: one watcher
+            del _WATCHERS[key]
+            return
+        entries = [e for e in entries if e[1] is not watcher]
         if entries:
             _WATCHERS[key] = entries
         else:

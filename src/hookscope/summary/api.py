@@ -17,6 +17,7 @@ from torch import nn
 from hookscope import dist
 from hookscope.errors import ForwardError, UsageError
 from hookscope.hooks.compiled import unwrap_compiled
+from hookscope.modtree import walk, walked
 from hookscope.names import CleanNames
 from hookscope.summary.collect import Collected, iter_tensors, run_forward, shapes_of
 from hookscope.summary.inputs import (
@@ -93,15 +94,15 @@ def summary(
     if target is None and dist.gathers_parameters(model):
         target = model_device(model)  # FSDP hooks gather real shards: no meta run
     args = _build_args(inputs, input_size, dtypes, kwargs, target)
-    flags = [(module, module.training) for module in model.modules()]
-    _eval(model, flags)
-    try:
-        collected, used, reason = _run(model, args, kwargs, target, input_size is not None)
-    finally:
-        for module, training in flags:
-            module.training = training
-    names = CleanNames(model, keep_wrappers=keep_wrappers)
-    return _build(model, (args, kwargs), collected, used, reason, depth, names)
+    with walked(model):  # names, hooks, stand-ins and totals share one walk of the tree
+        flags = [(module, module.training) for _, module in walk(model)]
+        _eval(model, flags)
+        try:
+            collected, used, reason = _run(model, args, kwargs, target, input_size is not None)
+        finally:
+            _restore(flags)
+        names = CleanNames(model, keep_wrappers=keep_wrappers)
+        return _build(model, (args, kwargs), collected, used, reason, depth, names)
 
 
 def _eval(model: nn.Module, flags: list[tuple[nn.Module, bool]]) -> None:
@@ -111,6 +112,16 @@ def _eval(model: nn.Module, flags: list[tuple[nn.Module, bool]]) -> None:
         return
     for module, _ in flags:
         module.__dict__["training"] = False  # what train(False) does, without __setattr__
+
+
+def _restore(flags: list[tuple[nn.Module, bool]]) -> None:
+    """Put every module's train/eval flag back (directly where ``__setattr__`` is nn.Module's)."""
+    plain = nn.Module.__setattr__
+    for module, training in flags:
+        if type(module).__setattr__ is plain:
+            module.__dict__["training"] = training
+        else:
+            module.training = training
 
 
 def _parse_device(device: str | torch.device | None) -> torch.device | None:
@@ -194,7 +205,7 @@ def _rows(
     for rec in collected.records:
         if rec.module_id in names.wrappers:
             continue  # the row of the module it wraps has the same name and numbers
-        level = rec.depth - names.wrappers_above(rec.name)
+        level = rec.depth - names.wrappers_above(rec.name) if names.wrappers else rec.depth
         if depth is not None and level > depth:
             continue
         stats = per_module.get(rec.module_id, empty)
@@ -254,7 +265,7 @@ def _build(
         activation_bytes=sum(r.output_bytes for r in collected.records if not r.children),
         not_run=tuple(
             names.module(name)
-            for name, m in model.named_modules()
+            for name, m in walk(model)
             if id(m) not in ran and name not in collected.called_directly and not _container(m)
         ),
         called_directly=tuple(dict.fromkeys(map(names.module, collected.called_directly))),
