@@ -105,12 +105,6 @@ LIBRARY_MODULE_CLASSES: dict[str, frozenset[str]] = {
         | {"AutoencoderKLTemporalDecoder", "ConsistencyDecoderVAE"}
     ),
     "sentence_transformers": frozenset({"SentenceTransformer"}),
-    # TransformerEngine's layers (``transformer_engine.pytorch.__init__``); its
-    # ``InferenceParams`` and recipes are not modules.
-    "transformer_engine.pytorch": frozenset(
-        {"Linear", "LayerNorm", "RMSNorm", "LayerNormLinear", "LayerNormMLP", "GroupedLinear"}
-        | {"DotProductAttention", "MultiheadAttention", "TransformerLayer"}
-    ),
     "mmcv.cnn": frozenset(
         {"ConvModule", "DepthwiseSeparableConvModule", "Scale", "ContextBlock", "NonLocal2d"}
     ),
