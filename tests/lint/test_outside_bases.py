@@ -475,3 +475,44 @@ def test_sparse_conv_layers(tmp_path: Path) -> None:
         """,
     )
     assert _found(tmp_path, path) == expected_codes(path)
+
+
+def test_only_torch_layers_tell_a_class_by_its_body(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        "paddle_net.py",
+        """\
+        import paddle.nn as nn
+
+
+        class PaddleNet(nn.Layer):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(2, 2)
+
+            def size(self):
+                return len(self.parameters())
+
+            def run(self, x):
+                return self.forward(x)
+        """,
+    )
+    path = _write(
+        tmp_path,
+        "torch_net.py",
+        """\
+        from torch.nn import Linear as Dense
+        from somesdk import SdkLayer
+
+
+        class TorchNet(SdkLayer):
+            def __init__(self):
+                super().__init__()
+                self.fc = Dense(2, 2)
+
+            def run(self, x):
+                return self.forward(x)  # HS102
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)
+    assert not _found(tmp_path, tmp_path / "paddle_net.py")

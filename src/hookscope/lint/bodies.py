@@ -18,6 +18,7 @@ have one and are not modules.
 from __future__ import annotations
 
 import ast
+import weakref
 
 from hookscope.lint import known
 from hookscope.lint.bindings import dotted
@@ -45,13 +46,20 @@ _SELF_MODULE_METHODS = frozenset(
         "get_submodule",
     }
 )
-_TORCH_NN = ("nn.", "torch.nn.")
 _LAYERS = (known.TORCH_NN_MODULES - {"Module"}) | {"Parameter"}
 
+# tree -> (prefixes spelling ``torch.nn.``, {bare name: torch.nn class}), by its imports
+_TORCH_NN: weakref.WeakKeyDictionary[ast.Module, tuple[tuple[str, ...], dict[str, str]]]
+_TORCH_NN = weakref.WeakKeyDictionary()
 
-def module_evidence(cls: ast.ClassDef, path: str) -> str:
-    """What in ``cls``'s body shows it is an ``nn.Module`` (``self.fc = nn.Linear(...)
-    at x.py:12``), or ``""``."""
+
+def module_evidence(cls: ast.ClassDef, path: str, tree: ast.Module) -> str:
+    """What in ``cls``'s body (in the file ``tree``) shows it is an ``nn.Module``
+    (``self.fc = nn.Linear(...) at x.py:12``), or ``""``. Only a file that imports torch
+    can show it: paddle, MXNet and flax have an ``nn.Linear`` and a ``parameters()`` too."""
+    prefixes, bare = _torch_nn(tree)
+    if not prefixes and not bare:
+        return ""
     methods = {
         stmt.name: stmt
         for stmt in cls.body
@@ -59,7 +67,7 @@ def module_evidence(cls: ast.ClassDef, path: str) -> str:
     }
     init = methods.get("__init__")
     if init is not None and _calls_base_init(init):
-        found = _layer_assigned(init)
+        found = _layer_assigned(init, prefixes, bare)
         if found is not None:
             return f"{_shown(found)} at {path}:{found.lineno}"
     for method in methods.values():
@@ -98,16 +106,44 @@ def _calls_base_init(init: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return False
 
 
-def _layer_assigned(init: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.Assign | None:
-    """The first ``self.x = nn.<Layer>(...)`` of ``__init__``."""
+def _torch_nn(tree: ast.Module) -> tuple[tuple[str, ...], dict[str, str]]:
+    """How the file spells ``torch.nn``: ``nn.`` after ``from torch import nn``,
+    ``torch.nn.`` after ``import torch``, and the names it imports from ``torch.nn``."""
+    found = _TORCH_NN.get(tree)
+    if found is not None:
+        return found
+    prefixes: list[str] = []
+    bare: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "torch":
+                    prefixes.append(f"{alias.asname or 'torch'}.nn.")
+                elif alias.name == "torch.nn":
+                    prefixes.append(f"{alias.asname}." if alias.asname else "torch.nn.")
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            for alias in node.names:
+                if node.module == "torch" and alias.name == "nn":
+                    prefixes.append(f"{alias.asname or 'nn'}.")
+                elif node.module.startswith("torch.nn"):
+                    bare[alias.asname or alias.name] = alias.name
+    found = _TORCH_NN[tree] = (tuple(prefixes), bare)
+    return found
+
+
+def _layer_assigned(
+    init: ast.FunctionDef | ast.AsyncFunctionDef, prefixes: tuple[str, ...], bare: dict[str, str]
+) -> ast.Assign | None:
+    """The first ``self.x = nn.<Layer>(...)`` of ``__init__`` (``torch.nn`` as the file
+    spells it)."""
     args = [*init.args.posonlyargs, *init.args.args]
     self_name = args[0].arg if args else "self"
     for node in ast.walk(init):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             path = dotted(node.value.func) or ""
-            layer = path.rpartition(".")[2]
+            layer = bare.get(path, "") if "." not in path else path.rpartition(".")[2]
             if (
-                path.startswith(_TORCH_NN)
+                (path.startswith(prefixes) or path in bare)
                 and layer in _LAYERS
                 and not layer.endswith("Loss")
                 and any(

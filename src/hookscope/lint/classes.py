@@ -190,7 +190,7 @@ class ClassKinds:
         if local_bases is not None:
             result = self._bases_kind(local_bases)
             if result[0] is Kind.UNKNOWN and local is not None:
-                evidence = module_evidence(local, self.file.path)
+                evidence = module_evidence(local, self.file.path, self.file.tree)
                 if evidence:
                     self.by_body[last] = evidence
                     return Kind.MODULE, False
@@ -215,7 +215,7 @@ class ClassKinds:
         other = class_def_of(self, name, files.pop())
         if other is None:
             return None
-        evidence = module_evidence(other[0], other[1])
+        evidence = module_evidence(*other)
         if not evidence:
             return None
         self.by_body[name] = evidence

@@ -191,12 +191,16 @@ def foreign_file(resolver: Resolver, where: str) -> Resolver | None:
     return _resolver_of(resolver, where)
 
 
-def class_def_of(resolver: ClassKinds, name: str, where: str) -> tuple[ast.ClassDef, str] | None:
-    """The class statement ``name`` of the project file ``where`` and that file's path
-    (``None``: unreadable, not a class there, or this file)."""
+def class_def_of(
+    resolver: ClassKinds, name: str, where: str
+) -> tuple[ast.ClassDef, str, ast.Module] | None:
+    """The class statement ``name`` of the project file ``where``, that file's path and
+    tree (``None``: unreadable, not a class there, or this file)."""
     other = _resolver_of(resolver, where)  # type: ignore[arg-type]  # always a Resolver
     found = other.file.classes.get(name) if other is not None else None
-    return (found, other.file.path) if found is not None and other is not None else None
+    if found is None or other is None:
+        return None
+    return found, other.file.path, other.file.tree
 
 
 def _resolver_of(resolver: Resolver, where: str) -> Resolver | None:
