@@ -99,6 +99,8 @@ def select_modules(
     else:
         matchers = [_matcher(modules)]
     names = module_names(model)
+    if modules is None and not leaves_only:  # every module: nothing to match
+        return [SelectedModule(names[id(module)], module) for _, module in walk(model)]
     selected: list[SelectedModule] = []
     seen: set[int] = set()
     for _name, module in walk(model):

@@ -29,7 +29,7 @@ from hookscope.summary.inputs import (
     normalize_sizes,
     to_device,
 )
-from hookscope.summary.params import ModuleParams, model_totals, params_by_module
+from hookscope.summary.params import ModuleParams, count_params
 from hookscope.summary.records import ModelSummary, SummaryRow, UncountedOp
 
 _META = torch.device("meta")
@@ -197,9 +197,8 @@ def _forward(
 
 
 def _rows(
-    model: nn.Module, collected: Collected, depth: int | None, names: CleanNames
+    per_module: dict[int, ModuleParams], collected: Collected, depth: int | None, names: CleanNames
 ) -> tuple[SummaryRow, ...]:
-    per_module = params_by_module(model)
     empty = ModuleParams(0, 0, "")
     rows: list[SummaryRow] = []
     for rec in collected.records:
@@ -240,7 +239,7 @@ def _build(
     names: CleanNames,
 ) -> ModelSummary:
     counter = collected.counter
-    totals = model_totals(model)
+    totals, per_module = count_params(model)
     ran = {rec.module_id for rec in collected.records}
     uncounted = sorted(counter.uncounted.items(), key=lambda kv: (kv[1].category, kv[0]))
     return ModelSummary(
@@ -250,7 +249,7 @@ def _build(
         depth=depth,
         input_shapes=shapes_of(inputs),
         output_shapes=shapes_of(collected.output),
-        rows=_rows(model, collected, depth, names),
+        rows=_rows(per_module, collected, depth, names),
         total_params=totals.params,
         trainable_params=totals.trainable,
         frozen_params=totals.frozen,
