@@ -516,3 +516,35 @@ def test_only_torch_layers_tell_a_class_by_its_body(tmp_path: Path) -> None:
     )
     assert _found(tmp_path, path) == expected_codes(path)
     assert not _found(tmp_path, tmp_path / "paddle_net.py")
+
+
+def test_the_training_flag_read_in_forward_tells_a_module(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "drop.py",
+        """\
+        import torch
+        from somesdk import SdkLayer
+
+
+        class Drop(SdkLayer):
+            def forward(self, x):
+                return torch.dropout(x, 0.1, self.training)
+
+            def run(self, x):
+                return self.forward(x)  # HS102
+
+
+        class Agent(SdkLayer):
+            def __init__(self):
+                super().__init__()
+                self.training = True
+
+            def forward(self, x):
+                return x if self.training else -x
+
+            def act(self, x):
+                return self.forward(x)
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)

@@ -9,7 +9,9 @@ it: only an ``nn.Module`` subclass can
   ``self.blocks = nn.ModuleList(...)``; losses left out: trainers hold those too);
 - call a method on ``self`` that only modules have and the class does not define
   itself (``self.register_buffer(...)``, ``self.parameters()``, ``self.named_modules()``,
-  ``self.register_forward_hook(...)``).
+  ``self.register_forward_hook(...)``);
+- read ``self.training`` in its own ``forward`` without ever setting it (the flag
+  ``nn.Module.train()``/``eval()`` set).
 
 A ``forward`` method alone is no evidence: OpenVINO and ONNX Runtime model wrappers
 have one and are not modules.
@@ -86,7 +88,36 @@ def module_evidence(cls: ast.ClassDef, path: str, tree: ast.Module) -> str:
                 and node.func.value.id == self_name
             ):
                 return f"{_shown(node)} at {path}:{node.lineno}"
-    return ""
+    return _training_in_forward(cls, methods.get("forward"), path)
+
+
+def _training_in_forward(
+    cls: ast.ClassDef, forward: ast.FunctionDef | ast.AsyncFunctionDef | None, path: str
+) -> str:
+    """``self.training`` read in the class's own ``forward`` (``nn.Module``'s train/eval
+    flag), when no method of the class sets ``self.training`` itself."""
+    args = [*forward.args.posonlyargs, *forward.args.args] if forward is not None else []
+    if forward is None or not args:
+        return ""
+    self_name = args[0].arg
+    read = next(
+        (
+            n
+            for n in ast.walk(forward)
+            if isinstance(n, ast.Attribute)
+            and n.attr == "training"
+            and isinstance(n.ctx, ast.Load)
+            and isinstance(n.value, ast.Name)
+            and n.value.id == self_name
+        ),
+        None,
+    )
+    if read is None or any(
+        isinstance(n, ast.Attribute) and n.attr == "training" and isinstance(n.ctx, ast.Store)
+        for n in ast.walk(cls)
+    ):
+        return ""
+    return f"{self_name}.training read in forward at {path}:{read.lineno}"
 
 
 def _calls_base_init(init: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
