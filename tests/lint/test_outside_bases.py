@@ -179,7 +179,7 @@ def test_library_module_classes_by_name(tmp_path: Path) -> None:
         from fairseq.dataclass import FairseqDataclass
         from transformer_lens import HookedTransformer, HookedTransformerConfig
         from transformer_lens.components import Attention
-        from torchvision.models import ResNet, ResNet50_Weights
+        from torchvision.models import GoogLeNetOutputs, ResNet, ResNet50_Weights
         from torchvision.models.detection._utils import BoxCoder
 
 
@@ -209,6 +209,7 @@ def test_library_module_classes_by_name(tmp_path: Path) -> None:
             attn.forward(x)  # HS101
             cfg.forward(x)
             BoxCoder((1.0,)).forward(x)
+            GoogLeNetOutputs(x, x, x).forward(x)
             return ResNet50_Weights.DEFAULT.forward(x)
         """,
     )

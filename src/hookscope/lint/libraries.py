@@ -148,7 +148,8 @@ NAMED_MODULE_CLASSES: dict[str, re.Pattern[str]] = {
 }
 # torchvision's model classes (``ResNet``, ``VisionTransformer``, ``FasterRCNN``), from its
 # model packages or an architecture's module (``torchvision.models.resnet``); the
-# ``*_Weights`` enums next to them are not modules, nor are the helpers of deeper modules
+# ``*_Weights`` enums and ``GoogLeNetOutputs``-style tuples next to them are not modules,
+# nor are the helpers of deeper modules
 # (``torchvision.models.detection._utils.BoxCoder``) or the fx tracers of
 # ``feature_extraction``.
 _TORCHVISION_NOT_MODELS = ("torchvision.models.feature_extraction", "torchvision.models._")
@@ -161,7 +162,7 @@ def _torchvision_model(module: str, name: str) -> bool:
         and (module in MODEL_FUNCTION_PACKAGES or len(parts) == 3)
         and not module.startswith(_TORCHVISION_NOT_MODELS)
         and name[:1].isupper()
-        and "Weights" not in name
+        and not any(part in name for part in ("Weights", "Output"))
     )
 
 
