@@ -549,3 +549,34 @@ def test_the_training_flag_read_in_forward_tells_a_module(tmp_path: Path) -> Non
         """,
     )
     assert _found(tmp_path, path) == expected_codes(path)
+
+
+def test_timm_models_and_layers(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "vit.py",
+        """\
+        import timm.models.vision_transformer as vit
+        from timm.layers import Format, Mlp
+        from timm.models.byobnet import ByoModelCfg
+
+
+        class MaskedViT(vit.VisionTransformer):
+            def encode(self, x):
+                return self.forward(x)  # HS102
+
+
+        class Settings(ByoModelCfg):
+            def forward(self, x):
+                return x
+
+            def run(self, x):
+                return self.forward(x)
+
+
+        def run(x):
+            Mlp(4).forward(x)  # HS101
+            return Format("NCHW").forward(x)
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)

@@ -133,6 +133,10 @@ _FAIRSEQ_MODULE = re.compile(
     r"^(?:BaseFairseqModel|Fairseq\w*|[A-Z]\w*(?:Model|Encoder|Decoder|Layer|Attention|Embedding"
     r"|Norm))(?:Base)?$"
 )
+_TIMM_MODULE = re.compile(
+    r"^(?!Format$)[A-Z]\w*(?<!Cfg)(?<!Fn)(?<!Info)(?<!Hooks)(?<!Builder)(?<!Iterator)"
+    r"(?<!Interpolator)(?<!Type)$"
+)
 NAMED_MODULE_CLASSES: dict[str, re.Pattern[str]] = {
     "fairseq.models": _FAIRSEQ_MODULE,
     "fairseq.modules": _FAIRSEQ_MODULE,
@@ -141,6 +145,14 @@ NAMED_MODULE_CLASSES: dict[str, re.Pattern[str]] = {
     "spconv": re.compile(
         r"^(?!.*Tensor)(?:Sparse\w*(?:Conv\w*|Sequential|Pool\w*|Module)|SubMConv\w*|ToDense)$"
     ),
+    # timm's models and layers (``timm.models.vision_transformer.VisionTransformer``,
+    # ``timm.layers.Mlp``; ``timm.models.layers`` is the old path): checked in timm's
+    # source, every public top-level class of ``timm/models`` and ``timm/layers`` is an
+    # ``nn.Module`` but the configs (``*Cfg``), autograd functions (``*Fn``),
+    # ``FeatureInfo``/``FeatureHooks``, builders, iterators, interpolators and the
+    # ``Format`` enum; ``LayerType``/``PadType`` are type aliases.
+    "timm.models": _TIMM_MODULE,
+    "timm.layers": _TIMM_MODULE,
     "transformer_lens": re.compile(
         r"^(?:Hooked(?:Transformer|Encoder|EncoderDecoder|AudioEncoder|RootModule|SAE"
         r"|SAETransformer)|HookPoint)$"
@@ -199,7 +211,11 @@ def library_model_class(module: str, name: str) -> bool:
     if _openmmlab_module(module, name) or _torchvision_model(module, name):
         return True
     for package, pattern in NAMED_MODULE_CLASSES.items():
-        if (module == package or module.startswith(f"{package}.")) and pattern.match(name):
+        if (
+            (module == package or module.startswith(f"{package}."))
+            and not module.rpartition(".")[2].startswith("_")  # ``timm.models._builder``
+            and pattern.match(name)
+        ):
             return True
     if module == "tensordict.nn" or module.startswith("tensordict.nn."):
         return bool(_TENSORDICT_NN.search(name))
