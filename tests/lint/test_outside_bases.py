@@ -580,3 +580,26 @@ def test_timm_models_and_layers(tmp_path: Path) -> None:
         """,
     )
     assert _found(tmp_path, path) == expected_codes(path)
+
+
+def test_pyg_layers(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "gnn.py",
+        """\
+        from torch_geometric.nn import GCNConv, ToHeteroTransformer
+        from torch_geometric.nn.pool.knn import KNNIndex
+
+
+        class EdgeConv(GCNConv):
+            def propagate_twice(self, x, edge_index):
+                return self.forward(self.forward(x, edge_index), edge_index)  # HS102
+
+
+        def run(x, edge_index, graph):
+            GCNConv(4, 4).forward(x, edge_index)  # HS101
+            ToHeteroTransformer(graph, None).forward(x)
+            return KNNIndex(x).forward(x)
+        """,
+    )
+    assert _found(tmp_path, path) == expected_codes(path)

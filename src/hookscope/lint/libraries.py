@@ -153,6 +153,14 @@ NAMED_MODULE_CLASSES: dict[str, re.Pattern[str]] = {
     # ``Format`` enum; ``LayerType``/``PadType`` are type aliases.
     "timm.models": _TIMM_MODULE,
     "timm.layers": _TIMM_MODULE,
+    # PyG's layers and models (``torch_geometric.nn.GCNConv``, ``...nn.models.GAT``):
+    # checked in its source, every public top-level class of ``torch_geometric/nn`` is an
+    # ``nn.Module`` but fx transformers (``ToHeteroTransformer``), the hub mixin, LR
+    # schedulers, loaders, k-NN indexes, autograd functions and result tuples.
+    "torch_geometric.nn": re.compile(
+        r"^(?!Child$)[A-Z]\w*(?<!Transformer)(?<!Mixin)(?<!LR)(?<!Info)(?<!Output)(?<!Index)"
+        r"(?<!Loader)(?<!Function)$"
+    ),
     "transformer_lens": re.compile(
         r"^(?:Hooked(?:Transformer|Encoder|EncoderDecoder|AudioEncoder|RootModule|SAE"
         r"|SAETransformer)|HookPoint)$"
