@@ -384,11 +384,15 @@ def _fields(got: native.Moments | None) -> tuple[float, ...] | None:
 
 
 # (shape, channels-last): NCHW runs of one channel; channels-last and 2-D, where the
-# channel repeats every few elements; stride 3 (short runs); 70,000 channels of stride 1
-# (longer than the per-position table: runs of one); several parts; tails of a block.
+# channel repeats every few elements (up to 64 elements: held in registers); stride 3
+# (short runs); 70,000 channels of stride 1 (longer than the per-position table: runs
+# of one); several parts; tails of a block.
 AFFINE_CASES = [
     ((4, 6, 5, 5), False),
     ((4, 6, 5, 5), True),
+    ((3, 16, 5, 7), True),
+    ((8, 32, 20, 20), True),
+    ((50, 64), False),
     ((8, 6), False),
     ((4, 100, 3), False),
     ((3, 70_000), False),

@@ -414,6 +414,27 @@ static void affine_fill(const affine_t *a, int64_t start, int64_t n, float *y) {
 #pragma clang fp contract(off)
 #endif
     const float *x = a->x + start;
+    if (a->pm && 64 % a->period == 0 && start % 64 == 0) {
+        /* a period of 64 elements or fewer (channels-last with up to 64 channels):
+         * its 64 positions stay in registers */
+        float m[64], s[64], b[64];
+        memcpy(m, a->pm, sizeof m);
+        memcpy(s, a->ps, sizeof s);
+        memcpy(b, a->pb, sizeof b);
+        int64_t j = 0;
+        for (; j + 64 <= n; j += 64)
+            for (int k = 0; k < 64; k++) {
+                float d = x[j + k] - m[k];
+                d = d * s[k];
+                y[j + k] = d + b[k];
+            }
+        for (int k = 0; j + k < n; k++) {
+            float d = x[j + k] - m[k];
+            d = d * s[k];
+            y[j + k] = d + b[k];
+        }
+        return;
+    }
     if (a->pm) {
         int64_t r = start % a->period;
         const float *m = a->pm + r, *s = a->ps + r, *b = a->pb + r;
