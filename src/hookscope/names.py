@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from torch import nn
 
+from hookscope.modtree import walk
+
 #: Components that only wrappers put into qualified names.
 WRAPPER_COMPONENTS: frozenset[str] = frozenset(
     {"_orig_mod", "_fsdp_wrapped_module", "_checkpoint_wrapped_module", "_offload_wrapped_module"}
@@ -120,7 +122,7 @@ class CleanNames:
     def __init__(self, model: nn.Module, *, keep_wrappers: bool = False) -> None:
         self.names = clean_names(model, keep_wrappers=keep_wrappers)
         found = [] if keep_wrappers else [
-            (name, module) for name, module in model.named_modules() if is_wrapper(module)
+            (name, module) for name, module in walk(model) if is_wrapper(module)
         ]  # fmt: skip
         self.wrappers = frozenset(id(module) for _, module in found)
         self._wrapper_names = [name for name, _ in found]

@@ -242,13 +242,13 @@ def test_shared_module_is_hooked_once_and_reported_under_every_name() -> None:
 
 def test_two_threads_attribute_firings_correctly() -> None:
     model = mlp()
-    seen: dict[int, list[float]] = {}
+    seen: dict[str, list[float]] = {}
     lock = threading.Lock()
 
     def hook(name: str, m: nn.Module, args: Any, out: torch.Tensor) -> None:
         if name == "0":
-            with lock:
-                seen.setdefault(threading.get_ident(), []).append(float(args[0][0, 0]))
+            with lock:  # by thread name: a finished thread's ident can be reused at once
+                seen.setdefault(threading.current_thread().name, []).append(float(args[0][0, 0]))
 
     def work(value: float) -> None:
         x = torch.full((1, 8), value)

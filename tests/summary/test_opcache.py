@@ -106,4 +106,4 @@ def test_the_cache_keeps_at_most_max_entries(monkeypatch: pytest.MonkeyPatch) ->
     cache = OpCache()
     for n in (1, 2, 3):
         cache.run(torch.ops.aten.gelu.default, (torch.empty(n, device=META),), {})
-    assert [key[1][1][0] for key in cache._specs] == [(2,), (3,)]  # the oldest went first
+    assert [key[1][0][0] for key in cache._specs] == [(2,), (3,)]  # the oldest went first

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
 import torch
 from torch import nn
 
@@ -115,23 +118,42 @@ def test_depth_limits_rows_not_totals() -> None:
     assert [r.name for r in hookscope.summary(model, torch.randn(1, 4), depth=0).rows] == [""]
 
 
-def test_one_pass_counts_equal_each_module_counted_alone() -> None:
-    from hookscope.summary.params import params_by_module, tensor_key
-
+def _tied_model() -> nn.Module:
     block = nn.Sequential(nn.Linear(6, 6), nn.LayerNorm(6))
     model = nn.Sequential(block, nn.Sequential(block, nn.Linear(6, 6)), nn.Embedding(10, 6))
     model[2].weight = model[1][1].weight = nn.Parameter(torch.randn(6, 6))  # tied across branches
     model[1][1].bias.requires_grad_(False)  # partly frozen
+    return model
+
+
+def _untied_model() -> nn.Module:
+    model = nn.Sequential(nn.Sequential(nn.Linear(6, 6), nn.LayerNorm(6)), nn.Linear(6, 3))
+    model[0][0].bias.requires_grad_(False)
+    model[1].requires_grad_(False)
+    return model
+
+
+@pytest.mark.parametrize(
+    ("make", "total"),
+    [(_tied_model, 6 * 6 + 6 + 12 + 6 * 6 + 6), (_untied_model, 42 + 12 + 21)],
+    ids=["tied and shared: merged sets", "no ties: sums"],
+)
+def test_one_pass_counts_equal_each_module_counted_alone(
+    make: Callable[[], nn.Module], total: int
+) -> None:
+    from hookscope.summary.params import params_by_module, tensor_key
+
+    model = make()
     got = params_by_module(model)
     for module in model.modules():
         unique = {tensor_key(p): p for _, p in module.named_parameters(remove_duplicate=False)}
         own = {tensor_key(p): p for p in module.parameters(recurse=False)}
-        total = sum(p.numel() for p in unique.values())
+        count = sum(p.numel() for p in unique.values())
         trained = sum(p.numel() for p in unique.values() if p.requires_grad)
         assert got[id(module)].own == sum(p.numel() for p in own.values())
-        assert got[id(module)].total == total
+        assert got[id(module)].total == count
         expected = (
-            "" if not total else "yes" if trained == total else "no" if not trained else "partial"
+            "" if not count else "yes" if trained == count else "no" if not trained else "partial"
         )
         assert got[id(module)].trainable == expected
-    assert got[id(model)].total == 6 * 6 + 6 + 12 + 6 * 6 + 6  # block once, tied weight once
+    assert got[id(model)].total == total  # in the tied model: block once, tied weight once

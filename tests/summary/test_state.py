@@ -197,3 +197,21 @@ def test_a_real_run_shows_the_layers_pytorch_would_fuse() -> None:
     }
     assert names["cpu"] == names["meta"]
     assert {"self_attn", "linear1", "norm2"} <= set(names["cpu"])
+
+
+def test_meta_stand_ins_are_reused_only_while_they_match() -> None:
+    from hookscope.summary import swap
+
+    model = nn.Linear(4, 2)
+    meta = torch.device("meta")
+    with swap.stand_ins(model, meta):
+        first = model.weight
+    with swap.stand_ins(model, meta):
+        assert model.weight is first  # the same original: the same stand-in
+    model.weight.requires_grad_(False)
+    with swap.stand_ins(model, meta):
+        assert model.weight is not first and not model.weight.requires_grad
+    assert model.weight.device.type == "cpu"
+    key = id(model.weight)
+    del model
+    assert key not in swap._META_STAND_INS  # let go with the original

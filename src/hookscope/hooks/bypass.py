@@ -215,8 +215,9 @@ class BypassDetector:
                 continue
             self.watched[id(selected.module)] = (weakref.ref(selected.module), selected.names)
             watch(selected.module, self)
-            patch(owner)
-            self._classes.append(owner)
+            if owner not in self._classes:  # each class patched (and counted) once
+                patch(owner)
+                self._classes.append(owner)
 
     def attach_all(self) -> None:
         """Watch every ``nn.Module`` in the process, including classes defined later."""

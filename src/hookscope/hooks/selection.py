@@ -16,6 +16,7 @@ from typing import Any
 from torch import nn
 
 from hookscope.errors import UsageError
+from hookscope.modtree import walk
 from hookscope.names import strip_wrappers
 
 #: What ``modules=`` accepts: a glob on qualified names (``"layer1.*"``), a
@@ -46,7 +47,7 @@ class SelectedModule:
 def module_names(model: nn.Module) -> dict[int, tuple[str, ...]]:
     """Map ``id(module)`` to every qualified name of that module under ``model``."""
     names: dict[int, list[str]] = {}
-    for name, module in model.named_modules(remove_duplicate=False):
+    for name, module in walk(model, remove_duplicate=False):
         names.setdefault(id(module), []).append(name)
     return {key: tuple(dict.fromkeys(value)) for key, value in names.items()}
 
@@ -103,7 +104,7 @@ def select_modules(
     names = module_names(model)
     selected: list[SelectedModule] = []
     seen: set[int] = set()
-    for _name, module in model.named_modules():
+    for _name, module in walk(model):
         key = id(module)
         if key in seen or (leaves_only and not is_leaf(module)):
             continue

@@ -17,6 +17,7 @@ from torch import nn
 from hookscope import dist
 from hookscope.errors import ForwardError, UsageError
 from hookscope.hooks.compiled import unwrap_compiled
+from hookscope.modtree import walk, walked
 from hookscope.names import CleanNames
 from hookscope.summary.collect import Collected, iter_tensors, run_forward, shapes_of
 from hookscope.summary.inputs import (
@@ -93,15 +94,16 @@ def summary(
     if target is None and dist.gathers_parameters(model):
         target = model_device(model)  # FSDP hooks gather real shards: no meta run
     args = _build_args(inputs, input_size, dtypes, kwargs, target)
-    flags = [(module, module.training) for module in model.modules()]
-    _eval(model, flags)
-    try:
-        collected, used, reason = _run(model, args, kwargs, target, input_size is not None)
-    finally:
-        for module, training in flags:
-            module.training = training
-    names = CleanNames(model, keep_wrappers=keep_wrappers)
-    return _build(model, (args, kwargs), collected, used, reason, depth, names)
+    with walked(model):  # names, hooks, stand-ins and totals share one walk of the tree
+        flags = [(module, module.training) for _, module in walk(model)]
+        _eval(model, flags)
+        try:
+            collected, used, reason = _run(model, args, kwargs, target, input_size is not None)
+        finally:
+            for module, training in flags:
+                module.training = training
+        names = CleanNames(model, keep_wrappers=keep_wrappers)
+        return _build(model, (args, kwargs), collected, used, reason, depth, names)
 
 
 def _eval(model: nn.Module, flags: list[tuple[nn.Module, bool]]) -> None:
@@ -254,7 +256,7 @@ def _build(
         activation_bytes=sum(r.output_bytes for r in collected.records if not r.children),
         not_run=tuple(
             names.module(name)
-            for name, m in model.named_modules()
+            for name, m in walk(model)
             if id(m) not in ran and name not in collected.called_directly and not _container(m)
         ),
         called_directly=tuple(dict.fromkeys(map(names.module, collected.called_directly))),

@@ -108,14 +108,21 @@ class _Recorder:
         if record is None or record.module_id != id(module):
             return  # not opened by ``pre`` (hooks added mid-forward)
         self.stack.pop()
-        record.input_shapes = shapes_of((args, kwargs or {}))
+        if len(args) == 1 and not kwargs and isinstance(args[0], torch.Tensor):
+            record.input_shapes = (tuple(args[0].shape),)  # the common case, without a walk
+        else:
+            record.input_shapes = shapes_of((args, kwargs or {}))
         if kwargs is None:
             exc = sys.exc_info()[1]
             if exc is not None and id(exc) not in self.failures:
                 self.failures[id(exc)] = (exc, [*self.stack, record])
             return
-        record.output_shapes = shapes_of(output)
-        record.output_bytes = bytes_of(output)
+        if isinstance(output, torch.Tensor):
+            record.output_shapes = (tuple(output.shape),)
+            record.output_bytes = output.numel() * output.element_size()
+        else:
+            record.output_shapes = shapes_of(output)
+            record.output_bytes = bytes_of(output)
         record.finished = True
 
     def failed(self, name: str, module: nn.Module, args: Any, _output: Any) -> None:
@@ -158,6 +165,7 @@ def run_forward(
                 output = model(*args, **kwargs)
         except Exception as exc:
             raise ForwardError(_failure_message(model, recorder, exc)) from exc
+    counter.add_up(recorder.records)
     direct = dict.fromkeys(name for record in hooks.bypasses for name in record.names)
     return Collected(recorder.records, counter, output, tuple(direct))
 

@@ -18,7 +18,7 @@ from hookscope.summary.formulas import FORMULAS, OpCategory, categorize, op_name
 from hookscope.summary.opcache import OpCache
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class CallRecord:
     """One call of one module while the summary runs (mutable, internal).
 
@@ -74,7 +74,6 @@ class MacCounter(TorchDispatchMode):
         self.total = 0
         self.by_op: dict[str, int] = {}
         self.uncounted: dict[str, OpTally] = {}
-        self._categories: dict[Any, OpCategory] = {}
 
     def __torch_dispatch__(
         self,
@@ -94,15 +93,17 @@ class MacCounter(TorchDispatchMode):
         self.by_op[name] = self.by_op.get(name, 0) + macs
         self.total += macs
         if self.stack:
-            self.stack[-1].own_macs += macs
-            for record in self.stack:
-                record.macs += macs
+            self.stack[-1].own_macs += macs  # ancestors' totals: `add_up` after the forward
         return out
 
+    @staticmethod
+    def add_up(records: list[CallRecord]) -> None:
+        """Set each call's ``macs``: its own plus its nested calls' (``records`` in call order)."""
+        for record in reversed(records):  # nested calls come after their caller
+            record.macs = record.own_macs + sum(child.macs for child in record.children)
+
     def _tally(self, func: Any) -> None:
-        category = self._categories.get(func)
-        if category is None:
-            category = self._categories[func] = categorize(func)
+        category = categorize(func)
         if category == "free":
             return
         name = op_name(func)

@@ -17,6 +17,7 @@ counts a ViT-B/16 at 11.27 instead of 17.56 GMACs.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
@@ -297,11 +298,13 @@ _CONVENTION_PREFIXES = (
 )
 
 
+@functools.cache
 def op_name(func: Any) -> str:
     """``aten::add.Tensor`` → ``"aten.add.Tensor"`` (the form ``str(func)`` gives)."""
     return str(func)
 
 
+@functools.cache
 def categorize(func: Any) -> OpCategory:
     """What an op without a MAC formula is.
 

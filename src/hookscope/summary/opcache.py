@@ -27,6 +27,9 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch import nn
+
+from hookscope.summary.shapes import RULES, Outputs, Spec
 
 _META = torch.device("meta")
 _PLAIN = (
@@ -42,14 +45,10 @@ _PLAIN = (
 )
 
 _PLAIN_TYPES = frozenset(_PLAIN)
-Spec = tuple[tuple[int, ...], tuple[int, ...], torch.dtype]
+_TENSORS = frozenset((torch.Tensor, nn.Parameter))
 
 #: Keys a cache holds at most (each a few hundred bytes).
 MAX_ENTRIES = 50_000
-
-
-class _Outputs(tuple[Spec, ...]):
-    """The specs of an op that returns several tensors (a spec is a tuple too)."""
 
 
 class _Unkeyable(Exception):
@@ -60,7 +59,7 @@ class OpCache:
     """Outputs' metadata of the meta ops run so far, by op and argument metadata."""
 
     def __init__(self) -> None:
-        self._specs: dict[tuple[Any, ...], Spec | _Outputs] = {}
+        self._specs: dict[tuple[Any, ...], Spec | Outputs] = {}
         self._fresh: dict[Any, bool] = {}
 
     def run(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -71,11 +70,16 @@ class OpCache:
         if not fresh:
             return func(*args, **kwargs)
         try:
-            kwargs_key = _key(tuple(sorted(kwargs.items())))
-            key = (func, _key(args), kwargs_key, torch.get_default_dtype())
+            kwargs_key = _key(tuple(sorted(kwargs.items()))) if kwargs else ()
+            key = (func, _key_items(args), kwargs_key, torch.get_default_dtype())
         except _Unkeyable:
             return func(*args, **kwargs)
         spec = self._specs.get(key)
+        if spec is None:
+            rule = RULES.get(func)
+            spec = None if rule is None else rule(args, kwargs)
+            if spec is not None:
+                self._remember(key, spec)
         if spec is None:
             out = func(*args, **kwargs)
             if isinstance(out, torch.Tensor) and out.is_meta:
@@ -83,13 +87,13 @@ class OpCache:
             elif isinstance(out, tuple) and all(
                 isinstance(t, torch.Tensor) and t.is_meta for t in out
             ):
-                self._remember(key, _Outputs(_spec(t) for t in out))
+                self._remember(key, Outputs(_spec(t) for t in out))
             return out
-        if isinstance(spec, _Outputs):
+        if isinstance(spec, Outputs):
             return tuple([_make(s) for s in spec])
         return _make(spec)
 
-    def _remember(self, key: tuple[Any, ...], spec: Spec | _Outputs) -> None:
+    def _remember(self, key: tuple[Any, ...], spec: Spec | Outputs) -> None:
         if len(self._specs) >= MAX_ENTRIES:
             del self._specs[next(iter(self._specs))]
         self._specs[key] = spec
@@ -110,18 +114,34 @@ def _makes_fresh_tensors(func: Any) -> bool:
     return not any(r.alias_info is not None or str(r.type) != "Tensor" for r in schema.returns)
 
 
+def _key_items(values: tuple[Any, ...] | list[Any]) -> tuple[Any, ...]:
+    """Keys of an op's arguments: ints and None stand for themselves (nothing else equals them)."""
+    keys: list[Any] = []
+    for value in values:
+        kind = type(value)
+        if kind is int or value is None:
+            keys.append(value)
+        elif kind in _TENSORS:
+            if not value.is_meta:
+                raise _Unkeyable
+            keys.append((value.shape, value.stride(), value.dtype, value.storage_offset()))
+        else:
+            keys.append(_key(value))
+    return tuple(keys)
+
+
 def _key(value: Any) -> Any:
     kind = type(value)  # exact types first: this runs for every argument of every op
     if kind in _PLAIN_TYPES:
         return (kind, value)
     if kind is tuple or kind is list:
-        return (kind, *[_key(v) for v in value])
+        return (kind, *_key_items(value))
     if isinstance(value, torch.Tensor):
         if not value.is_meta:
             raise _Unkeyable
         return (value.shape, value.stride(), value.dtype, value.storage_offset())
     if isinstance(value, (tuple, list)):
-        return (kind, *[_key(v) for v in value])
+        return (kind, *_key_items(value))
     if isinstance(value, _PLAIN):
         return (kind, value)
     raise _Unkeyable

@@ -3,8 +3,8 @@
 Totals come from the root module, never from summing rows: a shared module
 shows in several rows, and tied weights (an LM head sharing the embedding
 matrix) sit in two modules, yet each tensor counts once. Two tensors are the
-same when they are the same object or view the same storage at the same
-offset, shape and stride (meta tensors have no storage: identity only).
+same when they are the same object or view the same memory with the same
+dtype, shape and stride (meta tensors have no storage: identity only).
 
 Sharded models count whole: an FSDP1 flat parameter (and, with
 ``use_orig_params=True``, each original parameter) counts the elements of
@@ -21,6 +21,7 @@ from typing import Literal
 import torch
 from torch import nn
 
+from hookscope.modtree import walk
 from hookscope.shards import full_numels
 
 Trainable = Literal["yes", "no", "partial", ""]
@@ -31,22 +32,28 @@ def tensor_key(tensor: torch.Tensor) -> tuple[object, ...]:
     if tensor.device.type == "meta" or tensor.numel() == 0:
         return ("id", id(tensor))
     try:
-        ptr = tensor.untyped_storage().data_ptr()
+        ptr = tensor.data_ptr()  # the storage's address plus the offset, in bytes
     except (RuntimeError, NotImplementedError):  # tensor subclasses without storage
         return ("id", id(tensor))
-    return ("data", tensor.device.type, ptr, tensor.storage_offset(), tensor.shape, tensor.stride())
+    return ("data", tensor.device.type, ptr, tensor.dtype, tensor.shape, tensor.stride())
 
 
 def unique_tensors(tensors: Iterable[torch.Tensor]) -> list[torch.Tensor]:
     """``tensors`` with tied and repeated ones dropped (first occurrence kept)."""
+    kept = list({id(t): t for t in tensors}.values())
+    try:
+        if len({_address(t) for t in kept}) == len(kept):
+            return kept  # distinct addresses: distinct data, no full keys needed
+    except _Tied:
+        pass
     seen: set[tuple[object, ...]] = set()
-    kept = []
-    for tensor in tensors:
+    unique = []
+    for tensor in kept:
         key = tensor_key(tensor)
         if key not in seen:
             seen.add(key)
-            kept.append(tensor)
-    return kept
+            unique.append(tensor)
+    return unique
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -70,17 +77,19 @@ class ParamTotals:
 
 def model_totals(model: nn.Module) -> ParamTotals:
     """Count ``model``'s parameters and buffers, each tensor once."""
-    params = unique_tensors(p for _, p in model.named_parameters(remove_duplicate=False))
-    buffers = unique_tensors(b for _, b in model.named_buffers(remove_duplicate=False))
+    modules = [module for _, module in walk(model, remove_duplicate=False)]
+    params = unique_tensors(p for m in modules for p in m._parameters.values() if p is not None)
+    buffers = unique_tensors(b for m in modules for b in m._buffers.values() if b is not None)
     whole = full_numels(model)
-    by_dtype: dict[str, int] = {}
-    bytes_by_dtype: dict[str, int] = {}
+    numels: dict[torch.dtype, int] = {}
+    trainable = 0
     for param in params:
-        key, numel = dtype_name(param.dtype), whole.get(id(param), param.numel())
-        by_dtype[key] = by_dtype.get(key, 0) + numel
-        bytes_by_dtype[key] = bytes_by_dtype.get(key, 0) + numel * param.element_size()
+        numel = whole.get(id(param), param.numel()) if whole else param.numel()
+        numels[param.dtype] = numels.get(param.dtype, 0) + numel
+        trainable += numel if param.requires_grad else 0
+    by_dtype = {dtype_name(dtype): numel for dtype, numel in numels.items()}
+    bytes_by_dtype = {dtype_name(dtype): numel * dtype.itemsize for dtype, numel in numels.items()}
     total = sum(by_dtype.values())
-    trainable = sum(whole.get(id(p), p.numel()) for p in params if p.requires_grad)
     return ParamTotals(
         params=total,
         trainable=trainable,
@@ -105,10 +114,69 @@ class ModuleParams:
 def params_by_module(model: nn.Module) -> dict[int, ModuleParams]:
     """Own and total parameter counts of ``model`` and every module under it, by ``id``.
 
-    Each module's set of parameters is its own plus its children's, merged
-    by `tensor_key` (tied tensors once), so every parameter is keyed once
-    however deep it sits.
+    Without tied tensors or shared modules a module's total is its own count
+    plus its children's totals; otherwise each module's set of parameters is
+    its own plus its children's, merged by `tensor_key` (tied tensors once).
     """
+    try:
+        return _sums_without_ties(model)
+    except _Tied:
+        return _merged_sets(model)
+
+
+class _Tied(Exception):
+    """A tensor or a module is reachable twice: plain sums would count it twice."""
+
+
+def _sums_without_ties(model: nn.Module) -> dict[int, ModuleParams]:
+    # A data address (or, on meta, the object) seen twice may be a tie: then the
+    # exact merge decides. Distinct addresses are distinct tensors.
+    keys: set[int] = set()
+    result: dict[int, ModuleParams] = {}
+
+    def visit(module: nn.Module) -> tuple[int, int]:
+        if id(module) in result:
+            raise _Tied
+        own = own_trainable = 0
+        for param in module._parameters.values():
+            if param is not None:
+                key = _address(param)
+                if key in keys:
+                    raise _Tied
+                keys.add(key)
+                numel = param.numel()
+                own += numel
+                own_trainable += numel if param.requires_grad else 0
+        result[id(module)] = ModuleParams(own, own, "")  # marks it visited
+        count, trainable = own, own_trainable
+        for child in module._modules.values():
+            if child is not None:
+                below, below_trainable = visit(child)
+                count += below
+                trainable += below_trainable
+        result[id(module)] = ModuleParams(own, count, _trainable_label(count, trainable))
+        return count, trainable
+
+    visit(model)
+    return result
+
+
+def _address(tensor: torch.Tensor) -> int:
+    if tensor.is_meta:
+        return id(tensor)
+    try:
+        return tensor.data_ptr()
+    except (RuntimeError, NotImplementedError):  # subclasses without storage (DTensor)
+        raise _Tied from None  # the exact merge keys them by identity
+
+
+def _trainable_label(count: int, trainable: int) -> Trainable:
+    if not count:
+        return ""
+    return "yes" if trainable == count else "no" if trainable == 0 else "partial"
+
+
+def _merged_sets(model: nn.Module) -> dict[int, ModuleParams]:
     numels: dict[tuple[object, ...], int] = {}
     trained: dict[tuple[object, ...], int] = {}
     subtree: dict[int, dict[tuple[object, ...], None]] = {}
@@ -130,12 +198,7 @@ def params_by_module(model: nn.Module) -> dict[int, ModuleParams]:
             if child is not None:
                 total.update(visit(child))
         count = sum(map(numels.__getitem__, total))
-        trainable_count = sum(map(trained.__getitem__, total))
-        label: Trainable = ""
-        if count:
-            label = (
-                "yes" if trainable_count == count else "no" if trainable_count == 0 else "partial"
-            )
+        label = _trainable_label(count, sum(map(trained.__getitem__, total)))
         result[id(module)] = ModuleParams(sum(map(numels.__getitem__, own)), count, label)
         subtree[id(module)] = total
         return total

@@ -20,7 +20,7 @@ def _shapes(value: Any) -> Shapes:
     return tuple(tuple(int(n) for n in shape) for shape in value)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SummaryRow:
     """One call of one module, in execution order.
 

@@ -9,19 +9,36 @@ the very same objects, also when the forward raises.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import torch
 from torch import nn
 
+from hookscope.modtree import walk
+
+#: id(original) -> (a weak reference to it, what it was like, its meta stand-in), while it lives
+_META_STAND_INS: dict[int, tuple[weakref.ref[torch.Tensor], tuple[object, ...], torch.Tensor]] = {}
+
+
+def _meta_stand_in(tensor: torch.Tensor, is_param: bool) -> torch.Tensor:
+    """A meta tensor like ``tensor``: the one made last time while it still matches."""
+    like = (tensor.shape, tensor.stride(), tensor.dtype, tensor.requires_grad, is_param)
+    held = _META_STAND_INS.get(id(tensor))
+    if held is not None and held[0]() is tensor and held[1] == like:
+        return held[2]
+    fake = torch.empty_like(tensor, device="meta")
+    made = nn.Parameter(fake, requires_grad=tensor.requires_grad) if is_param else fake
+    key = id(tensor)
+    forget = weakref.ref(tensor, lambda _: _META_STAND_INS.pop(key, None))
+    _META_STAND_INS[key] = (forget, like, made)
+    return made
+
 
 def _stand_in(tensor: torch.Tensor, device: torch.device, is_param: bool) -> torch.Tensor:
     if device.type == "meta":
-        if tensor.is_meta:
-            return tensor
-        fake = torch.empty_like(tensor, device=device)
-        return nn.Parameter(fake, requires_grad=tensor.requires_grad) if is_param else fake
+        return tensor if tensor.is_meta else _meta_stand_in(tensor, is_param)
     if is_param:
         if tensor.device == device:
             return tensor  # used as is: the forward runs under no_grad
@@ -35,19 +52,19 @@ def _stand_in(tensor: torch.Tensor, device: torch.device, is_param: bool) -> tor
 def stand_ins(model: nn.Module, device: torch.device) -> Iterator[None]:
     """Run the body with ``model``'s state on ``device``; the originals come back after.
 
-    On meta: shape-only stand-ins (no memory). On a real device: parameters
+    On meta: shape-only stand-ins (no memory), reused by later summaries
+    while the original lives and its shape, strides, dtype and
+    ``requires_grad`` still match. On a real device: parameters
     as they are when already there, else copies; buffers always copies.
     A tensor tied into several places gets one stand-in, so ties hold.
     """
     saved: list[tuple[dict[str, torch.Tensor | None], str, torch.Tensor]] = []
     replacements: dict[int, torch.Tensor] = {}
-    seen: set[int] = set()
     try:
-        for module in model.modules():
-            if id(module) in seen:
-                continue
-            seen.add(id(module))
+        for _, module in walk(model):  # each module once
             for store, is_param in ((module._parameters, True), (module._buffers, False)):
+                if not store:
+                    continue
                 for name, tensor in list(store.items()):
                     if tensor is None:
                         continue
