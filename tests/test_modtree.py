@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 from torch import nn
 
-from hookscope.modtree import walk, walked
+from hookscope.modtree import aliases, walk, walked
 from hookscope.zoo import resnet50_like
 
 
@@ -37,3 +37,14 @@ def test_walked_reuses_one_walk_and_lets_go_after() -> None:
         assert walk(model) is first  # held: the tree is taken as it was
     assert [name for name, _ in walk(model)][-1] == "late"
     assert walk(model) is not walk(model)
+
+
+def test_aliases_list_every_name_of_a_shared_module() -> None:
+    model = shared_model()
+    block = model[0]
+    names = aliases(model)
+    assert names[id(block)] == ("0", "1.0")
+    assert names[id(block[0])] == ("0.0", "1.0.0", "2.inner.1")
+    with walked(model):
+        assert aliases(model) is aliases(model)
+        assert walk(model) != walk(model, remove_duplicate=False)  # shared: two walks

@@ -11,36 +11,57 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from torch import nn
 
 Walk = tuple[tuple[str, nn.Module], ...]
 
-#: id(model) -> {remove_duplicate: its walk}, while a `walked` block holds the model
-_HELD: dict[int, dict[bool, Walk]] = {}
+#: id(model) -> {remove_duplicate: its walk, "aliases": ...}, while a `walked` block holds it
+_HELD: dict[int, dict[object, Any]] = {}
 
 
 def walk(model: nn.Module, *, remove_duplicate: bool = True) -> Walk:
     """``tuple(model.named_modules(remove_duplicate=...))``, built with an explicit stack."""
     held = _HELD.get(id(model))
+    if held is None:
+        return _walk(model, remove_duplicate)[0]
+    found = held.get(remove_duplicate)
+    if found is None:
+        found, repeats = _walk(model, remove_duplicate)
+        held[remove_duplicate] = found
+        if not repeats:  # no module reachable twice: both walks are this one
+            held[not remove_duplicate] = found
+    return found
+
+
+def aliases(model: nn.Module) -> dict[int, tuple[str, ...]]:
+    """``id(module)`` -> every qualified name of that module under ``model``, in walk order."""
+    held = _HELD.get(id(model))
+    if held is not None and "aliases" in held:
+        return held["aliases"]
+    names: dict[int, list[str]] = {}
+    for name, module in walk(model, remove_duplicate=False):
+        names.setdefault(id(module), []).append(name)
+    found = {key: tuple(dict.fromkeys(value)) for key, value in names.items()}
     if held is not None:
-        found = held.get(remove_duplicate)
-        if found is None:
-            found = held[remove_duplicate] = _walk(model, remove_duplicate)
-        return found
-    return _walk(model, remove_duplicate)
+        held["aliases"] = found
+    return found
 
 
-def _walk(model: nn.Module, remove_duplicate: bool) -> Walk:
+def _walk(model: nn.Module, remove_duplicate: bool) -> tuple[Walk, bool]:
+    """The walk, and whether some module was reached twice."""
     found: list[tuple[str, nn.Module]] = []
     seen: set[int] = set()
+    repeats = False
     stack: list[tuple[str, nn.Module]] = [("", model)]
     while stack:
         name, module = stack.pop()
-        if remove_duplicate:
-            if id(module) in seen:
+        if id(module) in seen:
+            repeats = True
+            if remove_duplicate:
                 continue
-            seen.add(id(module))
+        seen.add(id(module))
         found.append((name, module))
         children = [
             (f"{name}.{key}" if name else key, child)
@@ -48,7 +69,7 @@ def _walk(model: nn.Module, remove_duplicate: bool) -> Walk:
             if child is not None
         ]
         stack.extend(reversed(children))
-    return tuple(found)
+    return tuple(found), repeats
 
 
 @contextmanager

@@ -120,10 +120,13 @@ class CleanNames:
     """
 
     def __init__(self, model: nn.Module, *, keep_wrappers: bool = False) -> None:
-        self.names = clean_names(model, keep_wrappers=keep_wrappers)
         found = [] if keep_wrappers else [
             (name, module) for name, module in walk(model) if is_wrapper(module)
         ]  # fmt: skip
+        if found:
+            self.names = clean_names(model)
+        else:  # no wrapper: every name is clean already
+            self.names = {name: name for name, _ in walk(model, remove_duplicate=False)}
         self.wrappers = frozenset(id(module) for _, module in found)
         self._wrapper_names = [name for name, _ in found]
 

@@ -105,6 +105,24 @@ CASES: list[tuple[Any, tuple[Any, ...], dict[str, Any], bool]] = [
     (aten.cat.default, ([x3, x3],), {}, True),
     (aten.cat.default, ([x3, meta(2, 3, 8, dtype=torch.float16)], 0), {}, False),
     (aten.cat.default, ([x3, meta(0)], 0), {}, False),
+    (
+        aten.convolution.default,
+        (x4, meta(4, 8, 3, 3), meta(4), [1, 1], [1, 1], [1, 1], False, [0, 0], 1),
+        {},
+        True,
+    ),
+    (
+        aten.convolution.default,
+        (x4, meta(8, 8, 3, 3), None, [1, 1], [0, 0], [1, 1], True, [0, 0], 1),
+        {},
+        False,
+    ),
+    (
+        aten.convolution.default,
+        (channels_last, meta(4, 8, 1, 1), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1),
+        {},
+        False,
+    ),
     (aten.sub.Tensor, (half, meta(2, 8, 5, dtype=torch.float16)), {}, True),
     (aten.mul.Tensor, (x4, meta(2, 8, 5, 5)), {}, True),
     (aten.div.Tensor, (x4, meta(2, 8, 5, 5)), {}, True),
@@ -143,6 +161,41 @@ def test_broadcast_binary_ops_match_the_kernel_on_random_shapes() -> None:
             args = (meta(*a), meta(*b))
             for op in (aten.add.Tensor, aten.mul.Tensor):
                 assert RULES[op](args, {}) == spec_of(op(*args)), (a, b)
+
+
+def test_convolutions_match_the_kernel_on_random_shapes() -> None:
+    gen = torch.Generator().manual_seed(1)
+
+    def pick(low: int, high: int) -> int:
+        return int(torch.randint(low, high + 1, (1,), generator=gen))
+
+    answered = 0
+    for _ in range(300):
+        spatial, groups = pick(1, 3), pick(1, 3)
+        kernel = [pick(1, 3) for _ in range(spatial)]
+        args = (
+            meta(pick(1, 3), groups * pick(1, 3), *[pick(1, 9) for _ in range(spatial)]),
+            meta(groups * pick(1, 3), 0, *kernel),  # in-channels set below
+            None,
+            [pick(1, 3) for _ in range(spatial)],
+            [pick(0, 2) for _ in range(spatial)],
+            [pick(1, 2) for _ in range(spatial)],
+            False,
+            [0] * spatial,
+            groups,
+        )
+        weight = meta(args[1].shape[0], args[0].shape[1] // groups, *kernel)
+        bias = meta(weight.shape[0]) if pick(0, 1) else None
+        args = (args[0], weight, bias, *args[3:])
+        got = RULES[aten.convolution.default](args, {})
+        try:
+            expected = spec_of(aten.convolution.default(*args))
+        except RuntimeError:  # output smaller than one: the rule must leave it to the kernel
+            assert got is None
+            continue
+        assert got == expected, args
+        answered += 1
+    assert answered > 150
 
 
 def test_row_major_strides_are_torchs() -> None:

@@ -209,12 +209,12 @@ class BypassDetector:
             raise UsageError("attach() needs the detector's model; use attach_all() without one")
         chosen = select_modules(self.model, modules)  # a bad selector raises before any change
         self._start()
+        watch(self)  # bypasses of the modules entered in ``watched`` below reach us
         for selected in chosen:
             owner = watchable(selected.module)
             if owner is None:
                 continue
             self.watched[id(selected.module)] = (weakref.ref(selected.module), selected.names)
-            watch(selected.module, self)
             if owner not in self._classes:  # each class patched (and counted) once
                 patch(owner)
                 self._classes.append(owner)
@@ -230,8 +230,7 @@ class BypassDetector:
             return
         with self._lock:
             self._attached = False
-            for key in self.watched:
-                unwatch(key, self)
+            unwatch(self)
             unwatch_all(self)
             for cls in self._classes:
                 unpatch(cls)

@@ -68,6 +68,8 @@ class Watcher(Protocol):
     """What the probe needs from a detector."""
 
     track: bool
+    #: ``id(module) -> (weak reference to it, its names)`` for the modules it watches
+    watched: dict[int, tuple[weakref.ref[nn.Module], tuple[str, ...]]]
 
     def _bypassed(self, module: nn.Module, frame: types.FrameType) -> None: ...
 
@@ -88,7 +90,8 @@ class _Patch:
 # many detectors watch its instances).
 _LOCK = threading.RLock()
 _PATCHES: dict[type[nn.Module], _Patch] = {}
-_WATCHERS: dict[int, list[tuple[weakref.ref[nn.Module], Watcher]]] = {}
+#: detectors watching the modules in their ``watched`` (looked up only on a bypass)
+_WATCHING: list[Watcher] = []
 _WATCH_ALL: list[Watcher] = []
 #: ``[n]``: number of attached tracking detectors; when 0 the normal path is a pass-through.
 _TRACKING = [0]
@@ -229,7 +232,11 @@ def _requires_grad(value: Any, depth: int = 0) -> bool:
 
 
 def _detectors_for(module: nn.Module) -> list[Watcher]:
-    found = [det for ref, det in _WATCHERS.get(id(module), ()) if ref() is module]
+    found = []
+    for det in _WATCHING:
+        entry = det.watched.get(id(module))
+        if entry is not None and entry[0]() is module:
+            found.append(det)
     for det in _WATCH_ALL:
         if det not in found:
             found.append(det)
@@ -301,20 +308,17 @@ def _on_subclass(cls: type[nn.Module], /, **kwargs: Any) -> None:
 _ON_SUBCLASS = classmethod(_on_subclass)
 
 
-def watch(module: nn.Module, watcher: Watcher) -> None:
-    """Route bypasses of ``module`` to ``watcher`` (the caller patches the class)."""
+def watch(watcher: Watcher) -> None:
+    """Route bypasses of the modules in ``watcher.watched`` to it (the caller patches classes)."""
     with _LOCK:
-        _WATCHERS.setdefault(id(module), []).append((weakref.ref(module), watcher))
+        _WATCHING.append(watcher)
 
 
-def unwatch(key: int, watcher: Watcher) -> None:
-    """Stop routing bypasses of the module with ``id`` ``key`` to ``watcher``."""
+def unwatch(watcher: Watcher) -> None:
+    """Stop routing bypasses to ``watcher`` (undoes `watch`)."""
     with _LOCK:
-        entries = [e for e in _WATCHERS.get(key, []) if e[1] is not watcher]
-        if entries:
-            _WATCHERS[key] = entries
-        else:
-            _WATCHERS.pop(key, None)
+        if watcher in _WATCHING:
+            _WATCHING.remove(watcher)
 
 
 def watch_all(watcher: Watcher) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 from torch import nn
 
 from hookscope.errors import UsageError
-from hookscope.modtree import walk
+from hookscope.modtree import aliases, walk
 from hookscope.names import strip_wrappers
 
 #: What ``modules=`` accepts: a glob on qualified names (``"layer1.*"``), a
@@ -46,10 +46,7 @@ class SelectedModule:
 
 def module_names(model: nn.Module) -> dict[int, tuple[str, ...]]:
     """Map ``id(module)`` to every qualified name of that module under ``model``."""
-    names: dict[int, list[str]] = {}
-    for name, module in walk(model, remove_duplicate=False):
-        names.setdefault(id(module), []).append(name)
-    return {key: tuple(dict.fromkeys(value)) for key, value in names.items()}
+    return aliases(model)
 
 
 def is_leaf(module: nn.Module) -> bool:
@@ -102,6 +99,8 @@ def select_modules(
     else:
         matchers = [_matcher(modules)]
     names = module_names(model)
+    if modules is None and not leaves_only:  # every module: nothing to match
+        return [SelectedModule(names[id(module)], module) for _, module in walk(model)]
     selected: list[SelectedModule] = []
     seen: set[int] = set()
     for _name, module in walk(model):

@@ -29,7 +29,7 @@ from hookscope.summary.inputs import (
     normalize_sizes,
     to_device,
 )
-from hookscope.summary.params import ModuleParams, model_totals, params_by_module
+from hookscope.summary.params import ModuleParams, count_params
 from hookscope.summary.records import ModelSummary, SummaryRow, UncountedOp
 
 _META = torch.device("meta")
@@ -100,8 +100,7 @@ def summary(
         try:
             collected, used, reason = _run(model, args, kwargs, target, input_size is not None)
         finally:
-            for module, training in flags:
-                module.training = training
+            _restore(flags)
         names = CleanNames(model, keep_wrappers=keep_wrappers)
         return _build(model, (args, kwargs), collected, used, reason, depth, names)
 
@@ -113,6 +112,16 @@ def _eval(model: nn.Module, flags: list[tuple[nn.Module, bool]]) -> None:
         return
     for module, _ in flags:
         module.__dict__["training"] = False  # what train(False) does, without __setattr__
+
+
+def _restore(flags: list[tuple[nn.Module, bool]]) -> None:
+    """Put every module's train/eval flag back (directly where ``__setattr__`` is nn.Module's)."""
+    plain = nn.Module.__setattr__
+    for module, training in flags:
+        if type(module).__setattr__ is plain:
+            module.__dict__["training"] = training
+        else:
+            module.training = training
 
 
 def _parse_device(device: str | torch.device | None) -> torch.device | None:
@@ -188,15 +197,14 @@ def _forward(
 
 
 def _rows(
-    model: nn.Module, collected: Collected, depth: int | None, names: CleanNames
+    per_module: dict[int, ModuleParams], collected: Collected, depth: int | None, names: CleanNames
 ) -> tuple[SummaryRow, ...]:
-    per_module = params_by_module(model)
     empty = ModuleParams(0, 0, "")
     rows: list[SummaryRow] = []
     for rec in collected.records:
         if rec.module_id in names.wrappers:
             continue  # the row of the module it wraps has the same name and numbers
-        level = rec.depth - names.wrappers_above(rec.name)
+        level = rec.depth - names.wrappers_above(rec.name) if names.wrappers else rec.depth
         if depth is not None and level > depth:
             continue
         stats = per_module.get(rec.module_id, empty)
@@ -231,7 +239,7 @@ def _build(
     names: CleanNames,
 ) -> ModelSummary:
     counter = collected.counter
-    totals = model_totals(model)
+    totals, per_module = count_params(model)
     ran = {rec.module_id for rec in collected.records}
     uncounted = sorted(counter.uncounted.items(), key=lambda kv: (kv[1].category, kv[0]))
     return ModelSummary(
@@ -241,7 +249,7 @@ def _build(
         depth=depth,
         input_shapes=shapes_of(inputs),
         output_shapes=shapes_of(collected.output),
-        rows=_rows(model, collected, depth, names),
+        rows=_rows(per_module, collected, depth, names),
         total_params=totals.params,
         trainable_params=totals.trainable,
         frozen_params=totals.frozen,

@@ -3,8 +3,8 @@
 Totals come from the root module, never from summing rows: a shared module
 shows in several rows, and tied weights (an LM head sharing the embedding
 matrix) sit in two modules, yet each tensor counts once. Two tensors are the
-same when they are the same object or view the same memory with the same
-dtype, shape and stride (meta tensors have no storage: identity only).
+same when they are the same object or view the same storage at the same
+offset, shape and stride (meta tensors have no storage: identity only).
 
 Sharded models count whole: an FSDP1 flat parameter (and, with
 ``use_orig_params=True``, each original parameter) counts the elements of
@@ -25,6 +25,7 @@ from hookscope.modtree import walk
 from hookscope.shards import full_numels
 
 Trainable = Literal["yes", "no", "partial", ""]
+_PLAIN_TENSORS = (torch.Tensor, nn.Parameter)
 
 
 def tensor_key(tensor: torch.Tensor) -> tuple[object, ...]:
@@ -32,10 +33,10 @@ def tensor_key(tensor: torch.Tensor) -> tuple[object, ...]:
     if tensor.device.type == "meta" or tensor.numel() == 0:
         return ("id", id(tensor))
     try:
-        ptr = tensor.data_ptr()  # the storage's address plus the offset, in bytes
+        ptr = tensor.untyped_storage().data_ptr()
     except (RuntimeError, NotImplementedError):  # tensor subclasses without storage
         return ("id", id(tensor))
-    return ("data", tensor.device.type, ptr, tensor.dtype, tensor.shape, tensor.stride())
+    return ("data", tensor.device.type, ptr, tensor.storage_offset(), tensor.shape, tensor.stride())
 
 
 def unique_tensors(tensors: Iterable[torch.Tensor]) -> list[torch.Tensor]:
@@ -79,7 +80,24 @@ def model_totals(model: nn.Module) -> ParamTotals:
     """Count ``model``'s parameters and buffers, each tensor once."""
     modules = [module for _, module in walk(model, remove_duplicate=False)]
     params = unique_tensors(p for m in modules for p in m._parameters.values() if p is not None)
-    buffers = unique_tensors(b for m in modules for b in m._buffers.values() if b is not None)
+    return _totals(model, params, [b for m in modules for b in m._buffers.values()])
+
+
+def count_params(model: nn.Module) -> tuple[ParamTotals, dict[int, ModuleParams]]:
+    """`model_totals` and `params_by_module` together: one pass where nothing is tied."""
+    params: list[torch.Tensor] = []
+    buffers: list[torch.Tensor | None] = []
+    try:
+        per_module = _sums_without_ties(model, params, buffers)
+    except _Tied:
+        return model_totals(model), _merged_sets(model)
+    return _totals(model, params, buffers), per_module
+
+
+def _totals(
+    model: nn.Module, params: list[torch.Tensor], buffers: list[torch.Tensor | None]
+) -> ParamTotals:
+    """Totals of distinct ``params`` and of ``buffers`` (each once; None skipped)."""
     whole = full_numels(model)
     numels: dict[torch.dtype, int] = {}
     trainable = 0
@@ -90,6 +108,7 @@ def model_totals(model: nn.Module) -> ParamTotals:
     by_dtype = {dtype_name(dtype): numel for dtype, numel in numels.items()}
     bytes_by_dtype = {dtype_name(dtype): numel * dtype.itemsize for dtype, numel in numels.items()}
     total = sum(by_dtype.values())
+    distinct = unique_tensors(b for b in buffers if b is not None)
     return ParamTotals(
         params=total,
         trainable=trainable,
@@ -97,8 +116,8 @@ def model_totals(model: nn.Module) -> ParamTotals:
         param_bytes=sum(bytes_by_dtype.values()),
         params_by_dtype=dict(sorted(by_dtype.items())),
         param_bytes_by_dtype=dict(sorted(bytes_by_dtype.items())),
-        buffers=sum(b.numel() for b in buffers),
-        buffer_bytes=sum(b.numel() * b.element_size() for b in buffers),
+        buffers=sum(b.numel() for b in distinct),
+        buffer_bytes=sum(b.numel() * b.element_size() for b in distinct),
     )
 
 
@@ -119,7 +138,7 @@ def params_by_module(model: nn.Module) -> dict[int, ModuleParams]:
     its own plus its children's, merged by `tensor_key` (tied tensors once).
     """
     try:
-        return _sums_without_ties(model)
+        return _sums_without_ties(model, [], [])
     except _Tied:
         return _merged_sets(model)
 
@@ -128,15 +147,21 @@ class _Tied(Exception):
     """A tensor or a module is reachable twice: plain sums would count it twice."""
 
 
-def _sums_without_ties(model: nn.Module) -> dict[int, ModuleParams]:
+def _sums_without_ties(
+    model: nn.Module, params: list[torch.Tensor], buffers: list[torch.Tensor | None]
+) -> dict[int, ModuleParams]:
+    """Per-module sums; every parameter goes into ``params``, every buffer into ``buffers``."""
     # A data address (or, on meta, the object) seen twice may be a tie: then the
     # exact merge decides. Distinct addresses are distinct tensors.
     keys: set[int] = set()
+    visited: set[int] = set()
     result: dict[int, ModuleParams] = {}
 
     def visit(module: nn.Module) -> tuple[int, int]:
-        if id(module) in result:
+        if id(module) in visited:
             raise _Tied
+        visited.add(id(module))
+        buffers.extend(module._buffers.values())
         own = own_trainable = 0
         for param in module._parameters.values():
             if param is not None:
@@ -144,10 +169,10 @@ def _sums_without_ties(model: nn.Module) -> dict[int, ModuleParams]:
                 if key in keys:
                     raise _Tied
                 keys.add(key)
+                params.append(param)
                 numel = param.numel()
                 own += numel
                 own_trainable += numel if param.requires_grad else 0
-        result[id(module)] = ModuleParams(own, own, "")  # marks it visited
         count, trainable = own, own_trainable
         for child in module._modules.values():
             if child is not None:
@@ -162,12 +187,15 @@ def _sums_without_ties(model: nn.Module) -> dict[int, ModuleParams]:
 
 
 def _address(tensor: torch.Tensor) -> int:
-    if tensor.is_meta:
-        return id(tensor)
-    try:
-        return tensor.data_ptr()
-    except (RuntimeError, NotImplementedError):  # subclasses without storage (DTensor)
-        raise _Tied from None  # the exact merge keys them by identity
+    """Where a plain tensor's data starts (a meta tensor's identity).
+
+    Raises:
+        _Tied: a tensor subclass (FSDP2's DTensor: its ``data_ptr`` is no
+            identity); `tensor_key` decides for those.
+    """
+    if type(tensor) not in _PLAIN_TENSORS:
+        raise _Tied
+    return id(tensor) if tensor.is_meta else tensor.data_ptr()
 
 
 def _trainable_label(count: int, trainable: int) -> Trainable:

@@ -216,6 +216,34 @@ def _cat(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Spec | None:
     return _fresh(tuple(shape), first.dtype)
 
 
+def _convolution(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Spec | None:
+    # convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+    if kwargs or len(args) != 9:
+        return None
+    x, weight, bias, stride, padding, dilation, transposed, _, groups = args
+    if transposed or not (_dense(x) and _dense(weight)) or x.dtype != weight.dtype:
+        return None
+    spatial = x.dim() - 2
+    if spatial < 1 or weight.dim() != x.dim() or type(groups) is not int or groups < 1:
+        return None
+    if not all(len(v) == spatial for v in (stride, padding, dilation)):
+        return None
+    if x.shape[1] != weight.shape[1] * groups or weight.shape[0] % groups:
+        return None
+    if bias is not None and not (
+        isinstance(bias, torch.Tensor) and bias.shape == weight.shape[:1] and bias.dtype == x.dtype
+    ):
+        return None
+    sizes = []
+    for i in range(spatial):
+        span = dilation[i] * (weight.shape[2 + i] - 1) + 1
+        size = (x.shape[2 + i] + 2 * padding[i] - span) // stride[i] + 1
+        if size < 1:
+            return None  # the kernel raises: let it
+        sizes.append(size)
+    return _fresh((x.shape[0], weight.shape[0], *sizes), x.dtype)
+
+
 def _table() -> dict[Any, Rule]:
     rules: dict[Any, Rule] = {}
     for name in (
@@ -249,6 +277,7 @@ def _table() -> dict[Any, Rule]:
     rules[aten.native_layer_norm.default] = _layer_norm
     rules[aten.mean.dim] = _mean
     rules[aten.cat.default] = _cat
+    rules[aten.convolution.default] = _convolution
     return rules
 
 

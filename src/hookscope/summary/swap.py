@@ -26,7 +26,7 @@ def _meta_stand_in(tensor: torch.Tensor, is_param: bool) -> torch.Tensor:
     """A meta tensor like ``tensor``: the one made last time while it still matches."""
     like = (tensor.shape, tensor.stride(), tensor.dtype, tensor.requires_grad, is_param)
     held = _META_STAND_INS.get(id(tensor))
-    if held is not None and held[0]() is tensor and held[1] == like:
+    if held is not None and held[1] == like and held[0]() is tensor:
         return held[2]
     fake = torch.empty_like(tensor, device="meta")
     made = nn.Parameter(fake, requires_grad=tensor.requires_grad) if is_param else fake
@@ -60,6 +60,7 @@ def stand_ins(model: nn.Module, device: torch.device) -> Iterator[None]:
     """
     saved: list[tuple[dict[str, torch.Tensor | None], str, torch.Tensor]] = []
     replacements: dict[int, torch.Tensor] = {}
+    meta = device.type == "meta"
     try:
         for _, module in walk(model):  # each module once
             for store, is_param in ((module._parameters, True), (module._buffers, False)):
@@ -70,7 +71,11 @@ def stand_ins(model: nn.Module, device: torch.device) -> Iterator[None]:
                         continue
                     new = replacements.get(id(tensor))
                     if new is None:
-                        new = replacements[id(tensor)] = _stand_in(tensor, device, is_param)
+                        new = replacements[id(tensor)] = (
+                            _meta_stand_in(tensor, is_param)
+                            if meta and not tensor.is_meta
+                            else _stand_in(tensor, device, is_param)
+                        )
                     if new is not tensor:
                         saved.append((store, name, tensor))  # type: ignore[arg-type]
                         store[name] = new  # type: ignore[assignment]
