@@ -5,10 +5,11 @@ Many of PyTorch's meta kernels are Python decompositions: ``batch_norm``,
 through ``torch._refs`` cost 0.1-20 ms each on the first call of a shape
 (and the first one also imports ``torch._dynamo``, about 0.7 s). `OpCache`
 asks `RULES` first on a miss: each rule gives the outputs' shape, strides and
-dtype for the plain cases (dense row-major inputs, one floating dtype, no
-broadcasting) exactly as the meta kernel would, and None for anything else,
-which then runs the kernel. ``tests/summary/test_shapes.py`` holds every rule
-to the kernel's answer.
+dtype for the plain cases (row-major inputs of one floating dtype, and a few
+layouts whose outputs are known: broadcasting, permuted pointwise inputs, any
+layer-norm input) exactly as the meta kernel would, and None for anything
+else, which then runs the kernel. ``tests/summary/test_shapes.py`` holds
+every rule to the kernel's answer, on random shapes where there are many.
 """
 
 from __future__ import annotations
