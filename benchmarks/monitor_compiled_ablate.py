@@ -20,6 +20,9 @@ is set to False and the row function swapped through
 * ``norm outputs``: the defaults but BatchNorm and ReLU rows read from
   their outputs (``TracedCollector.norm_from_input`` off), as until the
   sixth session;
+* ``affine scratch``: the defaults but a BatchNorm's row made as in the
+  sixth session: its output rebuilt in a scratch tensor by three torch ops,
+  then reduced (``native.moments_affine`` swapped out during its steps);
 * ``defaults``: the Monitor as shipped (on the CPU one extern op per row,
   `hookscope.stats.rowop`; a BatchNorm's row and the next ReLU's from the
   BatchNorm's input).
@@ -35,18 +38,19 @@ the whole step to ``compiled``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import os
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 os.environ.setdefault("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")
 
 import torch
 
 import hookscope
-from hookscope.stats import Plan
+from hookscope.stats import Plan, native
 from hookscope.stats.traced import reduce_row
 from hookscope.zoo import SmallCNN
 
@@ -110,8 +114,21 @@ VARIANTS: dict[str, tuple[dict[str, bool] | None, Row | None]] = {
     "per channel": ({}, per_channel),
     "tensor ops": ({}, reduce_row),
     "norm outputs": ({}, None),
+    "affine scratch": ({}, None),
     "defaults": ({}, None),
 }
+
+
+@contextlib.contextmanager
+def affine_scratch(on: bool) -> Iterator[None]:
+    """With ``on``, BatchNorm rows take `hookscope.stats.rowop`'s scratch-tensor path."""
+    real = native.moments_affine
+    if on:
+        native.moments_affine = lambda *args, **kwargs: None  # "the kernel does not take it"
+    try:
+        yield
+    finally:
+        native.moments_affine = real
 
 
 def own_forward(model: SmallCNN, i: int) -> None:
@@ -153,7 +170,8 @@ def main() -> None:
 
     def step(name: str) -> None:
         t0 = time.perf_counter()
-        loss = runs[name](x).square().mean()
+        with affine_scratch(name == "affine scratch"):
+            loss = runs[name](x).square().mean()
         t1 = time.perf_counter()
         loss.backward()
         t2 = time.perf_counter()

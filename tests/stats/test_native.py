@@ -362,3 +362,83 @@ def test_sixteen_lane_loop_gives_the_eight_lane_results_bit_for_bit() -> None:
         for shift in (math.nan, 0.0, 1.5, -2.0):
             for fn in ("hs_reduce", "hs_reduce_relu"):
                 assert run(libs[0], fn, t, shift) == run(libs[1], fn, t, shift), (fn, t.numel())
+
+
+def _affine_reference(
+    x: torch.Tensor, params: torch.Tensor, relu: bool
+) -> tuple[native.Moments, native.Moments | None] | None:
+    """`moments` (`moments_relu`) of ``(x - mean) * scale + bias`` made by torch's sub, mul, add."""
+    shape = [1, -1] + [1] * (x.dim() - 2)
+    mean, scale, bias = (p.view(shape) for p in params)
+    y = torch.empty_strided(x.shape, x.stride())  # the same memory order as x
+    torch.sub(x, mean, out=y)
+    y.mul_(scale)
+    y.add_(bias)
+    return native.moments_relu(y) if relu else (native.moments(y), None)
+
+
+def _fields(got: native.Moments | None) -> tuple[float, ...] | None:
+    if got is None:
+        return None
+    return (got.shifted_sum, got.shifted_sumsq, got.min, got.max, got.nonzero, got.shift, got.n)
+
+
+# (shape, channels-last): NCHW runs of one channel; channels-last and 2-D, where the
+# channel repeats every few elements (up to 64 elements: held in registers); stride 3
+# (short runs); 70,000 channels of stride 1 (longer than the per-position table: runs
+# of one); several parts; tails of a block.
+AFFINE_CASES = [
+    ((4, 6, 5, 5), False),
+    ((4, 6, 5, 5), True),
+    ((3, 16, 5, 7), True),
+    ((8, 32, 20, 20), True),
+    ((50, 64), False),
+    ((8, 6), False),
+    ((4, 100, 3), False),
+    ((3, 70_000), False),
+    ((3, 4, 70_000), False),
+    ((16, 24, 30, 30), True),
+    ((5, 1, 7, 7), True),
+    ((7, 3, 2047), False),
+]
+
+
+@pytest.mark.parametrize("relu", [False, True], ids=["affine", "affine-relu"])
+@pytest.mark.parametrize(("shape", "channels_last"), AFFINE_CASES, ids=str)
+def test_affine_moments_equal_those_of_the_made_tensor(
+    shape: tuple[int, ...], channels_last: bool, relu: bool
+) -> None:
+    """One pass over x gives what reducing y made by torch gives, sum for sum."""
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(shape, generator=gen) * 3 + 1
+    if channels_last:
+        x = x.to(memory_format=torch.channels_last)
+    params = torch.randn(3, shape[1], generator=gen)
+    params[1:, 0] = 0.0  # channel 0: scale and bias 0, so y has zeros
+    native.set_helpers("always")  # parts on helper threads too, whatever else runs
+    try:
+        got = native.moments_affine(x, *params, relu=relu)
+    finally:
+        native.set_helpers("auto")
+    want = _affine_reference(x, params, relu)
+    assert got is not None and want is not None
+    # a zero min or max may differ in sign only (blocks, not lanes, are folded first)
+    assert _fields(got[0]) == _fields(want[0])
+    assert _fields(got[1]) == _fields(want[1])
+    assert (got[1] is None) == (not relu)
+
+
+def test_affine_moments_show_nan_and_inf_and_refuse_what_the_kernel_does_not_take() -> None:
+    x = torch.randn(2, 3, 4, 4)
+    ones = torch.ones(3)
+    for bad, check in ((float("nan"), math.isnan), (float("inf"), math.isinf)):
+        y = x.clone()
+        y[1, 2, 3, 0] = bad
+        got = native.moments_affine(y, ones, ones, ones, relu=True)
+        assert got is not None and got[1] is not None
+        assert check(got[0].shifted_sum + got[0].shifted_sumsq)  # the caller counts them exactly
+    assert native.moments_affine(x[:, :, ::2], ones, ones, ones) is None  # not dense
+    assert native.moments_affine(x.double(), ones, ones, ones) is None  # float32 only
+    assert native.moments_affine(x, ones[:2], ones, ones) is None  # one per channel
+    assert native.moments_affine(x, ones.double(), ones, ones) is None
+    assert native.moments_affine(torch.randn(5), ones, ones, ones) is None  # no dim 1

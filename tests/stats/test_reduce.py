@@ -184,3 +184,17 @@ def test_merge_of_dot_and_norm_paths() -> None:
     both = torch.cat([a.ravel(), b.ravel()]).double().numpy()
     assert got["std"] == pytest.approx(both.std(), rel=1e-5)
     assert got["norm"] == pytest.approx(math.sqrt((both * both).sum()), rel=1e-5)
+
+
+def test_summarize_needs_fetched_values_and_fetch_marks_them(eager: None) -> None:
+    t = torch.arange(12.0).reshape(3, 4)
+    red = reduce_tensor(t, FULL)
+    assert not red.host and isinstance(red.sum, torch.Tensor)  # eager: on the device
+    with pytest.raises(ValueError, match="fetch"):
+        summarize(red)
+    fetch([red])
+    assert red.host and isinstance(red.sum, float)
+    got = summarize(red)
+    assert got["mean"] == pytest.approx(5.5) and got["max"] == 11.0
+    fetch([red])  # nothing left to move: the same values
+    assert summarize(red) == got

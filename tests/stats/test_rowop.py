@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from hookscope.stats import ACTIVATION_STATS, plan_for
+from hookscope.stats.native import moments_affine
 from hookscope.stats.rowop import (
     affine_row_op,
     grad_rows_op,
@@ -160,21 +161,27 @@ def _affine(x: torch.Tensor, relu_index: int) -> tuple[torch.Tensor, torch.Tenso
 
 @pytest.mark.parametrize("relu_index", [-1, 2], ids=["norm", "norm-and-relu"])
 @pytest.mark.parametrize(
-    "layout", ["nchw", "channels-last", "2-d", "not dense", "nan"], ids=lambda s: s
+    "layout", ["nchw", "channels-last", "2-d", "not dense", "nan", "inf"], ids=lambda s: s
 )
-def test_affine_rows_equal_the_rows_of_the_normalised_tensor(relu_index: int, layout: str) -> None:
+def test_affine_rows_equal_the_rows_of_the_normalised_tensor(
+    relu_index: int, layout: str, path: str
+) -> None:
     x = torch.randn(4, 6, 5, 5, generator=_SEED)
     if layout == "channels-last":
         x = x.to(memory_format=torch.channels_last)
     elif layout == "2-d":
-        x = x[:, :, 0, 0]
+        x = x[:, :, 0, 0].contiguous()
     elif layout == "not dense":
         x = x[:, :, ::2]
-    elif layout == "nan":
-        x[1, 2, 3, 4] = float("nan")
+    elif layout in ("nan", "inf"):
+        x[1, 2, 3, 4] = float(layout)
+    one = torch.ones(x.shape[1])
+    # the one pass over x where the kernel takes it (NaN and Inf: then y is made and counted)
+    takes = moments_affine(x, one, one, one) is not None
+    assert takes == (path == "native" and layout != "not dense")
     got, want = _affine(x, relu_index)
-    if layout == "nan":
-        assert got[1, FIELDS.index("nan")] == 1
+    if layout in ("nan", "inf"):
+        assert got[1, FIELDS.index(layout)] == 1
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, equal_nan=True)
 
 

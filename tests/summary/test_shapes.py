@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 from typing import Any
@@ -34,8 +35,9 @@ c8 = meta(8)
 CASES: list[tuple[Any, tuple[Any, ...], dict[str, Any], bool]] = [
     (aten.relu.default, (x4,), {}, True),
     (aten.relu.default, (size_one,), {}, True),
-    (aten.relu.default, (channels_last,), {}, False),
-    (aten.relu.default, (x3.transpose(1, 2),), {}, False),
+    (aten.relu.default, (channels_last,), {}, True),
+    (aten.relu.default, (x3.transpose(1, 2),), {}, True),
+    (aten.relu.default, (size_one.transpose(0, 2),), {}, False),
     (aten.relu.default, (meta(3, dtype=torch.int64),), {}, False),
     (aten.gelu.default, (x3,), {"approximate": "tanh"}, True),
     (aten.gelu.default, (half,), {}, True),
@@ -96,6 +98,9 @@ CASES: list[tuple[Any, tuple[Any, ...], dict[str, Any], bool]] = [
         True,
     ),
     (aten.native_layer_norm.default, (x3, [8], meta(7), None, 1e-5), {}, False),
+    (aten.native_layer_norm.default, (x4.permute(0, 2, 3, 1), [8], c8, c8, 1e-5), {}, True),
+    (aten.native_layer_norm.default, (meta(2, 8, 3)[:, 2:5], [3], None, None, 1e-5), {}, True),
+    (aten.native_layer_norm.default, (meta(4).expand(3, 4), [4], None, None, 1e-5), {}, True),
     (aten.mean.dim, (x4, [-1, -2], True), {}, True),
     (aten.mean.dim, (x4, [1]), {}, True),
     (aten.mean.dim, (x4, [1]), {"keepdim": True}, True),
@@ -105,6 +110,8 @@ CASES: list[tuple[Any, tuple[Any, ...], dict[str, Any], bool]] = [
     (aten.cat.default, ([x3, x3],), {}, True),
     (aten.cat.default, ([x3, meta(2, 3, 8, dtype=torch.float16)], 0), {}, False),
     (aten.cat.default, ([x3, meta(0)], 0), {}, False),
+    (aten.max_pool2d_with_indices.default, (x4, [3, 3], [2, 2], [1, 1], [1, 1], True), {}, True),
+    (aten.max_pool2d_with_indices.default, (channels_last, [2, 2]), {}, False),
     (
         aten.convolution.default,
         (x4, meta(4, 8, 3, 3), meta(4), [1, 1], [1, 1], [1, 1], False, [0, 0], 1),
@@ -195,6 +202,49 @@ def test_convolutions_match_the_kernel_on_random_shapes() -> None:
             continue
         assert got == expected, args
         answered += 1
+    assert answered > 150
+
+
+def test_pointwise_ops_on_permuted_inputs_match_the_kernel() -> None:
+    unary = [op for op, rule in RULES.items() if rule is shapes._unary]
+    answered = 0
+    for perm in itertools.permutations(range(4)):
+        for shape in [(2, 4, 65, 16), (1, 4, 3, 2), (3, 2, 4, 4)]:
+            x = meta(*shape).permute(*perm)
+            for op in unary:
+                args = (x, 2) if "Scalar" in op._overloadname else (x,)
+                got = RULES[op](args, {})
+                if got is not None:
+                    answered += 1
+                    assert got == spec_of(op(*args)), (op, shape, perm)
+    assert answered > 500
+    assert RULES[aten.relu.default]((meta(4, 6)[:, :3],), {}) is None  # not dense: the kernel
+
+
+def test_max_pooling_matches_the_kernel_on_random_shapes() -> None:
+    gen = torch.Generator().manual_seed(2)
+
+    def pick(low: int, high: int) -> int:
+        return int(torch.randint(low, high + 1, (1,), generator=gen))
+
+    answered = 0
+    op = aten.max_pool2d_with_indices.default
+    for _ in range(400):
+        kernel = [pick(1, 4)] if pick(0, 1) else [pick(1, 4), pick(1, 4)]
+        full = (kernel, [pick(1, 3), pick(1, 3)] if pick(0, 1) else [], [pick(0, 2)], [pick(1, 2)])
+        args = (meta(*([pick(1, 2)] if pick(0, 1) else []), pick(1, 3), pick(1, 9), pick(1, 9)),)
+        args += full[: pick(1, 4)]
+        if len(args) == 5 and pick(0, 1):
+            args += (bool(pick(0, 1)),)
+        got = RULES[op](args, {})
+        try:
+            expected = spec_of(op(*args))
+        except RuntimeError:
+            assert got is None, args
+            continue
+        if got is not None:
+            assert got == expected, args
+            answered += 1
     assert answered > 150
 
 

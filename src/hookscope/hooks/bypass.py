@@ -210,8 +210,9 @@ class BypassDetector:
         chosen = select_modules(self.model, modules)  # a bad selector raises before any change
         self._start()
         watch(self)  # bypasses of the modules entered in ``watched`` below reach us
+        owners: dict[type[nn.Module], type[nn.Module] | None] = {}  # by class, for this loop
         for selected in chosen:
-            owner = watchable(selected.module)
+            owner = watchable(selected.module, owners)
             if owner is None:
                 continue
             self.watched[id(selected.module)] = (weakref.ref(selected.module), selected.names)

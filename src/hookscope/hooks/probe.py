@@ -279,10 +279,21 @@ def unpatch(cls: type[nn.Module]) -> None:
             cls.forward = patch.orig
 
 
-def watchable(module: nn.Module) -> type[nn.Module] | None:
+def watchable(
+    module: nn.Module, owners: dict[type[nn.Module], type[nn.Module] | None] | None = None
+) -> type[nn.Module] | None:
+    """The class whose ``forward`` to patch to watch ``module``, or None (not patchable).
+
+    ``owners`` memoises `forward_owner` by class for a caller looking at many modules.
+    """
     if isinstance(module, torch.jit.ScriptModule) or "forward" in module.__dict__:
         return None
-    return forward_owner(type(module))
+    kind = type(module)
+    if owners is None:
+        return forward_owner(kind)
+    if kind not in owners:
+        owners[kind] = forward_owner(kind)
+    return owners[kind]
 
 
 def all_subclasses(root: type[nn.Module]) -> list[type[nn.Module]]:

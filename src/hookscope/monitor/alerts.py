@@ -20,7 +20,7 @@ has cleared, so a NaN that persists for 1000 steps gives one alert, not 1000.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from hookscope.errors import UsageError
@@ -63,22 +63,34 @@ class AlertRules:
 
     def check(self, step: int, records: Iterable[Record]) -> list[Alert]:
         """The alerts that start at ``step``."""
+        found: dict[_Key, dict[str, float]] = {}
+        for rec in records:
+            found.setdefault((rec.phase, rec.module, rec.tensor), {})[rec.stat] = rec.value
+        return self.check_found(step, found)
+
+    def check_found(self, step: int, found: Mapping[_Key, Mapping[str, float]]) -> list[Alert]:
+        """`check` of a step's statistics as ``{(phase, module, tensor): {stat: value}}``.
+
+        The Monitor has them so (`hookscope.monitor.results.summaries`): one
+        look-up per tensor instead of one comparison per record.
+        """
         conditions: dict[tuple[_Key, Rule], float] = {}
         nonfinite: dict[_Key, float] = {}
         dead_above = self.thresholds.dead_above
-        for rec in records:
-            stat = rec.stat
-            if stat == "nan_count" or stat == "inf_count":
-                key: _Key = (rec.phase, rec.module, rec.tensor)
-                nonfinite[key] = nonfinite.get(key, 0.0) + rec.value
-            elif stat == ("absmax" if rec.phase == "forward" else "norm"):  # magnitudes watched
-                self._magnitude((rec.phase, rec.module, rec.tensor), rec.value, conditions)
-            elif stat == "zero_frac" and rec.phase == "forward" and rec.value >= dead_above:
-                conditions[((rec.phase, rec.module, rec.tensor), "dead")] = rec.value
-        for key, count in nonfinite.items():
+        for key, values in found.items():
+            forward = key[0] == "forward"
+            count = values.get("nan_count", 0.0) + values.get("inf_count", 0.0)
             if count > 0:
-                conditions[(key, "nonfinite")] = count
-        return self._edges(step, conditions, seen={(r.phase, r.module, r.tensor) for r in records})
+                nonfinite[key] = count
+            magnitude = values.get("absmax" if forward else "norm")  # magnitudes watched
+            if magnitude is not None:
+                self._magnitude(key, magnitude, conditions)
+            dead = values.get("zero_frac") if forward else None
+            if dead is not None and dead >= dead_above:
+                conditions[(key, "dead")] = dead
+        for key, count in nonfinite.items():  # after the others, as they always came
+            conditions[(key, "nonfinite")] = count
+        return self._edges(step, conditions, seen=found.keys())
 
     def _magnitude(
         self, key: _Key, value: float, conditions: dict[tuple[_Key, Rule], float]
@@ -101,7 +113,7 @@ class AlertRules:
                 conditions[(key, "vanishing")] = value
 
     def _edges(
-        self, step: int, conditions: dict[tuple[_Key, Rule], float], seen: set[_Key]
+        self, step: int, conditions: dict[tuple[_Key, Rule], float], seen: Collection[_Key]
     ) -> list[Alert]:
         alerts = []
         for (key, rule), value in conditions.items():

@@ -29,7 +29,14 @@ from hookscope.monitor.options import (
 )
 from hookscope.monitor.ranks import Exchange, GradReader, Grads, RankCombiner, Ranks
 from hookscope.monitor.records import Alert, NonFinite, Phase, Record, StepResult
-from hookscope.monitor.results import Key, clean_keys, find_nonfinite, merge_entries, to_records
+from hookscope.monitor.results import (
+    Key,
+    clean_keys,
+    find_nonfinite,
+    merge_entries,
+    records_of,
+    summaries,
+)
 from hookscope.names import clean_names
 from hookscope.sinks.group import SinkGroup
 from hookscope.stats import Plan, Reduction, fetch, plan_for
@@ -325,14 +332,15 @@ class Monitor:
     ) -> StepResult:
         first = exchange.finish()  # waits for the step's collectives, if any
         merged, _, first = clean_keys(merged, (), first, self._names, self._clean_memo)
-        records = to_records(merged, self.stats)
+        found = summaries(merged, self.stats)
+        records = records_of(found)
         records += [
             Record("param", name, "param", "update_ratio", float(red.sum or 0.0))
             for name, red in ratios
         ]
         if self._first is None:
             self._first = first
-        alerts = self._rules.check(known["step"], records)
+        alerts = self._rules.check_found(known["step"], found)  # update ratios have no rule
         self._alerts.extend(alerts)
         return StepResult(records=tuple(records), alerts=tuple(alerts),
                           first_nonfinite=self._first, **known)  # fmt: skip

@@ -56,14 +56,31 @@ def merge_entries(entries: Sequence[Entry]) -> tuple[dict[Key, Reduction], list[
 
 def to_records(merged: dict[Key, Reduction], activation_stats: Collection[str]) -> list[Record]:
     """The named statistics of each merged reduction (see `aggregate`)."""
-    records = []
-    for (phase, module, path), red in merged.items():
-        wanted = activation_stats if phase == "forward" else GRAD_STATS
+    return records_of(summaries(merged, activation_stats))
+
+
+def summaries(
+    merged: dict[Key, Reduction], activation_stats: Collection[str]
+) -> dict[Key, dict[str, float]]:
+    """The named statistics of each merged reduction, ``{key: {stat: value}}`` in stat order.
+
+    ``activation_stats`` for the ``forward`` phase, `GRAD_STATS` for the others.
+    """
+    found = {}
+    for key, red in merged.items():
         values = summarize(red)
-        for stat in wanted:
-            if stat in values:
-                records.append(Record(phase, module, path, stat, values[stat]))
-    return records
+        wanted = activation_stats if key[0] == "forward" else GRAD_STATS
+        found[key] = {stat: values[stat] for stat in wanted if stat in values}
+    return found
+
+
+def records_of(found: dict[Key, dict[str, float]]) -> list[Record]:
+    """One `Record` per statistic of `summaries`, in its order."""
+    return [
+        Record(phase, module, path, stat, value)
+        for (phase, module, path), values in found.items()
+        for stat, value in values.items()
+    ]
 
 
 def find_nonfinite(step: int, entries: Sequence[Entry]) -> NonFinite | None:

@@ -211,6 +211,9 @@ class TracedCollector:
         #: While tracing, the last BatchNorm's returned output and the spare row that
         #: holds the row of its ReLU (cleared by the next hook: no tensor outlives the graph).
         self._norm: tuple[torch.Tensor, int] | None = None
+        #: The rows `take` last fetched, and the same as an index tensor on the device.
+        self._used: tuple[int, ...] = ()
+        self._used_index = torch.empty(0, dtype=torch.long, device=device)
         #: Set inside the graph (a replayed attribute store) when it ran this step.
         self.used = False
         #: Whether a compiled graph ran in the step `take` last handed over.
@@ -315,7 +318,8 @@ class TracedCollector:
             return [], []
         self.used = False
         grad, self.sink.grad = self.sink.grad, None
-        rows = self._fetch(grad)
+        used = [(i, j) for i, layout in enumerate(self.layouts) for j in range(len(layout.paths))]
+        rows = self._fetch(grad, [i * SLOTS + j for i, j in used])
         self.buffer.copy_(self._empty)
         if not rows:
             return [], []
@@ -324,24 +328,30 @@ class TracedCollector:
         forward, backward = self.outputs, grad is not None
         fwd: list[Entry] = []
         bwd: list[Entry] = []
-        for i, name in enumerate(self.names):
-            layout = self.layouts[i]
-            for j, path in enumerate(layout.paths):
-                values = rows[i * SLOTS + j]
-                roles = [(name, path, True)]
-                shape, dtype = layout.shapes[j], layout.dtypes[j]
-                if forward and values[0]:
-                    red = to_reduction(values[:width], self.plans[name], layout.kinds[j])
-                    fwd.append(Entry("forward", roles, red, shape, dtype))
-                if backward and values[width]:
-                    red = grad_reduction(values[width:])
-                    bwd.append(Entry("backward", roles, red, shape, dtype))
+        for (i, j), values in zip(used, rows, strict=True):
+            name, layout = self.names[i], self.layouts[i]
+            roles = [(name, layout.paths[j], True)]
+            shape, dtype = layout.shapes[j], layout.dtypes[j]
+            if forward and values[0]:
+                red = to_reduction(values[:width], self.plans[name], layout.kinds[j])
+                fwd.append(Entry("forward", roles, red, shape, dtype))
+            if backward and values[width]:
+                red = grad_reduction(values[width:])
+                bwd.append(Entry("backward", roles, red, shape, dtype))
         bwd.reverse()  # backward runs in reverse order
         return fwd, bwd
 
-    def _fetch(self, grad: torch.Tensor | None) -> list[list[float]]:
-        """The rows of the forward buffer (if recorded) beside those of ``grad``, in one transfer."""
+    def _fetch(self, grad: torch.Tensor | None, used: list[int]) -> list[list[float]]:
+        """Rows ``used`` of the forward buffer (if recorded) beside those of ``grad``, in one transfer.
+
+        Only rows that hold a tensor's statistics are turned into host floats
+        (about one in `SLOTS` in a typical model).
+        """
         parts = ([self.buffer] if self.outputs else []) + ([] if grad is None else [grad])
-        if not parts:
+        if not parts or not used:
             return []
-        return (parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)).cpu().tolist()
+        if self._used != tuple(used):
+            self._used = tuple(used)
+            self._used_index = torch.tensor(used, device=parts[0].device)
+        both = parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
+        return both.index_select(0, self._used_index).cpu().tolist()

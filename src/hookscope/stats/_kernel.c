@@ -385,6 +385,134 @@ static void range_f32_relu(const char *p, int64_t n, double shift, hs_stats *out
     out->positive = (double)positive;
 }
 
+/* ---- a BatchNorm's output, made from its input one block at a time ------- */
+
+/* y = (x - mean[c]) * scale[c] + bias[c], c the element's index along dim 1.
+ * In a dense tensor the element at offset g has c = (g / stride) % channels
+ * (stride: dim 1's). Where that repeats with a short period (channels-last,
+ * 2-D input: stride 1), the parameters are laid out per position once, so the
+ * loop runs over plain arrays; otherwise (NCHW) each run of `stride` elements
+ * shares one channel. */
+#define PATTERN_MAX 65536
+
+typedef struct {
+    const float *x;
+    int64_t stride, channels;
+    const float *mean, *scale, *bias;
+    const float *pm, *ps, *pb; /* per position, period + BLOCK long; NULL: runs */
+    int64_t period;
+    int relu;
+} affine_t;
+
+/* y[0:n] for the elements at start..start+n (n <= BLOCK) as torch computes it:
+ * sub, then mul, then add, each rounded (never contracted to a fused multiply-add). */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("fp-contract=off")))
+#endif
+static void affine_fill(const affine_t *a, int64_t start, int64_t n, float *y) {
+#ifdef __clang__
+#pragma clang fp contract(off)
+#endif
+    const float *x = a->x + start;
+    if (a->pm && 64 % a->period == 0 && start % 64 == 0) {
+        /* a period of 64 elements or fewer (channels-last with up to 64 channels):
+         * its 64 positions stay in registers */
+        float m[64], s[64], b[64];
+        memcpy(m, a->pm, sizeof m);
+        memcpy(s, a->ps, sizeof s);
+        memcpy(b, a->pb, sizeof b);
+        int64_t j = 0;
+        for (; j + 64 <= n; j += 64)
+            for (int k = 0; k < 64; k++) {
+                float d = x[j + k] - m[k];
+                d = d * s[k];
+                y[j + k] = d + b[k];
+            }
+        for (int k = 0; j + k < n; k++) {
+            float d = x[j + k] - m[k];
+            d = d * s[k];
+            y[j + k] = d + b[k];
+        }
+        return;
+    }
+    if (a->pm) {
+        int64_t r = start % a->period;
+        const float *m = a->pm + r, *s = a->ps + r, *b = a->pb + r;
+        for (int64_t j = 0; j < n; j++) {
+            float d = x[j] - m[j];
+            d = d * s[j];
+            y[j] = d + b[j];
+        }
+        return;
+    }
+    for (int64_t j = 0; j < n;) {
+        int64_t g = start + j, c = (g / a->stride) % a->channels;
+        int64_t run = a->stride - g % a->stride;
+        run = run < n - j ? run : n - j;
+        const float m = a->mean[c], s = a->scale[c], b = a->bias[c];
+        for (int64_t k = j; k < j + run; k++) {
+            float d = x[k] - m;
+            d = d * s;
+            y[k] = d + b;
+        }
+        j += run;
+    }
+}
+
+/* range_f32 (with relu: range_f32_relu) of y over elements start..start+n,
+ * bit for bit: whole blocks go through those functions from a block-sized
+ * buffer (a block's sums are added to the running sums in the same order),
+ * the tail through the same scalar loops. */
+static void range_affine(const affine_t *a, int64_t start, int64_t n, double shift, hs_stats *out) {
+    float buf[BLOCK];
+    double sum = 0, sumsq = 0, nonzero = 0, rsum = 0, rsumsq = 0, positive = 0;
+    float mn = INFINITY, mx = -INFINITY;
+    int64_t i = 0;
+    for (; i + BLOCK <= n; i += BLOCK) {
+        hs_stats b;
+        affine_fill(a, start + i, BLOCK, buf);
+        if (a->relu)
+            range_f32_relu((const char *)buf, BLOCK, shift, &b);
+        else
+            range_f32((const char *)buf, BLOCK, shift, &b);
+        sum += b.sum;
+        sumsq += b.sumsq;
+        nonzero += b.nonzero;
+        mn = b.min < mn ? (float)b.min : mn;
+        mx = b.max > mx ? (float)b.max : mx;
+        if (a->relu) {
+            rsum += b.rsum;
+            rsumsq += b.rsumsq;
+            positive += b.positive;
+        }
+    }
+    affine_fill(a, start + i, n - i, buf);
+    const float c = (float)(shift > 0 ? shift : 0);
+    for (int64_t j = 0; j < n - i; j++) {
+        float v = buf[j];
+        double d = (double)v - shift;
+        sum += d;
+        sumsq += d * d;
+        mn = v < mn ? v : mn;
+        mx = v > mx ? v : mx;
+        nonzero += v != 0.0f;
+        if (a->relu) {
+            double r = (double)(v > 0 ? v : 0) - c;
+            rsum += r;
+            rsumsq += r * r;
+            positive += v > 0;
+        }
+    }
+    out->sum = sum;
+    out->sumsq = sumsq;
+    out->min = mn;
+    out->max = mx;
+    out->nonzero = nonzero;
+    out->rsum = rsum;
+    out->rsumsq = rsumsq;
+    out->positive = positive;
+}
+
 typedef void (*range_fn)(const char *, int64_t, double, hs_stats *);
 typedef double (*at_fn)(const char *, int64_t);
 
@@ -409,6 +537,7 @@ typedef struct {
     int64_t n, part, size, parts;
     double shift;
     hs_stats *out;
+    const affine_t *affine; /* set: range_affine over element offsets, not fn over data */
 } job_t;
 
 static struct {
@@ -429,7 +558,10 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static void run_part(const job_t *job, int64_t k) {
     int64_t a = k * job->part;
     int64_t b = a + job->part < job->n ? a + job->part : job->n;
-    job->fn(job->data + a * job->size, b - a, job->shift, &job->out[k]);
+    if (job->affine)
+        range_affine(job->affine, a, b - a, job->shift, &job->out[k]);
+    else
+        job->fn(job->data + a * job->size, b - a, job->shift, &job->out[k]);
 }
 
 /* Claim and run parts of job `gen` until none is left; a stale gen claims nothing. */
@@ -585,10 +717,12 @@ int hs_supports(int dtype) {
     return pick(dtype, &fn, &at, &size) == 0;
 }
 
-/* Runs `fn` over the parts of x and combines them in order into `out`
- * (hs_reduce's layout, then rsum, rsumsq, positive). */
+/* Runs `fn` over the parts of x (with `affine`: range_affine over the parts of
+ * its y) and combines them in order into `out` (hs_reduce's layout, then
+ * rsum, rsumsq, positive; those only with `relu`). */
 static void reduce_parts(range_fn fn, at_fn at, int64_t size, const char *p, int64_t n,
-                         int threads, double shift, double *out) {
+                         int threads, double shift, const affine_t *affine, int relu,
+                         double *out) {
     for (int64_t i = 0; isnan(shift) && i < n && i < 64; i++) {
         double v = at(p, i);
         if (isfinite(v)) shift = v;
@@ -599,7 +733,7 @@ static void reduce_parts(range_fn fn, at_fn at, int64_t size, const char *p, int
     part = part < PART_MIN ? PART_MIN : (part + BLOCK - 1) / BLOCK * BLOCK;
     int64_t parts = n <= part ? 1 : (n + part - 1) / part;
     hs_stats local[MAX_PARTS];
-    job_t job = {fn, p, n, part, size, parts, shift, local};
+    job_t job = {fn, p, n, part, size, parts, shift, local, affine};
     /* Helpers only from two full parts on: below that, waking one costs more than it saves. */
     int helpers = n < 2 * PART_MIN ? 0 : threads - 1 < parts - 1 ? threads - 1 : (int)(parts - 1);
     if (helpers > MAX_HELPERS) helpers = MAX_HELPERS;
@@ -621,9 +755,9 @@ static void reduce_parts(range_fn fn, at_fn at, int64_t size, const char *p, int
         r.min = local[k].min < r.min ? local[k].min : r.min;
         r.max = local[k].max > r.max ? local[k].max : r.max;
     }
-    /* Only range_f32_relu fills the ReLU fields: never read them otherwise. */
+    /* Only the ReLU passes fill the ReLU fields: never read them otherwise. */
     double rsum = 0, rsumsq = 0, positive = 0;
-    for (int64_t k = 0; fn == range_f32_relu && k < parts; k++) {
+    for (int64_t k = 0; relu && k < parts; k++) {
         rsum += local[k].rsum;
         rsumsq += local[k].rsumsq;
         positive += local[k].positive;
@@ -642,7 +776,7 @@ int hs_reduce(int dtype, const void *data, int64_t n, int threads, double shift,
     int64_t size;
     if (pick(dtype, &fn, &at, &size) != 0) return -1;
     double all[9];
-    reduce_parts(fn, at, size, (const char *)data, n, threads, shift, all);
+    reduce_parts(fn, at, size, (const char *)data, n, threads, shift, NULL, 0, all);
     memcpy(out, all, 6 * sizeof(double));
     return 0;
 }
@@ -654,6 +788,53 @@ int hs_reduce(int dtype, const void *data, int64_t n, int threads, double shift,
 int hs_reduce_relu(int dtype, const void *data, int64_t n, int threads, double shift,
                    double *out) {
     if (dtype != 0) return -1;
-    reduce_parts(range_f32_relu, range_f32_at, 4, (const char *)data, n, threads, shift, out);
+    reduce_parts(range_f32_relu, range_f32_at, 4, (const char *)data, n, threads, shift, NULL, 1,
+                 out);
+    return 0;
+}
+
+/* hs_reduce of y = (x - mean[c]) * scale[c] + bias[c] (float32 x, c the index
+ * along dim 1, whose stride is `stride`), without making y: each block of y
+ * is made in a buffer the size of a block and reduced there, so x is read
+ * once. The results are bit for bit hs_reduce's (with relu: hs_reduce_relu's)
+ * of y made by torch's sub, mul and add, the shift being y's first finite
+ * element; out[9] as hs_reduce_relu's (the last three only with relu).
+ * Returns 0, or -1 when memory for the per-position parameters is short. */
+int hs_reduce_affine(const float *x, int64_t n, int64_t stride, int64_t channels,
+                     const float *mean, const float *scale, const float *bias, int relu,
+                     int threads, double *out) {
+    affine_t a = {x, stride, channels, mean, scale, bias, NULL, NULL, NULL, 0, relu};
+    float *pattern = NULL;
+    if (stride < 64 && stride * channels <= PATTERN_MAX) {
+        int64_t period = stride * channels, len = period + (n < BLOCK ? n : BLOCK);
+        pattern = malloc(3 * len * sizeof(float));
+        if (!pattern) return -1;
+        for (int64_t c = 0, g = 0; c < channels; c++)
+            for (int64_t k = 0; k < stride; k++, g++) {
+                pattern[g] = mean[c];
+                pattern[len + g] = scale[c];
+                pattern[2 * len + g] = bias[c];
+            }
+        for (int64_t g = period; g < len; g++) { /* then it repeats */
+            pattern[g] = pattern[g - period];
+            pattern[len + g] = pattern[len + g - period];
+            pattern[2 * len + g] = pattern[2 * len + g - period];
+        }
+        a.pm = pattern;
+        a.ps = pattern + len;
+        a.pb = pattern + 2 * len;
+        a.period = period;
+    }
+    float head[64];
+    int64_t k = n < 64 ? n : 64;
+    affine_fill(&a, 0, k, head);
+    double shift = 0; /* reduce_parts' rule: the first finite of the first 64, else 0 */
+    for (int64_t i = 0; i < k; i++)
+        if (isfinite(head[i])) {
+            shift = head[i];
+            break;
+        }
+    reduce_parts(range_f32, range_f32_at, 4, (const char *)x, n, threads, shift, &a, relu, out);
+    free(pattern);
     return 0;
 }

@@ -56,7 +56,7 @@ _CODES = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2, torch.float64: 
 _FLAG_SETS = (("-march=native",), ())
 _BASE_FLAGS = ("-O3", "-shared", "-fPIC", "-pthread", "-w")
 #: Functions a usable library exports.
-_SYMBOLS = ("hs_reduce", "hs_reduce_relu", "hs_supports", "hs_set_helpers")
+_SYMBOLS = ("hs_reduce", "hs_reduce_relu", "hs_reduce_affine", "hs_supports", "hs_set_helpers")
 #: ``$HOOKSCOPE_KERNEL_HELPERS`` values, as ``hs_set_helpers`` codes.
 _HELPER_MODES = {"auto": 0, "always": 1, "never": 2}
 
@@ -199,12 +199,66 @@ def moments_relu(
     n = tensor.numel()
     start = math.nan if shift is None else shift
     lib.hs_reduce_relu(0, tensor.data_ptr(), n, torch.get_num_threads(), start, out)
-    x = Moments(out[:6], n)
-    shift = max(x.shift, 0.0)
+    values = out[:]
+    return Moments(values[:6], n), _relu_moments(values, n)
+
+
+def _relu_moments(out: Sequence[float], n: int) -> Moments:
+    """The `Moments` of ``relu(x)`` from a ReLU pass's nine values (``x``'s six, then the ReLU's)."""
+    shift = max(out[5], 0.0)
     positive = out[8]
-    low = 0.0 if positive < n else x.min  # some x <= 0 gives a 0 in y
-    y = Moments((out[6], out[7], low, max(x.max, 0.0), positive, shift), n)
-    return x, y
+    low = 0.0 if positive < n else out[2]  # some x <= 0 gives a 0 in y
+    return Moments((out[6], out[7], low, max(out[3], 0.0), positive, shift), n)
+
+
+def moments_affine(
+    x: torch.Tensor,
+    mean: torch.Tensor,
+    scale: torch.Tensor,
+    bias: torch.Tensor,
+    *,
+    relu: bool = False,
+) -> tuple[Moments, Moments | None] | None:
+    """`moments` of ``y = (x - mean) * scale + bias`` (per channel, along dim 1), not making ``y``.
+
+    ``x`` is read once: the kernel makes ``y`` a block at a time in a small
+    buffer and reduces it there. The results are bit for bit those of
+    `moments` (with ``relu``, `moments_relu`) of ``y`` made by torch's
+    ``sub``, ``mul`` and ``add`` in float32. The second `Moments` is
+    ``relu(y)``'s with ``relu``, else None.
+
+    Returns None when the kernel cannot take ``x`` (see `moments`; float32
+    only, at least 2-D) or the parameters are not float32 CPU tensors of
+    ``x.shape[1]`` elements.
+    """
+    if x.dtype != torch.float32 or x.dim() < 2 or not takes(x):
+        return None
+    channels = x.shape[1]
+    params = (mean, scale, bias)
+    if any(t.dtype != torch.float32 or not t.is_cpu or t.numel() != channels for t in params):
+        return None
+    mean, scale, bias = (t.contiguous() for t in params)  # then C floats in a row, any shape
+    lib = _state.lib
+    assert lib is not None
+    out = _Out9()
+    n = x.numel()
+    stride = x.stride(1) if channels > 1 else 1  # a size-1 dim's stride may be anything
+    failed = lib.hs_reduce_affine(
+        x.data_ptr(),
+        n,
+        stride,
+        channels,
+        mean.data_ptr(),
+        scale.data_ptr(),
+        bias.data_ptr(),
+        int(relu),
+        torch.get_num_threads(),
+        out,
+    )
+    if failed:
+        return None
+    values = out[:]
+    return Moments(values[:6], n), (_relu_moments(values, n) if relu else None)
 
 
 def _dense(tensor: torch.Tensor) -> bool:
@@ -296,6 +350,19 @@ def _open(path: Path) -> ctypes.CDLL | None:
             ctypes.POINTER(ctypes.c_double),
         ]
         fn.restype = ctypes.c_int
+    lib.hs_reduce_affine.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_int64,
+        ctypes.c_int64,
+        ctypes.c_int64,
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.POINTER(ctypes.c_double),
+    ]
+    lib.hs_reduce_affine.restype = ctypes.c_int
     lib.hs_supports.argtypes = [ctypes.c_int]
     lib.hs_set_helpers.argtypes = [ctypes.c_int]
     return lib

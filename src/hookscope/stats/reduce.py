@@ -124,6 +124,7 @@ class Reduction:
     """
 
     __slots__ = (
+        "host",
         "inf",
         "kind",
         "max",
@@ -156,6 +157,10 @@ class Reduction:
         #: Several fields in one device vector (the fused path), named by ``packed_fields``.
         self.packed: torch.Tensor | None = None
         self.packed_fields: tuple[str, ...] = ()
+        #: Every field is known to be a host float or None: `fetch` skips it and
+        #: `summarize` need not check (set by `fetch`, `merge` and whoever builds
+        #: a reduction from host values, e.g. a compiled graph's fetched rows).
+        self.host = False
 
     def known_finite(self) -> bool:
         """True when, already in the hook, the counts say no NaN or Inf (host floats, both 0)."""
@@ -363,6 +368,9 @@ def fetch(reductions: Sequence[Reduction]) -> None:
     groups: dict[tuple[torch.device, torch.dtype], list[tuple[Reduction, str, torch.Tensor]]] = {}
     per_device: dict[torch.device, list[tuple[list[tuple[Reduction, str]], torch.Tensor]]] = {}
     for red in reductions:
+        if red.host:
+            continue
+        red.host = True  # once the transfers below are done
         if red.packed is not None:
             wide = _wide(red.packed.device)
             targets = [(red, name) for name in red.packed_fields]
@@ -391,6 +399,7 @@ def merge(a: Reduction, b: Reduction) -> Reduction:
     if a.numel == 0 or b.numel == 0:
         return b if a.numel == 0 else a
     out = Reduction(a.kind if a.kind == b.kind else "float", a.numel + b.numel)
+    out.host = True  # only floats are combined
     shifted = any(r.shift or r.scale != 1.0 for r in (a, b))
     if not shifted:
         _as_sumsq(a)
@@ -456,20 +465,21 @@ def summarize(red: Reduction) -> dict[str, float]:
         out.update(mean=trues / n, min=float(trues == n), max=float(trues > 0))
         out.update(zero_frac=1.0 - trues / n)
         return out
-    values = (
-        red.sum,
-        red.norm,
-        red.sumsq,
-        red.shift,
-        red.min,
-        red.max,
-        red.nonzero,
-        red.nan,
-        red.inf,
-    )
-    for value in values:  # the `_FIELDS`
-        if isinstance(value, torch.Tensor):
-            raise ValueError("summarize() needs fetched reductions; call fetch() first")
+    if not red.host:
+        values = (
+            red.sum,
+            red.norm,
+            red.sumsq,
+            red.shift,
+            red.min,
+            red.max,
+            red.nonzero,
+            red.nan,
+            red.inf,
+        )
+        for value in values:  # the `_FIELDS`
+            if isinstance(value, torch.Tensor):
+                raise ValueError("summarize() needs fetched reductions; call fetch() first")
     shift = _float(red.shift) or 0.0
     out.update(accuracy.moment_stats(n, _float(red.sum), accuracy.rms_of(red), shift, red.scale))
     low, high = _float(red.min), _float(red.max)

@@ -123,20 +123,21 @@ def grad_row(g: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 def to_reduction(row: list[float], plan: Plan, kind: Kind) -> Reduction:
     """A fetched forward row (host floats) as a `Reduction` for `summarize`."""
-    values = dict(zip(FIELDS, row, strict=True))
-    red = Reduction(kind, int(values["numel"]))
+    _calls, numel, total, sumsq, low, high, nonzero, nan, inf = row  # `FIELDS`
+    red = Reduction(kind, int(numel))
+    red.host = True
     if kind == "bool":
-        red.sum = values["sum"]
+        red.sum = total
         return red
     if plan.sum:
-        red.sum = values["sum"]
+        red.sum = total
     if plan.squares:
-        red.sumsq = values["sumsq"]
+        red.sumsq = sumsq
     if plan.extrema:
-        red.min, red.max = values["min"], values["max"]
+        red.min, red.max = low, high
     if plan.zeros != "none":
-        red.nonzero = values["nonzero"]
-    red.nan, red.inf = values["nan"], values["inf"]
+        red.nonzero = nonzero
+    red.nan, red.inf = nan, inf
     return red
 
 
@@ -145,4 +146,5 @@ def grad_reduction(row: list[float]) -> Reduction:
     numel, sumsq, nan, inf = row
     red = Reduction("float", int(numel))
     red.sumsq, red.nan, red.inf = sumsq, nan, inf
+    red.host = True
     return red

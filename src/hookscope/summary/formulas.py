@@ -31,7 +31,7 @@ OpCategory = Literal["free", "convention", "unknown"]
 
 
 def _shape(value: Any) -> tuple[int, ...]:
-    return tuple(int(n) for n in value.shape)
+    return tuple(map(int, value.shape))  # SymInts too
 
 
 def _mm(args: Sequence[Any], _kwargs: dict[str, Any], _out: Any) -> int:

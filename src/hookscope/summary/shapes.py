@@ -5,10 +5,11 @@ Many of PyTorch's meta kernels are Python decompositions: ``batch_norm``,
 through ``torch._refs`` cost 0.1-20 ms each on the first call of a shape
 (and the first one also imports ``torch._dynamo``, about 0.7 s). `OpCache`
 asks `RULES` first on a miss: each rule gives the outputs' shape, strides and
-dtype for the plain cases (dense row-major inputs, one floating dtype, no
-broadcasting) exactly as the meta kernel would, and None for anything else,
-which then runs the kernel. ``tests/summary/test_shapes.py`` holds every rule
-to the kernel's answer.
+dtype for the plain cases (row-major inputs of one floating dtype, and a few
+layouts whose outputs are known: broadcasting, permuted pointwise inputs, any
+layer-norm input) exactly as the meta kernel would, and None for anything
+else, which then runs the kernel. ``tests/summary/test_shapes.py`` holds
+every rule to the kernel's answer, on random shapes where there are many.
 """
 
 from __future__ import annotations
@@ -52,6 +53,10 @@ def _dense(value: Any, floating: bool = True) -> bool:
     )
 
 
+def _floating_meta(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.is_meta and value.dtype in _FLOATS
+
+
 def _like(t: torch.Tensor) -> Spec:
     shape = tuple(t.shape)
     return shape, row_major(shape), t.dtype
@@ -66,10 +71,28 @@ def _opmath(dtype: torch.dtype) -> torch.dtype:
 
 
 def _unary(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Spec | None:
-    """Pointwise ops of one floating tensor and plain numbers: same shape and dtype."""
-    if not _dense(args[0]) or not all(_number(a) for a in (*args[1:], *kwargs.values())):
+    """Pointwise ops of one floating tensor and plain numbers: same shape and dtype.
+
+    A permuted dense input (a transposed or channels-last tensor) with no
+    size-1 dimension keeps its strides, as TensorIterator keeps them.
+    """
+    x = args[0]
+    if not all(_number(a) for a in (*args[1:], *kwargs.values())):
         return None
-    return _like(args[0])
+    if _dense(x):
+        return _like(x)
+    if _floating_meta(x) and _permuted_dense(x):
+        return tuple(x.shape), x.stride(), x.dtype
+    return None
+
+
+def _permuted_dense(x: torch.Tensor) -> bool:
+    """A row-major layout with its dimensions reordered, every one longer than 1, at offset 0."""
+    if x.storage_offset() or any(n < 2 for n in x.shape):
+        return False
+    order = sorted(range(x.dim()), key=lambda i: x.stride(i), reverse=True)
+    shape = [x.shape[i] for i in order]
+    return [x.stride(i) for i in order] == list(row_major(shape))
 
 
 def _any_dtype(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Spec | None:
@@ -161,8 +184,8 @@ def _batch_norm(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Outputs | None
 
 def _layer_norm(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Outputs | None:
     # native_layer_norm(x, normalized_shape, weight, bias, eps)
-    x, normalized = args[0], args[1]
-    if kwargs or not _dense(x) or not isinstance(normalized, (list, tuple)):
+    x, normalized = args[0], args[1]  # any layout: the kernel works on a contiguous copy
+    if kwargs or not _floating_meta(x) or not isinstance(normalized, (list, tuple)):
         return None
     axis = x.dim() - len(normalized)
     if axis < 0 or tuple(x.shape[axis:]) != tuple(normalized):
@@ -244,6 +267,44 @@ def _convolution(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Spec | None:
     return _fresh((x.shape[0], weight.shape[0], *sizes), x.dtype)
 
 
+def _max_pool2d(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Outputs | None:
+    # max_pool2d_with_indices(x, kernel_size, stride=[], padding=0, dilation=1, ceil_mode=False)
+    x = args[0]
+    if kwargs or not _dense(x) or x.dim() not in (3, 4) or not 2 <= len(args) <= 6:
+        return None
+    defaults: tuple[Any, ...] = ([], [0], [1], False)  # stride (= kernel), padding, ...
+    kernel, stride, padding, dilation, ceil_mode = (*args[1:], *defaults[len(args) - 2 :])
+    pairs = [p for v in (kernel, stride or kernel, padding, dilation) if (p := _pair(v))]
+    if len(pairs) != 4 or type(ceil_mode) is not bool:
+        return None
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = pairs
+    if min(kh, kw, sh, sw, dh, dw) < 1 or ph < 0 or pw < 0 or 2 * ph > kh or 2 * pw > kw:
+        return None  # the kernel raises: let it
+    height = _pooled(x.shape[-2], kh, sh, ph, dh, ceil_mode)
+    width = _pooled(x.shape[-1], kw, sw, pw, dw, ceil_mode)
+    if height < 1 or width < 1:
+        return None
+    shape = (*x.shape[:-2], height, width)
+    return Outputs((_fresh(shape, x.dtype), _fresh(shape, torch.int64)))
+
+
+def _pair(value: Any) -> tuple[int, int] | None:
+    if not isinstance(value, (list, tuple)) or not all(type(v) is int for v in value):
+        return None
+    if len(value) == 1:
+        return value[0], value[0]
+    return (value[0], value[1]) if len(value) == 2 else None
+
+
+def _pooled(size: int, kernel: int, stride: int, pad: int, dilation: int, ceil: bool) -> int:
+    """PyTorch's pooling output size (``pooling_output_shape``)."""
+    span = size + 2 * pad - dilation * (kernel - 1) - 1 + (stride - 1 if ceil else 0)
+    out = span // stride + 1
+    if ceil and (out - 1) * stride >= size + pad:
+        out -= 1
+    return out
+
+
 def _table() -> dict[Any, Rule]:
     rules: dict[Any, Rule] = {}
     for name in (
@@ -278,6 +339,7 @@ def _table() -> dict[Any, Rule]:
     rules[aten.mean.dim] = _mean
     rules[aten.cat.default] = _cat
     rules[aten.convolution.default] = _convolution
+    rules[aten.max_pool2d_with_indices.default] = _max_pool2d
     return rules
 
 
