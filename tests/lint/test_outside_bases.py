@@ -603,25 +603,3 @@ def test_pyg_layers(tmp_path: Path) -> None:
         """,
     )
     assert _found(tmp_path, path) == expected_codes(path)
-
-
-def test_detectron2_modeling_classes(tmp_path: Path) -> None:
-    path = _write(
-        tmp_path,
-        "heads.py",
-        """\
-        from detectron2.modeling import Backbone, Box2BoxTransform
-        from detectron2.modeling.roi_heads import Res5ROIHeads
-
-
-        class Heads(Res5ROIHeads):
-            def shared(self, features, proposals):
-                return self.forward(features, proposals)  # HS102
-
-
-        def run(x, backbone: Backbone):
-            backbone.forward(x)  # HS101
-            return Box2BoxTransform((1.0, 1.0, 1.0, 1.0)).forward(x)
-        """,
-    )
-    assert _found(tmp_path, path) == expected_codes(path)

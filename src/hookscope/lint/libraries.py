@@ -161,14 +161,6 @@ NAMED_MODULE_CLASSES: dict[str, re.Pattern[str]] = {
         r"^(?!Child$)[A-Z]\w*(?<!Transformer)(?<!Mixin)(?<!LR)(?<!Info)(?<!Output)(?<!Index)"
         r"(?<!Loader)(?<!Function)$"
     ),
-    # detectron2's models, backbones and heads (``detectron2.modeling.Backbone``,
-    # ``...roi_heads.Res5ROIHeads``): checked in its source, every public top-level class
-    # of ``detectron2/modeling`` is an ``nn.Module`` but the box transforms, ``Matcher``
-    # and ``DatasetMapperTTA``; ``ShapeSpec`` (re-exported) and the registries are not.
-    "detectron2.modeling": re.compile(
-        r"^(?!Box2BoxTransform|Matcher$|DatasetMapperTTA$|ShapeSpec$)[A-Z]\w*[a-z]\w*"
-        r"(?<!Outputs)(?<!Output)$"
-    ),
     "transformer_lens": re.compile(
         r"^(?:Hooked(?:Transformer|Encoder|EncoderDecoder|AudioEncoder|RootModule|SAE"
         r"|SAETransformer)|HookPoint)$"
