@@ -335,7 +335,11 @@ def _avx512() -> bool:
 
 @pytest.mark.skipif(not _avx512(), reason="the CPU has no AVX-512: only the 8-lane loop runs here")
 def test_sixteen_lane_loop_gives_the_eight_lane_results_bit_for_bit() -> None:
-    """The AVX-512 float32 loops fold their lanes exactly as the 8-lane ones do."""
+    """The AVX-512 float32 loops fold their lanes exactly as the 8-lane ones do.
+
+    With AVX-512 the ReLU sums are taken in the same loop as the tensor's own
+    (one pass); the 8-lane code takes them in a second pass.
+    """
     source = resources.files("hookscope.stats").joinpath("_kernel.c").read_bytes()
     compiler = os.environ.get("CC") or "cc"
     libs = []

@@ -183,6 +183,20 @@ static inline float one_f16(const void *p, int64_t i) { return (float)((const _F
     }                                                                                \
     static double NAME##_at(const char *p, int64_t i) { return ONE(p, i); }
 
+/* The sums of max(x, 0) - c over elements i..end in double (a block whose float
+ * sums overflowed or met a NaN/Inf; NaN counts as 0). */
+static void relu_double(const char *p, int64_t i, int64_t end, float c, double *sum, double *sumsq) {
+    double bs = 0, bq = 0;
+    for (int64_t k = i; k < end; k++) {
+        float v = one_f32(p, k);
+        double d = (double)(v > 0 ? v : 0) - c;
+        bs += d;
+        bq += d * d;
+    }
+    *sum = bs;
+    *sumsq = bq;
+}
+
 #ifdef __AVX512F__
 DEFINE_RANGE(range_f32_v8, 4, load_f32, one_f32)
 #define range_f32_at range_f32_v8_at
@@ -200,14 +214,19 @@ static inline double fold16(__m512 v) {
     return s;
 }
 
-static void range_f32(const char *p, int64_t n, double shift, hs_stats *out) {
-    const float c = (float)shift;
-    const __m512 cv = _mm512_set1_ps(c), zero = _mm512_setzero_ps();
+/* range_f32's AVX-512 body; with `relu` (a constant where it is inlined) also
+ * range_f32_relu's sums of max(x, 0) in the same loop. Each sum has its own
+ * accumulators, added in the same order as in two separate passes, so the
+ * results are bit for bit those of the two-pass version (which other CPUs run). */
+static inline __attribute__((always_inline)) void range_f32_v16(const char *p, int64_t n, double shift, hs_stats *out,
+                                                                const int relu) {
+    const float c = (float)shift, rc = (float)(shift > 0 ? shift : 0);
+    const __m512 cv = _mm512_set1_ps(c), rcv = _mm512_set1_ps(rc), zero = _mm512_setzero_ps();
     __m512 lo = _mm512_set1_ps(INFINITY), hi = _mm512_set1_ps(-INFINITY);
-    double sum = 0, sumsq = 0;
-    int64_t nonzero = 0, i = 0;
+    double sum = 0, sumsq = 0, rsum = 0, rsumsq = 0;
+    int64_t nonzero = 0, positive = 0, i = 0;
     for (; i + BLOCK <= n; i += BLOCK) {
-        __m512 s = zero, q = zero;
+        __m512 s = zero, q = zero, rs = zero, rq = zero;
         int64_t z = 0;
         for (int64_t k = i; k < i + BLOCK; k += 16) {
             __builtin_prefetch(p + (k + PREFETCH) * 4);
@@ -215,6 +234,12 @@ static void range_f32(const char *p, int64_t n, double shift, hs_stats *out) {
             lo = _mm512_min_ps(a, lo);
             hi = _mm512_max_ps(a, hi);
             z += __builtin_popcount(_mm512_cmp_ps_mask(a, zero, _CMP_NEQ_UQ));
+            if (relu) {
+                positive += __builtin_popcount(_mm512_cmp_ps_mask(a, zero, _CMP_GT_OQ));
+                __m512 r = _mm512_sub_ps(_mm512_max_ps(a, zero), rcv); /* NaN -> 0 */
+                rs = _mm512_add_ps(rs, r);
+                rq = _mm512_fmadd_ps(r, r, rq);
+            }
             a = _mm512_sub_ps(a, cv);
             s = _mm512_add_ps(s, a);
             q = _mm512_fmadd_ps(a, a, q);
@@ -224,6 +249,12 @@ static void range_f32(const char *p, int64_t n, double shift, hs_stats *out) {
         if (__builtin_expect(!isfinite(bs + bq), 0)) range_f32_v8_double(p, i, i + BLOCK, shift, &bs, &bq);
         sum += bs;
         sumsq += bq;
+        if (relu) {
+            double rbs = fold16(rs), rbq = fold16(rq);
+            if (__builtin_expect(!isfinite(rbs + rbq), 0)) relu_double(p, i, i + BLOCK, rc, &rbs, &rbq);
+            rsum += rbs;
+            rsumsq += rbq;
+        }
     }
     float l[16], h[16], mn = INFINITY, mx = -INFINITY;
     _mm512_storeu_ps(l, lo);
@@ -242,13 +273,26 @@ static void range_f32(const char *p, int64_t n, double shift, hs_stats *out) {
         mn = v < mn ? v : mn;
         mx = v > mx ? v : mx;
         nonzero += v != 0.0f;
+        if (relu) {
+            double r = (double)(v > 0 ? v : 0) - rc;
+            rsum += r;
+            rsumsq += r * r;
+            positive += v > 0;
+        }
     }
     out->sum = sum;
     out->sumsq = sumsq;
     out->min = mn;
     out->max = mx;
     out->nonzero = (double)nonzero;
+    if (relu) {
+        out->rsum = rsum;
+        out->rsumsq = rsumsq;
+        out->positive = (double)positive;
+    }
 }
+
+static void range_f32(const char *p, int64_t n, double shift, hs_stats *out) { range_f32_v16(p, n, shift, out, 0); }
 #else
 DEFINE_RANGE(range_f32, 4, load_f32, one_f32)
 #endif
@@ -318,6 +362,11 @@ static double range_f64_at(const char *p, int64_t i) { return ((const double *)p
 /* float32 only: the statistics of x and, in the same pass, the sums of
  * y = max(x, 0) (what an nn.ReLU after this tensor outputs) and the count of
  * x > 0, so a ReLU's output need not be read again (hs_reduce_relu). */
+#ifdef __AVX512F__
+static void range_f32_relu(const char *p, int64_t n, double shift, hs_stats *out) {
+    range_f32_v16(p, n, shift, out, 1); /* one pass */
+}
+#else
 static void range_f32_relu(const char *p, int64_t n, double shift, hs_stats *out) {
     range_f32(p, n, shift, out); /* x itself; the part (<= 400 KB) is then in cache for y */
     const float c = (float)(shift > 0 ? shift : 0);
@@ -326,18 +375,6 @@ static void range_f32_relu(const char *p, int64_t n, double shift, hs_stats *out
     double sum = 0, sumsq = 0;
     int64_t positive = 0, i = 0;
     for (; i + BLOCK <= n; i += BLOCK) {
-#ifdef __AVX512F__
-        const __m512 zero16 = _mm512_setzero_ps(), cv16 = _mm512_set1_ps(c);
-        __m512 s = zero16, q = zero16;
-        for (int64_t k = i; k < i + BLOCK; k += 16) {
-            __m512 a = _mm512_loadu_ps(p + k * 4);
-            positive += __builtin_popcount(_mm512_cmp_ps_mask(a, zero16, _CMP_GT_OQ));
-            a = _mm512_sub_ps(_mm512_max_ps(a, zero16), cv16); /* NaN -> 0, as below */
-            s = _mm512_add_ps(s, a);
-            q = _mm512_fmadd_ps(a, a, q);
-        }
-        double bs = fold16(s), bq = fold16(q);
-#else
         v8f s0 = zero, s1 = zero, q0 = zero, q1 = zero;
         v8i z0 = {0}, z1 = {0};
         for (int64_t k = i; k < i + BLOCK; k += 16) {
@@ -360,16 +397,7 @@ static void range_f32_relu(const char *p, int64_t n, double shift, hs_stats *out
             bq += q0[j];
             positive += z0[j];
         }
-#endif
-        if (__builtin_expect(!isfinite(bs + bq), 0)) {
-            bs = bq = 0;
-            for (int64_t k = i; k < i + BLOCK; k++) {
-                float v = one_f32(p, k);
-                double d = (double)(v > 0 ? v : 0) - c;
-                bs += d;
-                bq += d * d;
-            }
-        }
+        if (__builtin_expect(!isfinite(bs + bq), 0)) relu_double(p, i, i + BLOCK, c, &bs, &bq);
         sum += bs;
         sumsq += bq;
     }
@@ -384,6 +412,7 @@ static void range_f32_relu(const char *p, int64_t n, double shift, hs_stats *out
     out->rsumsq = sumsq;
     out->positive = (double)positive;
 }
+#endif
 
 /* ---- a BatchNorm's output, made from its input one block at a time ------- */
 
