@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import random
+import statistics
+from collections import deque
+
 import torch
 from torch import nn
 
@@ -27,6 +31,24 @@ def test_exploding_jump_against_running_median() -> None:
     values = [1.0, 1.2, 0.9, 1.1, 1.0, 11.5]  # median of the first five is 1.0
     alerts = [a for step, v in enumerate(values) for a in rules.check(step, [norm(v)])]
     assert alerts == [Alert(5, "m", "grad", 11.5, "exploding", "param")]
+
+
+def test_jump_uses_the_median_of_the_last_window_values() -> None:
+    """Over a long run with repeated values, as `statistics.median` of a rolling window says."""
+    rules = AlertRules(Thresholds(explode_jump=1.5, window=7, min_history=3))
+    gen = random.Random(3)
+    values = [float(gen.choice([1, 2, 2, 3, 5, 8, 13])) for _ in range(400)]
+    history: deque[float] = deque(maxlen=7)
+    expected, active = [], False
+    for step, value in enumerate(values):
+        jump = len(history) >= 3 and value > 1.5 * statistics.median(history)
+        if jump and not active:
+            expected.append(step)
+        active = jump
+        history.append(value)
+    got = [a.step for step, v in enumerate(values) for a in rules.check(step, [norm(v)])]
+    assert len(expected) > 20
+    assert got == expected
 
 
 def test_no_jump_before_enough_history() -> None:

@@ -19,6 +19,7 @@ has cleared, so a NaN that persists for 1000 steps gives one alert, not 1000.
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections import deque
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -57,7 +58,7 @@ class AlertRules:
 
     def __init__(self, thresholds: Thresholds) -> None:
         self.thresholds = thresholds
-        self._history: dict[_Key, deque[float]] = {}
+        self._history: dict[_Key, _Window] = {}
         self._low_streak: dict[_Key, int] = {}
         self._active: set[tuple[_Key, Rule]] = set()
 
@@ -98,10 +99,12 @@ class AlertRules:
         th = self.thresholds
         if value != value or value in (float("inf"), float("-inf")):
             return  # the nonfinite rule covers these
-        history = self._history.setdefault(key, deque(maxlen=th.window))
+        history = self._history.get(key)
+        if history is None:
+            history = self._history[key] = _Window(th.window)
         jump = False
-        if len(history) >= th.min_history:
-            median = _median(history)
+        if len(history.order) >= th.min_history:
+            median = history.median()
             jump = median > 0 and value > th.explode_jump * median
         if value > th.explode_above or jump:
             conditions[(key, "exploding")] = value
@@ -126,8 +129,27 @@ class AlertRules:
         return alerts
 
 
-def _median(values: deque[float]) -> float:
-    """`statistics.median` of ``values`` (not empty), without its per-call overhead."""
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+class _Window:
+    """The last ``size`` finite values of one tensor, also kept sorted for their median.
+
+    Keeping them sorted costs a ``bisect`` per step instead of a sort of the
+    window per step (a Monitor checks every tensor every step).
+    """
+
+    __slots__ = ("order", "ranked")
+
+    def __init__(self, size: int) -> None:
+        self.order: deque[float] = deque(maxlen=size)
+        self.ranked: list[float] = []
+
+    def append(self, value: float) -> None:
+        if len(self.order) == self.order.maxlen:
+            del self.ranked[bisect_left(self.ranked, self.order[0])]
+        self.order.append(value)
+        insort(self.ranked, value)
+
+    def median(self) -> float:
+        """`statistics.median` of the window (not empty)."""
+        ranked = self.ranked
+        mid = len(ranked) // 2
+        return ranked[mid] if len(ranked) % 2 else (ranked[mid - 1] + ranked[mid]) / 2

@@ -28,8 +28,9 @@ from hookscope.monitor.options import (
     zero_plan,
 )
 from hookscope.monitor.ranks import Exchange, GradReader, Grads, RankCombiner, Ranks
-from hookscope.monitor.records import Alert, NonFinite, Phase, Record, StepResult
+from hookscope.monitor.records import Alert, NonFinite, Phase, Record, StepResult, TensorInfo
 from hookscope.monitor.results import (
+    InfoKey,
     Key,
     clean_keys,
     find_nonfinite,
@@ -163,6 +164,8 @@ class Monitor:
         self._names: dict[str, str] = {}
         #: Clean names already found (`clean_keys`): the same names come back every step.
         self._clean_memo: dict[tuple[Phase, str], str] = {}
+        #: `TensorInfo` objects of earlier steps (`merge_entries`): the same come back every step.
+        self._infos: dict[InfoKey, TensorInfo] = {}
         self._combiner = RankCombiner(ranks, None, model)
         self.every = every
         self.sinks = list(sinks)
@@ -233,7 +236,9 @@ class Monitor:
         collector = Collector(options, self._grad_hooks)
         assert self._compiled is not None
         collector.traced = self._compiled.traced
-        self._names = {} if self.keep_wrappers else clean_names(self.model)
+        names = {} if self.keep_wrappers else clean_names(self.model)
+        # No wrapper anywhere: every name is already clean (`clean_keys` then does nothing).
+        self._names = {} if all(raw == clean for raw, clean in names.items()) else names
         self._clean_memo = {}
         if self.params and self.grad_mode == "reduced":
             reader = GradReader(self.model, collector, self.on_error)
@@ -308,7 +313,7 @@ class Monitor:
         fetch([entry.red for entry in entries] + [red for _, red in ratios])
         assert self._compiled is not None
         missing = self._compiled.check(index, entries)
-        merged, infos = merge_entries(entries)
+        merged, infos = merge_entries(entries, self._infos)
         first = find_nonfinite(index, entries) if self._first is None else None
         # under torch.distributed: the step's collectives start here, completed later
         exchange = self._combiner.start(index, merged, first, self._first is None)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import replace
 
+import torch
+
 from hookscope.monitor.collector import Entry
 from hookscope.monitor.records import NonFinite, Phase, Record, TensorInfo
 from hookscope.names import clean_param_name
@@ -18,6 +20,11 @@ from hookscope.stats import GRAD_STATS, Reduction, merge, summarize
 
 #: ``(phase, module, tensor path)``: what one set of statistics describes.
 Key = tuple[Phase, str, str]
+#: What a `TensorInfo` is made from: the key, the shape and the dtype.
+InfoKey = tuple[Key, tuple[int, ...], torch.dtype]
+
+#: `merge_entries` keeps at most this many `TensorInfo` objects between calls.
+KNOWN_INFOS = 4096
 
 
 def aggregate(
@@ -34,10 +41,22 @@ def aggregate(
     return to_records(merged, activation_stats), infos
 
 
-def merge_entries(entries: Sequence[Entry]) -> tuple[dict[Key, Reduction], list[TensorInfo]]:
-    """One merged reduction per reported ``(phase, module, tensor)``, and their shapes."""
+def merge_entries(
+    entries: Sequence[Entry], known: dict[InfoKey, TensorInfo] | None = None
+) -> tuple[dict[Key, Reduction], list[TensorInfo]]:
+    """One merged reduction per reported ``(phase, module, tensor)``, and their shapes.
+
+    Args:
+        entries: fetched entries in execution order.
+        known: `TensorInfo` objects made in earlier calls, filled in here (a
+            Monitor keeps one: the same tensors come back every step, and an
+            info is immutable). Cleared when it grows past `KNOWN_INFOS`.
+    """
     merged: dict[Key, Reduction] = {}
     infos: dict[Key, TensorInfo] = {}
+    memo: dict[InfoKey, TensorInfo] = {} if known is None else known
+    if len(memo) > KNOWN_INFOS:  # shapes that change every step
+        memo.clear()
     for entry in entries:
         for module, path, shown in entry.roles:
             if not shown:
@@ -49,8 +68,12 @@ def merge_entries(entries: Sequence[Entry]) -> tuple[dict[Key, Reduction], list[
             else:
                 merged[key] = merge(previous, entry.red)
             if key not in infos:
-                dtype = str(entry.dtype).removeprefix("torch.")
-                infos[key] = TensorInfo(entry.phase, module, path, entry.shape, dtype)
+                info_key = (key, entry.shape, entry.dtype)
+                info = memo.get(info_key)
+                if info is None:
+                    dtype = str(entry.dtype).removeprefix("torch.")
+                    info = memo[info_key] = TensorInfo(*key, entry.shape, dtype)
+                infos[key] = info
     return merged, list(infos.values())
 
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 from torch.nn.modules import module as _module
@@ -214,6 +215,10 @@ class TracedCollector:
         #: The rows `take` last fetched, and the same as an index tensor on the device.
         self._used: tuple[int, ...] = ()
         self._used_index = torch.empty(0, dtype=torch.long, device=device)
+        self._used_array = np.empty(0, dtype=np.intp)
+        #: `_rows` as last built, and the layouts it was built from.
+        self._rows_key: list[Any] = []
+        self._rows_cache: list[tuple[int, tuple[str, str, tuple[int, ...], torch.dtype, Kind]]] = []
         #: Set inside the graph (a replayed attribute store) when it ran this step.
         self.used = False
         #: Whether a compiled graph ran in the step `take` last handed over.
@@ -318,40 +323,66 @@ class TracedCollector:
             return [], []
         self.used = False
         grad, self.sink.grad = self.sink.grad, None
-        used = [(i, j) for i, layout in enumerate(self.layouts) for j in range(len(layout.paths))]
-        rows = self._fetch(grad, [i * SLOTS + j for i, j in used])
+        rows = self._rows()
+        fwd_rows, bwd_rows = self._fetch(grad, [row for row, _ in rows])
         self.buffer.copy_(self._empty)
-        if not rows:
-            return [], []
-        # each fetched row: the forward `FIELDS` (if recorded), then the `GRAD_FIELDS` (if any)
-        width = len(FIELDS) if self.outputs else 0
-        forward, backward = self.outputs, grad is not None
         fwd: list[Entry] = []
         bwd: list[Entry] = []
-        for (i, j), values in zip(used, rows, strict=True):
-            name, layout = self.names[i], self.layouts[i]
-            roles = [(name, layout.paths[j], True)]
-            shape, dtype = layout.shapes[j], layout.dtypes[j]
-            if forward and values[0]:
-                red = to_reduction(values[:width], self.plans[name], layout.kinds[j])
-                fwd.append(Entry("forward", roles, red, shape, dtype))
-            if backward and values[width]:
-                red = grad_reduction(values[width:])
-                bwd.append(Entry("backward", roles, red, shape, dtype))
+        for (_row, (name, path, shape, dtype, kind)), values in zip(rows, fwd_rows, strict=False):
+            if values[0]:
+                red = to_reduction(values, self.plans[name], kind)
+                fwd.append(Entry("forward", [(name, path, True)], red, shape, dtype))
+        for (_row, (name, path, shape, dtype, _kind)), values in zip(rows, bwd_rows, strict=False):
+            if values[0]:
+                red = grad_reduction(values)
+                bwd.append(Entry("backward", [(name, path, True)], red, shape, dtype))
         bwd.reverse()  # backward runs in reverse order
         return fwd, bwd
 
-    def _fetch(self, grad: torch.Tensor | None, used: list[int]) -> list[list[float]]:
-        """Rows ``used`` of the forward buffer (if recorded) beside those of ``grad``, in one transfer.
+    def _rows(self) -> list[tuple[int, tuple[str, str, tuple[int, ...], torch.dtype, Kind]]]:
+        """The rows that hold a tensor's statistics, each with what it describes.
+
+        Rebuilt only when a graph traced anew wrote other layouts: a replayed
+        graph stores the same tuples each run.
+        """
+        key = [(lay.paths, lay.shapes, lay.dtypes, lay.kinds) for lay in self.layouts]
+        if key != self._rows_key:
+            self._rows_key = key
+            self._rows_cache = [
+                (i * SLOTS + j, (name, lay.paths[j], lay.shapes[j], lay.dtypes[j], lay.kinds[j]))
+                for i, (name, lay) in enumerate(zip(self.names, self.layouts, strict=True))
+                for j in range(len(lay.paths))
+            ]
+        return self._rows_cache
+
+    def _fetch(
+        self, grad: torch.Tensor | None, used: list[int]
+    ) -> tuple[list[list[float]], list[list[float]]]:
+        """Rows ``used`` of the forward buffer (if recorded) and of ``grad``, as host floats.
 
         Only rows that hold a tensor's statistics are turned into host floats
-        (about one in `SLOTS` in a typical model).
+        (about one in `SLOTS` in a typical model). On the CPU through NumPy
+        views (~5 µs; torch's ``cat``, ``index_select`` and ``cpu`` cost ~10
+        µs each); elsewhere in one transfer.
         """
         parts = ([self.buffer] if self.outputs else []) + ([] if grad is None else [grad])
         if not parts or not used:
-            return []
-        if self._used != tuple(used):
-            self._used = tuple(used)
-            self._used_index = torch.tensor(used, device=parts[0].device)
-        both = parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
-        return both.index_select(0, self._used_index).cpu().tolist()
+            return [], []
+        width = len(FIELDS) if self.outputs else 0
+        if parts[0].device.type == "cpu":
+            if self._used != tuple(used):
+                self._used = tuple(used)
+                self._used_array = np.array(used, dtype=np.intp)
+            both = [part.numpy()[self._used_array].tolist() for part in parts]
+        else:
+            if self._used != tuple(used):
+                self._used = tuple(used)
+                self._used_index = torch.tensor(used, device=parts[0].device)
+            joined = parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
+            rows = joined.index_select(0, self._used_index).cpu().tolist()
+            both = [[row[:width] for row in rows]] if width else []
+            if grad is not None:
+                both.append([row[width:] for row in rows])
+        fwd_rows = both[0] if self.outputs else []
+        bwd_rows = both[-1] if grad is not None else []
+        return fwd_rows, bwd_rows

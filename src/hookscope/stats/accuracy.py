@@ -110,10 +110,14 @@ def _host(value: object) -> float | None:
 
 def rms_of(red: Reduction) -> float | None:
     """Root mean square of ``d`` from ``sumsq`` or ``norm`` (host values), or None."""
-    sumsq, norm = _host(red.sumsq), _host(red.norm)
+    return rms_from(red.numel, _host(red.sumsq), _host(red.norm))
+
+
+def rms_from(n: int, sumsq: float | None, norm: float | None) -> float | None:
+    """`rms_of` from host values: ``sumsq`` if known, else ``norm``; None without either."""
     if sumsq is not None:
-        return math.sqrt(sumsq / red.numel) if sumsq >= 0 else math.nan
-    return None if norm is None else norm / math.sqrt(red.numel)
+        return math.sqrt(sumsq / n) if sumsq >= 0 else math.nan
+    return None if norm is None else norm / math.sqrt(n)
 
 
 def moment_stats(

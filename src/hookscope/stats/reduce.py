@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 import torch
 
@@ -290,6 +290,7 @@ def _from_moments(t: torch.Tensor, got: native.Moments, plan: Plan, red: Reducti
     around_zero_already = target == 0.0 and got.shift == 0.0
     if target is not None and not around_zero_already:
         accuracy.repair(t, red)
+    red.host = True  # the kernel's results and `repair`'s are host floats
 
 
 def _fill(got: native.Moments, plan: Plan, red: Reduction) -> None:
@@ -465,37 +466,44 @@ def summarize(red: Reduction) -> dict[str, float]:
         out.update(mean=trues / n, min=float(trues == n), max=float(trues > 0))
         out.update(zero_frac=1.0 - trues / n)
         return out
-    if not red.host:
-        values = (
-            red.sum,
-            red.norm,
-            red.sumsq,
-            red.shift,
-            red.min,
-            red.max,
-            red.nonzero,
-            red.nan,
-            red.inf,
-        )
-        for value in values:  # the `_FIELDS`
-            if isinstance(value, torch.Tensor):
-                raise ValueError("summarize() needs fetched reductions; call fetch() first")
-    shift = _float(red.shift) or 0.0
-    out.update(accuracy.moment_stats(n, _float(red.sum), accuracy.rms_of(red), shift, red.scale))
-    low, high = _float(red.min), _float(red.max)
-    if _float(red.nan):  # as numpy.min: a NaN anywhere makes min and max NaN
+    values = (
+        red.sum,
+        red.sumsq,
+        red.norm,
+        red.shift,
+        red.min,
+        red.max,
+        red.nonzero,
+        red.nan,
+        red.inf,
+    )
+    if red.host:  # every field a float or None already: no checks, no conversions
+        fields = cast(_HostFields, values)
+    else:
+        fields = cast(_HostFields, tuple(_float(value) for value in values))
+    total, sumsq, norm, shift, low, high, nonzero, nan, inf = fields
+    rms = accuracy.rms_from(n, sumsq, norm)
+    out.update(accuracy.moment_stats(n, total, rms, shift or 0.0, red.scale))
+    if nan:  # as numpy.min: a NaN anywhere makes min and max NaN
         low = high = None if low is None else math.nan
     if low is not None and high is not None:
-        out.update(min=low, max=high)
-        nan = math.isnan(low) or math.isnan(high)  # -inf and +inf give inf, not NaN
-        out["absmax"] = math.nan if nan else max(abs(low), abs(high))
-    nonzero = _float(red.nonzero)
+        out["min"], out["max"] = low, high
+        is_nan = math.isnan(low) or math.isnan(high)  # -inf and +inf give inf, not NaN
+        out["absmax"] = math.nan if is_nan else max(abs(low), abs(high))
     if nonzero is not None:
         out["zero_frac"] = min(max((n - nonzero) / n, 0.0), 1.0)
-    for name, value in (("nan_count", red.nan), ("inf_count", red.inf)):
-        if value is not None:
-            out[name] = float(value)
+    if nan is not None:
+        out["nan_count"] = nan
+    if inf is not None:
+        out["inf_count"] = inf
     return out
+
+
+#: A fetched reduction's fields in `summarize`'s order (`_FIELDS` but ``shift`` fourth).
+_HostFields = tuple[
+    float | None, float | None, float | None, float | None, float | None,
+    float | None, float | None, float | None, float | None,
+]  # fmt: skip
 
 
 def _float(value: Value) -> float | None:

@@ -1,0 +1,46 @@
+"""Merging a step's entries: one reduction and one shape per tensor."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from hookscope.monitor import results
+from hookscope.monitor.collector import Entry
+from hookscope.monitor.records import TensorInfo
+from hookscope.monitor.results import InfoKey, merge_entries
+from hookscope.stats import Plan, fetch, reduce_tensor, summarize
+
+
+def _entry(module: str, t: torch.Tensor) -> Entry:
+    red = reduce_tensor(t, Plan())
+    fetch([red])
+    return Entry("forward", [(module, "output", True)], red, tuple(t.shape), t.dtype)
+
+
+def test_tensor_infos_are_made_once_and_calls_merged() -> None:
+    gen = torch.Generator().manual_seed(0)
+    a, b, c = (torch.randn(4, 3, generator=gen) for _ in range(3))
+    known: dict[InfoKey, TensorInfo] = {}
+    merged, infos = merge_entries([_entry("fc", a), _entry("relu", b), _entry("fc", c)], known)
+    assert infos == [
+        TensorInfo("forward", "fc", "output", (4, 3), "float32"),
+        TensorInfo("forward", "relu", "output", (4, 3), "float32"),
+    ]
+    both = summarize(merged[("forward", "fc", "output")])
+    assert both["mean"] == pytest.approx(float(torch.cat([a, c]).mean()), rel=1e-6)
+    assert both["max"] == float(torch.cat([a, c]).max())
+
+    _, again = merge_entries([_entry("fc", a), _entry("relu", b)], known)
+    assert [x is y for x, y in zip(again, infos, strict=True)] == [True, True]
+    _, wider = merge_entries([_entry("fc", torch.randn(4, 5, generator=gen))], known)
+    assert wider == [TensorInfo("forward", "fc", "output", (4, 5), "float32")]
+
+
+def test_known_infos_are_dropped_when_they_pile_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(results, "KNOWN_INFOS", 2)
+    known: dict[InfoKey, TensorInfo] = {}
+    for n in range(1, 6):  # a shape that changes every step
+        _, infos = merge_entries([_entry("fc", torch.ones(n))], known)
+        assert infos == [TensorInfo("forward", "fc", "output", (n,), "float32")]
+        assert len(known) <= 3
