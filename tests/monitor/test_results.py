@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
 from hookscope.monitor import results
 from hookscope.monitor.collector import Entry
-from hookscope.monitor.records import TensorInfo
+from hookscope.monitor.records import Record, TensorInfo, records_from
 from hookscope.monitor.results import InfoKey, merge_entries
 from hookscope.stats import Plan, fetch, reduce_tensor, summarize
 
@@ -44,3 +46,21 @@ def test_known_infos_are_dropped_when_they_pile_up(monkeypatch: pytest.MonkeyPat
         _, infos = merge_entries([_entry("fc", torch.ones(n))], known)
         assert infos == [TensorInfo("forward", "fc", "output", (n,), "float32")]
         assert len(known) <= 3
+
+
+def test_records_from_summaries_are_the_constructed_records() -> None:
+    found = {
+        ("forward", "conv", "output"): {"mean": 0.5, "std": 2.0, "nan_count": 0.0},
+        ("param", "conv.weight", "grad"): {"norm": 3.0},
+    }
+    made = records_from(found)
+    assert made == [
+        Record("forward", "conv", "output", "mean", 0.5),
+        Record("forward", "conv", "output", "std", 2.0),
+        Record("forward", "conv", "output", "nan_count", 0.0),
+        Record("param", "conv.weight", "grad", "norm", 3.0),
+    ]
+    assert hash(made[0]) == hash(Record("forward", "conv", "output", "mean", 0.5))
+    assert repr(made[3]) == repr(Record("param", "conv.weight", "grad", "norm", 3.0))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made[0].value = 1.0  # type: ignore[misc]

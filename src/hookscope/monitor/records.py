@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -32,6 +33,33 @@ class Record:
     tensor: str
     stat: str
     value: float
+
+
+def records_from(
+    found: Mapping[tuple[Phase, str, str], Mapping[str, float]],
+) -> list[Record]:
+    """One `Record` per ``(phase, module, tensor) -> {stat: value}`` entry, in order.
+
+    A Monitor makes ~10 records per tensor every step. The fields are set
+    through the slot descriptors, as the frozen dataclass's ``__init__`` sets
+    them through ``object.__setattr__`` but without its per-field look-ups:
+    about 0.25 instead of 0.45 µs a record (~30 µs of a compiled SmallCNN's
+    ``mon.step()``). The records are plain `Record` objects (a test holds
+    them equal to constructed ones); `Record` has no ``__post_init__`` to skip.
+    """
+    new, cls = object.__new__, Record
+    phase, module, tensor, stat, value = (vars(Record)[f].__set__ for f in Record.__slots__)
+    out = []
+    for (ph, mod, path), values in found.items():
+        for name, v in values.items():
+            rec = new(cls)
+            phase(rec, ph)
+            module(rec, mod)
+            tensor(rec, path)
+            stat(rec, name)
+            value(rec, v)
+            out.append(rec)
+    return out
 
 
 @dataclass(frozen=True, slots=True)

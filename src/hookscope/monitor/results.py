@@ -14,7 +14,7 @@ from dataclasses import replace
 import torch
 
 from hookscope.monitor.collector import Entry
-from hookscope.monitor.records import NonFinite, Phase, Record, TensorInfo
+from hookscope.monitor.records import NonFinite, Phase, Record, TensorInfo, records_from
 from hookscope.names import clean_param_name
 from hookscope.stats import GRAD_STATS, Reduction, merge, summarize
 
@@ -99,11 +99,7 @@ def summaries(
 
 def records_of(found: dict[Key, dict[str, float]]) -> list[Record]:
     """One `Record` per statistic of `summaries`, in its order."""
-    return [
-        Record(phase, module, path, stat, value)
-        for (phase, module, path), values in found.items()
-        for stat, value in values.items()
-    ]
+    return records_from(found)
 
 
 def find_nonfinite(step: int, entries: Sequence[Entry]) -> NonFinite | None:
