@@ -75,6 +75,22 @@ def _given(
     return agreed(results, f"every call of a {cls.name}", name)
 
 
+def given_to_forward(
+    resolver: Resolver, func: Function, scope: Scope, name: str, depth: int
+) -> Resolved | None:
+    """The parameter ``name`` of ``func``, the ``forward`` of a module class: what every
+    call of its instances passes (``layer(x, embedding=emb)`` runs ``forward`` through
+    the hooks), when each passes a module."""
+    if scope.cls is None or scope.method is not func:
+        return None
+    if resolver.class_kind(scope.cls.name)[0] is not Kind.MODULE:
+        return None
+    if not resolver.complete:
+        resolver.missed = True  # the calls may be in what a masked parse dropped
+        return None
+    return given_to_instances(resolver, func, scope, name, depth)
+
+
 def given_to_method(
     resolver: Resolver, func: Function, scope: Scope, name: str, depth: int
 ) -> Resolved | None:

@@ -27,7 +27,7 @@ from hookscope.lint import known
 from hookscope.lint.bindings import Binding, dotted, returned
 from hookscope.lint.callers import given_in_other_files
 from hookscope.lint.crossfile import foreign_function
-from hookscope.lint.instances import given_to_instances, given_to_method
+from hookscope.lint.instances import given_to_forward, given_to_instances, given_to_method
 from hookscope.lint.kinds import UNKNOWN, Kind, Resolved, agreed
 from hookscope.lint.methods import find_method
 from hookscope.lint.pyfile import CallSite, PyFile, Scope
@@ -72,15 +72,8 @@ def given_by_callers(resolver: Resolver, func: Function, name: str, depth: int) 
         return None
     if callee == "__call__":  # ``wrapper(embedding)``: calls of the class's instances
         return given_to_instances(resolver, func, scope, name, depth)
-    if callee == "forward" and _module_forward(resolver, func, scope):
-        # ``layer(x, embedding=emb)`` runs ``forward`` (through the hooks): the instances'
-        # calls, when every one of them passes a module
-        if not resolver.complete:
-            resolver.missed = True
-            return None
-        found = given_to_instances(resolver, func, scope, name, depth)
-        if found is not None:
-            return found
+    if callee == "forward" and (found := given_to_forward(resolver, func, scope, name, depth)):
+        return found
     if mentioned and (resolver.calls_named(callee) or _used_here(resolver, callee)):
         return _given_here(resolver, func, scope, callee, name, depth)
     # Neither called nor used in this file (its docstring may say its name): the calls
@@ -260,15 +253,6 @@ def says_nothing(binding: Binding) -> bool:
     if not isinstance(binding.owner, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
     return (dotted(binding.expr) or "").rsplit(".", 1)[-1] in ("Any", "object")
-
-
-def _module_forward(resolver: Resolver, func: Function, scope: Scope) -> bool:
-    """``func`` is the ``forward`` of a module class (its instances' calls run it)."""
-    return (
-        scope.cls is not None
-        and scope.method is func
-        and resolver.class_kind(scope.cls.name)[0] is Kind.MODULE
-    )
 
 
 def _called_as(func: Function, scope: Scope | None) -> str:
