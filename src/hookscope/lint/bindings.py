@@ -79,6 +79,28 @@ def scope_bindings(owner: ast.AST) -> dict[str, list[Binding]]:
     return out
 
 
+def global_bindings(module: ast.Module) -> dict[str, list[Binding]]:
+    """Bindings of module-level names made in functions that declare them ``global``
+    (``global _model`` ... ``_model = Encoder()`` in ``load_model``), each evaluated in
+    its function."""
+    out: dict[str, list[Binding]] = {}
+    stack: list[tuple[ast.AST, ast.FunctionDef | ast.AsyncFunctionDef | None]] = [(module, None)]
+    while stack:
+        node, func = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                stack.append((child, child))
+            elif isinstance(child, ast.Global) and func is not None:
+                made = scope_bindings(func)
+                params = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)}
+                for name in child.names:
+                    if name not in params:
+                        out.setdefault(name, []).extend(made.get(name, []))
+            elif not isinstance(child, (ast.expr, ast.Lambda)):
+                stack.append((child, func))
+    return out
+
+
 def lambda_default(func: ast.Lambda, name: str) -> ast.expr | None:
     """The default of the lambda's parameter ``name`` (evaluated where the lambda is
     written; ``lambda r=renderer: r.forward(x)`` is called without arguments)."""

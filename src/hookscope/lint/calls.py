@@ -58,7 +58,13 @@ def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) ->
     if isinstance(func, ast.Name) and func.id == "getattr":
         return getattr_value(resolver, expr, scope, depth)
     if last in _PASS_THROUGH and expr.args:
-        return resolver.resolve(expr.args[0], scope, depth + 1)
+        given = resolver.resolve(expr.args[0], scope, depth + 1)
+        if given.kind is Kind.OTHER and not given.is_class and depth < MAX_DEPTH:
+            # ``compile(exported_program)`` of a project that defines ``compile``: what its
+            # definition returns (an fx ``GraphModule``), when that is a module
+            own = _project_function_result(resolver, func, expr, scope, depth)
+            return own if own is not None else given
+        return given
     if last in known.MODULE_PASS_THROUGH and expr.args:
         given = resolver.resolve(expr.args[0], scope, depth + 1)
         if given.kind is Kind.MODULE and not given.is_class:
@@ -143,6 +149,20 @@ def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) ->
             cls=instance_class(resolver.file, resolver.index, callee.name),
         )
     return Resolved(Kind.UNKNOWN, name=last)
+
+
+def _project_function_result(
+    resolver: Resolver, func: ast.expr, expr: ast.Call, scope: Scope, depth: int
+) -> Resolved | None:
+    """A module that the project function ``func`` (defined in this project) returns."""
+    callee = resolver.resolve(func, scope, depth + 1)
+    if callee.function is not None:
+        made = resolver.returns_of(callee.function, depth)
+    elif callee.factory:
+        made = factory_returns(resolver, callee.factory, depth + 1)
+    else:
+        return None
+    return replace(made, name=callee.name) if made.kind is Kind.MODULE else None
 
 
 def handed_back(

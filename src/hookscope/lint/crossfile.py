@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from hookscope.lint import known
 from hookscope.lint.bindings import dotted, returned
-from hookscope.lint.index import defined_in
+from hookscope.lint.index import FunctionEntry, defined_in
 from hookscope.lint.kinds import MAX_DEPTH, UNKNOWN, Kind, Resolved
 from hookscope.lint.pyfile import PyFile, Scope
 from hookscope.lint.source import DEFAULT_MAX_FILE_SIZE, Unreadable, decode_python, read_bytes
@@ -81,7 +81,7 @@ def factory_returns(resolver: Resolver, factory: str, depth: int = 0) -> Resolve
     """What ``module:function`` of another project file returns: from the index (its
     annotation or returned calls), else from its body, read in its own file."""
     module, _, name = factory.partition(":")
-    chosen = resolver.index.functions_in(name, module) or resolver.index.functions.get(name, ())
+    chosen = _chosen(resolver, name, module)
     kinds = {_indexed_return(resolver, annotation, calls) for _, annotation, calls, _ in chosen}
     if len(kinds) != 1 or Kind.UNKNOWN in kinds:
         found = foreign_function(resolver, factory) if depth < MAX_DEPTH else None
@@ -91,6 +91,16 @@ def factory_returns(resolver: Resolver, factory: str, depth: int = 0) -> Resolve
     kind = kinds.pop()
     cls = _annotated_class(resolver, annotation) if len(chosen) == 1 else ""
     return Resolved(kind, cls=cls, via=f"{name}() {shown} at {where}")
+
+
+def _chosen(resolver: Resolver, name: str, module: str) -> tuple[FunctionEntry, ...]:
+    """The project functions ``module:name`` may be: those of that module, else the one
+    under that package (a name its ``__init__`` re-exports), else every one so named."""
+    index = resolver.index
+    under = () if index.functions_in(name, module) else index.functions_under(name, module)
+    return index.functions_in(name, module) or (
+        under if len(under) == 1 else index.functions.get(name, ())
+    )
 
 
 def _annotated_class(resolver: Resolver, annotation: str) -> str:
@@ -104,6 +114,8 @@ def _annotated_class(resolver: Resolver, annotation: str) -> str:
 
 def _indexed_return(resolver: Resolver, annotation: str, calls: tuple[str, ...]) -> Kind:
     if annotation:
+        if annotation.rsplit(".", 1)[-1] in ("Any", "object"):
+            return Kind.UNKNOWN  # ``typing.Any`` where it is written, whatever this file names so
         try:
             node = ast.parse(annotation, mode="eval").body
         except SyntaxError:
@@ -173,7 +185,7 @@ def foreign_function(
 ) -> tuple[Resolver, ast.FunctionDef | ast.AsyncFunctionDef] | None:
     """The definition of the project function ``module:name`` (one only) in its own file."""
     module, _, name = factory.partition(":")
-    chosen = resolver.index.functions_in(name, module) or resolver.index.functions.get(name, ())
+    chosen = _chosen(resolver, name, module)
     if len(chosen) != 1:
         return None
     other = _resolver_of(resolver, chosen[0][3].rpartition(":")[0])
@@ -251,6 +263,8 @@ def module_function(resolver: Resolver, expr: ast.Attribute, scope: Scope) -> Re
     found = resolver.index.functions_in(expr.attr, module)
     if not found and len(resolver.index.functions.get(expr.attr, ())) == 1:
         found = resolver.index.functions[expr.attr] if imported_file(resolver, module) else ()
+    if not found and len(under := resolver.index.functions_under(expr.attr, module)) == 1:
+        found = under  # one definition under the package: the name its __init__ re-exports
     if not found:
         return Resolved(Kind.UNKNOWN, name=expr.attr)
     return Resolved(Kind.OTHER, name=expr.attr, factory=f"{module}:{expr.attr}")

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from hookscope.lint import known
-from hookscope.lint.bindings import class_attributes, dotted
+from hookscope.lint.bindings import Binding, class_attributes, dotted
 from hookscope.lint.classes import base_names
 from hookscope.lint.crossfile import import_origin, imported_file
 from hookscope.lint.kinds import Kind, Resolved
@@ -45,6 +45,12 @@ def from_context(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Reso
     if used is not None:
         return used
     return submodule(resolver, receiver, site) or _in_submodule(resolver, receiver, site)
+
+
+def _module_only(resolver: Resolver, method: str) -> bool:
+    """Whether ``x.method(...)`` says ``x`` is a module: only torch modules have the method,
+    and no plain class of the project defines it next to a ``forward`` (`lookalikes`)."""
+    return method in known.MODULE_ONLY_METHODS and method not in resolver.index.lookalike_methods
 
 
 def _used_by_siblings(resolver: Resolver, receiver: ast.expr, scope: Scope) -> Resolved | None:
@@ -74,7 +80,7 @@ def _used_by_siblings(resolver: Resolver, receiver: ast.expr, scope: Scope) -> R
                     own
                     and isinstance(node, ast.Call)
                     and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in known.MODULE_ONLY_METHODS
+                    and _module_only(resolver, node.func.attr)
                     and dotted(node.func.value) == f"{own[0].arg}.{receiver.attr}"
                 ):
                     hit = f"{dotted(node.func)}(...) in {other.name}"
@@ -100,7 +106,7 @@ def _used_as_module(resolver: Resolver, receiver: ast.expr, scope: Scope) -> Res
         hit = ""
         if (
             isinstance(func, ast.Attribute)
-            and func.attr in known.MODULE_ONLY_METHODS
+            and _module_only(resolver, func.attr)
             and _same(func.value, path, is_self_attr)
         ):
             hit = f"{path}.{func.attr}(...)"
@@ -140,7 +146,7 @@ def _calls_naming(
             func = node.func
             # the receiver counts only for a module-only method (`m.forward(x)` says nothing)
             exprs = [*node.args, *(k.value for k in node.keywords)]
-            if isinstance(func, ast.Attribute) and func.attr in known.MODULE_ONLY_METHODS:
+            if isinstance(func, ast.Attribute) and _module_only(resolver, func.attr):
                 exprs.append(func.value)
             for key in {_key(_spelled(e), whole_class) for e in exprs}:
                 if key is not None:
@@ -243,10 +249,7 @@ def _in_submodule(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Res
     if isinstance(receiver, ast.Subscript) and not isinstance(receiver.slice, ast.Slice):
         holder = receiver.value
     elif isinstance(receiver, ast.Name):
-        bindings = resolver.bindings_of(site.scope.node).get(receiver.id, [])
-        if len(bindings) != 1 or bindings[0].kind != "element" or bindings[0].position is not None:
-            return None
-        holder = bindings[0].expr
+        holder = _iterated(resolver.bindings_of(site.scope.node).get(receiver.id, []))
     else:
         return None
     if isinstance(holder, ast.Name):  # ``layers = model.model.layers`` ... ``layers[i]``
@@ -260,6 +263,32 @@ def _in_submodule(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Res
     if held is None:
         return None
     return Resolved(Kind.MODULE, via=f"an element of {ast.unparse(holder)}, {held.via}")
+
+
+def _iterated(bindings: list[Binding]) -> ast.expr | None:
+    """What every binding of a loop variable iterates over, when that is one expression:
+    ``for x in holder`` and ``for i, x in enumerate(holder)`` (several loops of a function
+    may walk the same holder)."""
+    spelled: set[str] = set()
+    holder: ast.expr | None = None
+    for binding in bindings:
+        expr = binding.expr
+        if binding.kind != "element" or expr is None:
+            return None
+        if binding.position is not None:
+            if not (
+                binding.position == 1
+                and isinstance(expr, ast.Call)
+                and isinstance(expr.func, ast.Name)
+                and expr.func.id == "enumerate"
+                and len(expr.args) == 1
+                and not expr.keywords
+            ):
+                return None
+            expr = expr.args[0]
+        spelled.add(ast.dump(expr))
+        holder = expr
+    return holder if len(spelled) == 1 else None
 
 
 def _from_library_calls(resolver: Resolver, value: ast.expr, name: str, scope: Scope) -> bool:

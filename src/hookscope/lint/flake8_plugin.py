@@ -19,6 +19,7 @@ from hookscope.errors import LintError
 from hookscope.lint.analysis import Analysis, PythonRule
 from hookscope.lint.config import find_pyproject, load_config
 from hookscope.lint.index import ClassIndex, merge, scan_classes
+from hookscope.lint.lookalikes import scan_lookalikes
 from hookscope.lint.project import find_root
 from hookscope.lint.pyfile import PyFile
 from hookscope.lint.registry import all_rules, select_codes
@@ -61,7 +62,8 @@ class HookscopeFlake8:
 
     def _index(self, text: str) -> ClassIndex:
         if self.filename in ("stdin", "-") or not Path(self.filename).is_file():
-            return merge(scan_classes(text.encode("utf-8", "replace")))
+            data = text.encode("utf-8", "replace")
+            return merge(scan_classes(data), (), scan_lookalikes(data))
         path = str(Path(self.filename).resolve())
         root = find_root(path)
         return _project_index(str(root) if root else path)

@@ -58,6 +58,8 @@ class ClassIndex:
         functions: name → `FunctionEntry` of every top-level function so named.
         root: the project root the ``path:line`` locations are relative to (``""``:
             they are paths as given).
+        lookalike_methods: the module-only methods that a plain class of the tree
+            defines next to a ``forward`` (`lookalikes`): no evidence of a module there.
     """
 
     bases: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
@@ -66,6 +68,7 @@ class ClassIndex:
     defs: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = field(default_factory=dict)
     functions: dict[str, tuple[FunctionEntry, ...]] = field(default_factory=dict)
     root: str = ""
+    lookalike_methods: frozenset[str] = frozenset()
 
     def in_module(self, name: str, module: str) -> tuple[tuple[tuple[str, ...], str], ...]:
         """``(bases, path:line)`` of the classes ``name`` defined in the module ``module``
@@ -85,6 +88,17 @@ class ClassIndex:
     def functions_in(self, name: str, module: str) -> tuple[FunctionEntry, ...]:
         """The top-level functions ``name`` of the module ``module`` (``conftest`` too)."""
         return tuple(e for e in self.functions.get(name, ()) if defined_in(e[3], module))
+
+    def functions_under(self, name: str, package: str) -> tuple[FunctionEntry, ...]:
+        """The top-level functions ``name`` defined anywhere under the package ``package``
+        (dotted), for a name its ``__init__`` re-exports (``pkg.sub.compile`` defined in
+        ``pkg/sub/_compiler.py``)."""
+        tail = package.strip(".").replace(".", "/")
+        return tuple(
+            e
+            for e in self.functions.get(name, ())
+            if tail and f"/{tail}/" in "/" + e[3].rsplit(":", 1)[0].replace("\\", "/")
+        )
 
     def __contains__(self, name: object) -> bool:
         return name in self.bases
@@ -241,10 +255,14 @@ def _bases(raw: str) -> tuple[str, ...]:
     return tuple(bases)
 
 
-def merge(entries: Iterable[ClassEntry], functions: Iterable[FunctionEntry] = ()) -> ClassIndex:
+def merge(
+    entries: Iterable[ClassEntry],
+    functions: Iterable[FunctionEntry] = (),
+    lookalike_methods: Iterable[str] = (),
+) -> ClassIndex:
     """Group entries by name; distinct base lists are kept apart."""
     builder = IndexBuilder()
-    builder.add(entries, functions)
+    builder.add(entries, functions, lookalike_methods)
     return builder.build()
 
 
@@ -262,9 +280,16 @@ class IndexBuilder:
         self._where: dict[str, str] = {}
         self._defs: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {}
         self._functions: dict[str, tuple[FunctionEntry, ...]] = {}
+        self._lookalikes: set[str] = set()
 
-    def add(self, entries: Iterable[ClassEntry], functions: Iterable[FunctionEntry] = ()) -> None:
-        """Add the classes and functions of the next files."""
+    def add(
+        self,
+        entries: Iterable[ClassEntry],
+        functions: Iterable[FunctionEntry] = (),
+        lookalike_methods: Iterable[str] = (),
+    ) -> None:
+        """Add the classes, functions and look-alike methods of the next files."""
+        self._lookalikes.update(lookalike_methods)
         bases, attrs, where, defs = self._bases, self._attrs, self._where, self._defs
         for name, class_bases, class_attrs, location in entries:
             known = bases.get(name)
@@ -284,4 +309,11 @@ class IndexBuilder:
 
     def build(self) -> ClassIndex:
         """The index of everything added so far (the builder is done with then)."""
-        return ClassIndex(self._bases, self._attrs, self._where, self._defs, self._functions)
+        return ClassIndex(
+            self._bases,
+            self._attrs,
+            self._where,
+            self._defs,
+            self._functions,
+            lookalike_methods=frozenset(self._lookalikes),
+        )

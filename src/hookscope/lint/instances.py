@@ -38,7 +38,8 @@ _BUSY: list[bool] = [False]
 def given_to_instances(
     resolver: Resolver, func: Function, scope: Scope, name: str, depth: int
 ) -> Resolved | None:
-    """The parameter ``name`` of ``func``, the ``__call__`` of a module-level class."""
+    """The parameter ``name`` of ``func``, the ``__call__`` (or a module's ``forward``) of a
+    module-level class."""
     return _one_at_a_time(_given, resolver, func, scope, name, depth)
 
 
@@ -49,7 +50,9 @@ def _given(
 
     cls = scope.cls
     params = [*func.args.posonlyargs, *func.args.args]
-    if cls is None or cls not in resolver.file.tree.body or len(params) > 3:
+    if cls is None or cls not in resolver.file.tree.body:
+        return None
+    if func.name == "__call__" and len(params) > 3:
         return None  # (``self, module, inputs, outputs``: a hook, called by torch)
     types = _related(resolver, cls)
     files = sorted({f for t in types for f in importers(resolver.index, t)})
@@ -70,6 +73,22 @@ def _given(
                 return None
             results.append((call, owner.file.path, result))
     return agreed(results, f"every call of a {cls.name}", name)
+
+
+def given_to_forward(
+    resolver: Resolver, func: Function, scope: Scope, name: str, depth: int
+) -> Resolved | None:
+    """The parameter ``name`` of ``func``, the ``forward`` of a module class: what every
+    call of its instances passes (``layer(x, embedding=emb)`` runs ``forward`` through
+    the hooks), when each passes a module."""
+    if scope.cls is None or scope.method is not func:
+        return None
+    if resolver.class_kind(scope.cls.name)[0] is not Kind.MODULE:
+        return None
+    if not resolver.complete:
+        resolver.missed = True  # the calls may be in what a masked parse dropped
+        return None
+    return given_to_instances(resolver, func, scope, name, depth)
 
 
 def given_to_method(

@@ -197,6 +197,7 @@ MODULE_ONLY_METHODS = frozenset(
         "load_state_dict",
         "eval",
         "zero_grad",
+        "_call_impl",  # the private body of ``Module.__call__``
     }
 )
 

@@ -27,7 +27,7 @@ from hookscope.lint import known
 from hookscope.lint.bindings import Binding, dotted, returned
 from hookscope.lint.callers import given_in_other_files
 from hookscope.lint.crossfile import foreign_function
-from hookscope.lint.instances import given_to_instances, given_to_method
+from hookscope.lint.instances import given_to_forward, given_to_instances, given_to_method
 from hookscope.lint.kinds import UNKNOWN, Kind, Resolved, agreed
 from hookscope.lint.methods import find_method
 from hookscope.lint.pyfile import CallSite, PyFile, Scope
@@ -72,6 +72,8 @@ def given_by_callers(resolver: Resolver, func: Function, name: str, depth: int) 
         return None
     if callee == "__call__":  # ``wrapper(embedding)``: calls of the class's instances
         return given_to_instances(resolver, func, scope, name, depth)
+    if callee == "forward" and (found := given_to_forward(resolver, func, scope, name, depth)):
+        return found
     if mentioned and (resolver.calls_named(callee) or _used_here(resolver, callee)):
         return _given_here(resolver, func, scope, callee, name, depth)
     # Neither called nor used in this file (its docstring may say its name): the calls

@@ -27,7 +27,7 @@ from hookscope.lint.index import ClassEntry, ClassIndex, FunctionEntry, merge
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 CACHE_DIR = ".hookscope_cache"
 _CACHE_FILE = "lint-index.json"
-_VERSION = 5  # bump whenever what a scan records changes
+_VERSION = 6  # bump whenever what a scan records changes
 _INSTALLED = frozenset({"site-packages", "dist-packages"})
 
 
@@ -41,6 +41,7 @@ class Scan:
         error: why it could not be read (empty when it could).
         size: its size in bytes.
         functions: its top-level functions (see `scan_functions`).
+        lookalikes: module-only methods a plain class defines (see `scan_lookalikes`).
     """
 
     classes: tuple[ClassEntry, ...]
@@ -48,6 +49,7 @@ class Scan:
     error: str = ""
     size: int = 0
     functions: tuple[FunctionEntry, ...] = ()
+    lookalikes: tuple[str, ...] = ()
 
 
 Scanner = Callable[[list[str]], dict[str, Scan]]
@@ -134,7 +136,9 @@ def scan_with_cache(
     else:
         scans = [scan_of(p) for p in stamps if p in fresh or p in raw]
         index = merge(
-            (e for s in scans for e in s.classes), (f for s in scans for f in s.functions)
+            (e for s in scans for e in s.classes),
+            (f for s in scans for f in s.functions),
+            (m for s in scans for m in s.lookalikes),
         )
         kept = {p: _raw(stamp, scan_of(p)) for p, stamp in stamps.items() if p in fresh or p in raw}
         _save(root, {p: r for p, r in kept.items() if r is not None}, index)
@@ -159,13 +163,14 @@ def _load(root: Path) -> tuple[dict[str, list[Any]], ClassIndex | None]:
 
 
 def _scan_from(raw: list[Any]) -> Scan:
-    _, size, candidate, classes, functions = raw
+    _, size, candidate, classes, functions, lookalikes = raw
     return Scan(
         tuple((n, tuple(b), tuple((a, t) for a, t in attrs), w) for n, b, attrs, w in classes),
         bool(candidate),
         "",
         size,
         tuple((n, ann, tuple(calls), w) for n, ann, calls, w in functions),
+        tuple(lookalikes),
     )
 
 
@@ -173,7 +178,8 @@ def _raw(stamp: tuple[int, int], scan: Scan) -> list[Any] | None:
     if scan.error:
         return None  # unreadable files are read (and reported) again next time
     classes = [list(entry) for entry in scan.classes]
-    return [*stamp, scan.candidate, classes, [list(entry) for entry in scan.functions]]
+    functions = [list(entry) for entry in scan.functions]
+    return [*stamp, scan.candidate, classes, functions, list(scan.lookalikes)]
 
 
 def _index_from(raw: dict[str, Any]) -> ClassIndex:
@@ -186,6 +192,7 @@ def _index_from(raw: dict[str, Any]) -> ClassIndex:
             name: tuple((n, ann, tuple(calls), w) for n, ann, calls, w in entries)
             for name, entries in raw["functions"].items()
         },
+        lookalike_methods=frozenset(raw["lookalike_methods"]),
     )
 
 
@@ -208,6 +215,7 @@ def _save(root: Path, files: dict[str, list[Any]], index: ClassIndex) -> None:
                 "where": index.where,
                 "defs": index.defs,
                 "functions": index.functions,
+                "lookalike_methods": sorted(index.lookalike_methods),
             },
         }
         tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")

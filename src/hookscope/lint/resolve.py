@@ -26,6 +26,7 @@ from hookscope.lint.attributes import class_attr
 from hookscope.lint.bindings import (
     Binding,
     dotted,
+    global_bindings,
     in_own_value,
     lambda_default,
     on_instance,
@@ -271,7 +272,11 @@ class Resolver(ClassKinds):
     def bindings_of(self, owner: ast.AST) -> dict[str, list[Binding]]:
         key = id(owner)
         if key not in self._scope_bindings:
-            self._scope_bindings[key] = scope_bindings(owner)
+            made = scope_bindings(owner)
+            if owner is self.file.tree and "global " in self.file.text:
+                for name, more in global_bindings(self.file.tree).items():
+                    made[name] = [*made.get(name, []), *more]
+            self._scope_bindings[key] = made
         return self._scope_bindings[key]
 
     def _class_attr(self, cls_name: str, attr: str) -> tuple[Resolver, list[Binding]]:

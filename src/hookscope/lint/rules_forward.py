@@ -12,6 +12,7 @@ from hookscope.lint.bindings import dotted
 from hookscope.lint.evidence import from_context
 from hookscope.lint.findings import Edit, Finding
 from hookscope.lint.kinds import Kind, Resolved, looks_like_module
+from hookscope.lint.mixins import module_mixin
 from hookscope.lint.pyfile import CallSite, PyFile, Scope
 from hookscope.lint.registry import register
 
@@ -239,13 +240,17 @@ class SelfForwardRule(PythonRule):
             cls, method = site.scope.cls, site.scope.method
             assert cls is not None and method is not None  # methods only
             kind, _ = analysis.resolver.class_kind(cls.name)
+            resolution = analysis.resolver.class_origin(cls.name)
+            if kind is Kind.OTHER and (users := module_mixin(analysis.resolver, cls.name)):
+                kind = Kind.MODULE
+                resolution += f", a mixin that only modules subclass ({', '.join(users[:3])})"
             if kind is Kind.MODULE:
                 edits = drop_forward(analysis.file, func)
                 yield analysis.finding(
                     type(self),
                     site.node,
                     edits=edits,
-                    resolution=analysis.resolver.class_origin(cls.name),
+                    resolution=resolution,
                     method=method.name,
                 )
 

@@ -27,6 +27,7 @@ from hookscope.lint.csharp_index import scan_csharp
 from hookscope.lint.discovery import discover
 from hookscope.lint.findings import Finding
 from hookscope.lint.index import ClassIndex, IndexBuilder, scan_classes, scan_functions
+from hookscope.lint.lookalikes import scan_lookalikes
 from hookscope.lint.project import Scan, find_root, group_by_root, scan_with_cache
 from hookscope.lint.pyfile import PyFile, mention_lines
 from hookscope.lint.regions import mask
@@ -58,7 +59,7 @@ def _scan(path: str, max_bytes: int = DEFAULT_MAX_FILE_SIZE, where: str = "") ->
     )
     where = where or path
     classes, functions = scan_classes(data, where), scan_functions(data, where)
-    return Scan(tuple(classes), candidate, "", len(data), tuple(functions))
+    return Scan(tuple(classes), candidate, "", len(data), tuple(functions), scan_lookalikes(data))
 
 
 def _calls_forward(data: bytes) -> bool:
@@ -374,6 +375,7 @@ def _scan_all(
             into.add(
                 (e for scan in ready.values() for e in scan.classes),
                 (f for scan in ready.values() for f in scan.functions),
+                (m for scan in ready.values() for m in scan.lookalikes),
             )
             merged += 1
     return {path: scan for part in parts if part is not None for path, scan in part.items()}

@@ -28,6 +28,10 @@ def instance_class(pyfile: PyFile, index: ClassIndex, name: str) -> str:
     return "ExportedProgram" if last == "ExportedProgram" else ""
 
 
+# Modules whose names in an annotation are typing constructs, not classes of the project.
+_TYPING_MODULES = frozenset({"typing", "typing_extensions", "collections.abc"})
+
+
 def annotation_kind(resolver: Resolver, node: ast.expr) -> Resolved:
     """Resolve a type annotation: ``nn.Module``, ``Optional[X]``, ``X | None``, ``list[X]``."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -66,7 +70,10 @@ def annotation_kind(resolver: Resolver, node: ast.expr) -> Resolved:
         return UNKNOWN
     # spelled through the file's imports: ``HookedTransformer`` → ``transformer_lens.
     # HookedTransformer``, a library's module class, or the project class an import names
-    kind, container = resolver.class_kind(resolver.imported((path,))[0])
+    spelled = resolver.imported((path,))[0]
+    if spelled.rpartition(".")[0] in _TYPING_MODULES:
+        return UNKNOWN  # ``Any``, ``Callable``: never the project's classes of that name
+    kind, container = resolver.class_kind(spelled)
     return Resolved(
         kind,
         container=container,
