@@ -25,29 +25,18 @@ import weakref
 from hookscope.lint import known
 from hookscope.lint.bindings import dotted
 
-# Module-only methods a class calls on itself (`known.MODULE_ONLY_METHODS` without
-# ``eval``/``zero_grad``/``load_state_dict``/``requires_grad_``, which wrappers define).
-_SELF_MODULE_METHODS = frozenset(
-    {
-        "parameters",
-        "named_parameters",
-        "buffers",
-        "named_buffers",
-        "modules",
-        "named_modules",
-        "children",
-        "named_children",
-        "register_forward_hook",
-        "register_forward_pre_hook",
-        "register_full_backward_hook",
-        "register_full_backward_pre_hook",
-        "register_buffer",
-        "register_parameter",
-        "register_module",
-        "add_module",
-        "get_submodule",
-    }
-)
+# Module-only methods a class calls on itself: `known.MODULE_ONLY_METHODS` without those
+# wrappers define too (``eval``, ``zero_grad``, ``load_state_dict``, ``requires_grad_``)
+# and those a class rarely calls on itself.
+_SELF_MODULE_METHODS = known.MODULE_ONLY_METHODS - {
+    "eval",
+    "zero_grad",
+    "load_state_dict",
+    "requires_grad_",
+    "_call_impl",
+    "get_parameter",
+    "register_backward_hook",
+}
 _LAYERS = (known.TORCH_NN_MODULES - {"Module"}) | {"Parameter"}
 
 # tree -> (prefixes spelling ``torch.nn.``, {bare name: torch.nn class}), by its imports
