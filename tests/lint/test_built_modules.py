@@ -3,28 +3,13 @@ constructors, observers, ``from_pretrained``, fixtures, rewriters (#15)."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
-from hookscope.lint import lint
-from tests.lint.conftest import expected_codes
-
-
-def _project(tmp_path: Path, name: str, source: str) -> Path:
-    (tmp_path / ".git").mkdir(exist_ok=True)
-    path = tmp_path / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(source), encoding="utf-8")
-    return path
-
-
-def _found(tmp_path: Path, path: Path, codes: tuple[str, ...] = ("HS1",)) -> set[tuple[int, str]]:
-    findings = lint(tmp_path, select=list(codes), config=False)
-    return {(f.line, f.code) for f in findings if f.path.endswith(path.name)}
+from tests.lint.conftest import expected_codes, found, write_source
 
 
 def test_self_forward_in_a_script_method_is_the_required_form(tmp_path: Path) -> None:
-    path = _project(
+    path = write_source(
         tmp_path,
         "scripted.py",
         """\
@@ -50,11 +35,11 @@ def test_self_forward_in_a_script_method_is_the_required_form(tmp_path: Path) ->
                 return self.forward(x)  # HS102
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)
 
 
 def test_a_torch_nn_class_named_dynamically_builds_a_module(tmp_path: Path) -> None:
-    path = _project(
+    path = write_source(
         tmp_path,
         "dynamic.py",
         """\
@@ -72,11 +57,11 @@ def test_a_torch_nn_class_named_dynamically_builds_a_module(tmp_path: Path) -> N
             return other.forward(x)
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)
 
 
 def test_torch_ao_observers_are_modules(tmp_path: Path) -> None:
-    path = _project(
+    path = write_source(
         tmp_path,
         "observers.py",
         """\
@@ -98,11 +83,11 @@ def test_torch_ao_observers_are_modules(tmp_path: Path) -> None:
             return RunningStats().forward(x)
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)
 
 
 def test_a_fixture_that_yields_a_module_gives_the_module(tmp_path: Path) -> None:
-    path = _project(
+    path = write_source(
         tmp_path,
         "test_yielded.py",
         """\
@@ -126,11 +111,11 @@ def test_a_fixture_that_yields_a_module_gives_the_module(tmp_path: Path) -> None
             return model.forward(x)  # HS101
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)
 
 
 def test_an_auto_model_class_loads_a_model(tmp_path: Path) -> None:
-    path = _project(
+    path = write_source(
         tmp_path,
         "test_auto.py",
         """\
@@ -158,11 +143,11 @@ def test_an_auto_model_class_loads_a_model(tmp_path: Path) -> None:
             return model.forward(x)  # HS101
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)
 
 
 def test_the_self_of_a_rewriter_of_a_module_method_is_that_module(tmp_path: Path) -> None:
-    path = _project(
+    path = write_source(
         tmp_path,
         "rewriters.py",
         """\
@@ -211,13 +196,13 @@ def test_the_self_of_a_rewriter_of_a_module_method_is_that_module(tmp_path: Path
             return self.forward(x)
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)
 
 
 def test_a_class_re_exported_by_a_package_is_the_one_defined_under_it(tmp_path: Path) -> None:
-    _project(tmp_path, "pkg/__init__.py", "")
-    _project(tmp_path, "pkg/torch_models/__init__.py", "from .s2v import Smiles2Vec\n")
-    _project(
+    write_source(tmp_path, "pkg/__init__.py", "")
+    write_source(tmp_path, "pkg/torch_models/__init__.py", "from .s2v import Smiles2Vec\n")
+    write_source(
         tmp_path,
         "pkg/torch_models/s2v.py",
         """\
@@ -229,7 +214,7 @@ def test_a_class_re_exported_by_a_package_is_the_one_defined_under_it(tmp_path: 
                 return x
         """,
     )
-    _project(
+    write_source(
         tmp_path,
         "pkg/keras_models.py",
         """\
@@ -241,7 +226,7 @@ def test_a_class_re_exported_by_a_package_is_the_one_defined_under_it(tmp_path: 
                 return x
         """,
     )
-    path = _project(
+    path = write_source(
         tmp_path,
         "test_s2v.py",
         """\
@@ -260,11 +245,11 @@ def test_a_class_re_exported_by_a_package_is_the_one_defined_under_it(tmp_path: 
             return Smiles2Vec().forward(x)
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)
 
 
 def test_the_self_of_a_function_patched_onto_a_module_class(tmp_path: Path) -> None:
-    path = _project(
+    path = write_source(
         tmp_path,
         "patched.py",
         """\
@@ -303,15 +288,15 @@ def test_the_self_of_a_function_patched_onto_a_module_class(tmp_path: Path) -> N
             return _forward
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)
 
 
 def test_torch_names_are_not_looked_up_under_a_package(tmp_path: Path) -> None:
-    _project(tmp_path, "torch/__init__.py", "from . import nn\n")
-    _project(tmp_path, "torch/nn/__init__.py", "from .modules import Module\n")
-    _project(tmp_path, "torch/nn/modules/module.py", "class Module:\n    pass\n")
-    _project(tmp_path, "torch/jit/module.py", "class Module:\n    pass\n")
-    path = _project(
+    write_source(tmp_path, "torch/__init__.py", "from . import nn\n")
+    write_source(tmp_path, "torch/nn/__init__.py", "from .modules import Module\n")
+    write_source(tmp_path, "torch/nn/modules/module.py", "class Module:\n    pass\n")
+    write_source(tmp_path, "torch/jit/module.py", "class Module:\n    pass\n")
+    path = write_source(
         tmp_path,
         "torch/nn/modules/net.py",
         """\
@@ -323,4 +308,4 @@ def test_torch_names_are_not_looked_up_under_a_package(tmp_path: Path) -> None:
                 return self.forward(x)  # HS102
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)

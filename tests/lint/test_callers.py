@@ -3,26 +3,12 @@ parameters, constructor arguments, and helpers called only from other project fi
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 from hookscope.lint import lint
-from tests.lint.conftest import expected_codes
+from tests.lint.conftest import expected_codes, found, write_source
 
 CONFIDENT = ("HS101", "HS102", "HS103")
-
-
-def _write(root: Path, name: str, source: str) -> Path:
-    (root / ".git").mkdir(exist_ok=True)
-    path = root / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(source), encoding="utf-8")
-    return path
-
-
-def _found(root: Path, path: Path) -> set[tuple[int, str]]:
-    findings = lint(root, select=list(CONFIDENT), config=False)
-    return {(f.line, f.code) for f in findings if f.path.endswith(path.name)}
 
 
 def _alone(path: Path) -> set[tuple[int, str]]:
@@ -31,7 +17,7 @@ def _alone(path: Path) -> set[tuple[int, str]]:
 
 
 def test_constructor_arguments_and_any_annotations(tmp_path: Path) -> None:
-    path = _write(
+    path = write_source(
         tmp_path,
         "gate.py",
         """\
@@ -80,11 +66,11 @@ def test_constructor_arguments_and_any_annotations(tmp_path: Path) -> None:
             Mixed(Scorer())
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path, CONFIDENT) == expected_codes(path)
 
 
 def test_keyword_only_parameters_and_defaults_of_none(tmp_path: Path) -> None:
-    path = _write(
+    path = write_source(
         tmp_path,
         "drive.py",
         """\
@@ -126,11 +112,11 @@ def test_keyword_only_parameters_and_defaults_of_none(tmp_path: Path) -> None:
             rate(1, Rater())
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path, CONFIDENT) == expected_codes(path)
 
 
 def test_helpers_called_from_other_files(tmp_path: Path) -> None:
-    helpers = _write(
+    helpers = write_source(
         tmp_path,
         "pkg/helpers.py",
         """\
@@ -158,8 +144,8 @@ def test_helpers_called_from_other_files(tmp_path: Path) -> None:
                 return self.inner.forward(x)  # HS101
         """,
     )
-    _write(tmp_path, "pkg/__init__.py", "")
-    _write(
+    write_source(tmp_path, "pkg/__init__.py", "")
+    write_source(
         tmp_path,
         "tests/test_one.py",
         """\
@@ -185,7 +171,7 @@ def test_helpers_called_from_other_files(tmp_path: Path) -> None:
             run_later(handed_on)
         """,
     )
-    _write(
+    write_source(
         tmp_path,
         "tests/test_two.py",
         """\
@@ -199,12 +185,12 @@ def test_helpers_called_from_other_files(tmp_path: Path) -> None:
             h.evaluate(nn.ReLU(), 1)
         """,
     )
-    assert _found(tmp_path, helpers) == expected_codes(helpers)
+    assert found(tmp_path, helpers, CONFIDENT) == expected_codes(helpers)
     assert _alone(helpers) == expected_codes(helpers)
 
 
 def test_call_parameters_from_the_calls_of_instances(tmp_path: Path) -> None:
-    wrappers = _write(
+    wrappers = write_source(
         tmp_path,
         "pkg/wrappers.py",
         """\
@@ -242,8 +228,8 @@ def test_call_parameters_from_the_calls_of_instances(tmp_path: Path) -> None:
             scorer(Plain())
         """,
     )
-    _write(tmp_path, "pkg/__init__.py", "")
-    _write(
+    write_source(tmp_path, "pkg/__init__.py", "")
+    write_source(
         tmp_path,
         "pkg/apply.py",
         """\
@@ -258,12 +244,12 @@ def test_call_parameters_from_the_calls_of_instances(tmp_path: Path) -> None:
                 self.found = self.direction(layer)
         """,
     )
-    assert _found(tmp_path, wrappers) == expected_codes(wrappers)
+    assert found(tmp_path, wrappers, CONFIDENT) == expected_codes(wrappers)
     assert _alone(wrappers) == expected_codes(wrappers)
 
 
 def test_method_parameters_from_calls_in_files_deriving_from_the_class(tmp_path: Path) -> None:
-    base = _write(
+    base = write_source(
         tmp_path,
         "tests/base.py",
         """\
@@ -286,8 +272,8 @@ def test_method_parameters_from_calls_in_files_deriving_from_the_class(tmp_path:
                 return self.scorer.forward(x)
         """,
     )
-    _write(tmp_path, "tests/__init__.py", "")
-    _write(
+    write_source(tmp_path, "tests/__init__.py", "")
+    write_source(
         tmp_path,
         "tests/test_conv.py",
         """\
@@ -310,12 +296,12 @@ def test_method_parameters_from_calls_in_files_deriving_from_the_class(tmp_path:
                 self.set_up_scorer(Plain())
         """,
     )
-    assert _found(tmp_path, base) == expected_codes(base)
+    assert found(tmp_path, base, CONFIDENT) == expected_codes(base)
     assert _alone(base) == expected_codes(base)
 
 
 def test_callers_elsewhere_when_this_file_only_mentions_the_name(tmp_path: Path) -> None:
-    probes = _write(
+    probes = write_source(
         tmp_path,
         "pkg/probes.py",
         """\
@@ -339,8 +325,8 @@ def test_callers_elsewhere_when_this_file_only_mentions_the_name(tmp_path: Path)
         CALLBACKS = [handed]
         """,
     )
-    _write(tmp_path, "pkg/__init__.py", "")
-    _write(
+    write_source(tmp_path, "pkg/__init__.py", "")
+    write_source(
         tmp_path,
         "tests/test_probes.py",
         """\
@@ -356,12 +342,12 @@ def test_callers_elsewhere_when_this_file_only_mentions_the_name(tmp_path: Path)
             handed(nn.ReLU(), 1)
         """,
     )
-    assert _found(tmp_path, probes) == expected_codes(probes)
+    assert found(tmp_path, probes, CONFIDENT) == expected_codes(probes)
     assert _alone(probes) == expected_codes(probes)
 
 
 def test_attributes_of_modules_passed_to_a_parameter_called_forward(tmp_path: Path) -> None:
-    path = _write(
+    path = write_source(
         tmp_path,
         "passing_attrs.py",
         """\
@@ -401,4 +387,4 @@ def test_attributes_of_modules_passed_to_a_parameter_called_forward(tmp_path: Pa
                 return run_other(self.enc, x)
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path, CONFIDENT) == expected_codes(path)

@@ -8,26 +8,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from hookscope.lint import lint
 from hookscope.lint.lookalikes import scan_lookalikes
-from tests.lint.conftest import expected_codes
-
-
-def _write(tmp_path: Path, name: str, source: str) -> Path:
-    (tmp_path / ".git").mkdir(exist_ok=True)
-    path = tmp_path / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(source), encoding="utf-8")
-    return path
-
-
-def _findings(tmp_path: Path, path: Path) -> list[tuple[int, str, str]]:
-    findings = lint(tmp_path, select=["HS1"], config=False)
-    return [(f.line, f.code, f.resolution) for f in findings if f.path.endswith(path.name)]
-
-
-def _found(tmp_path: Path, path: Path) -> set[tuple[int, str]]:
-    return {(line, code) for line, code, _ in _findings(tmp_path, path)}
+from tests.lint.conftest import expected_codes, findings_of, found, write_source
 
 
 def test_scan_lookalikes_needs_a_plain_class_with_forward() -> None:
@@ -93,25 +75,25 @@ _CONTROLLER = """\
 
 
 def test_a_plain_class_with_module_methods_makes_them_no_evidence(tmp_path: Path) -> None:
-    _write(tmp_path, "controllers.py", _CONTROLLER)
-    path = _write(tmp_path, "learner.py", _LEARNER.format(mark=""))
-    assert _found(tmp_path, path) == set()
+    write_source(tmp_path, "controllers.py", _CONTROLLER)
+    path = write_source(tmp_path, "learner.py", _LEARNER.format(mark=""))
+    assert found(tmp_path, path) == set()
 
 
 def test_module_methods_are_evidence_where_no_plain_class_mimics_them(tmp_path: Path) -> None:
     # the same learner, in a project whose controller derives from a base (a module
     # library's, say): ``mac.parameters()`` says ``mac`` is a module again
-    _write(
+    write_source(
         tmp_path,
         "controllers.py",
         _CONTROLLER.replace("class Controller:", "class Controller(Base):"),
     )
-    path = _write(tmp_path, "learner.py", _LEARNER.format(mark="  # HS101"))
-    assert _found(tmp_path, path) == expected_codes(path)
+    path = write_source(tmp_path, "learner.py", _LEARNER.format(mark="  # HS101"))
+    assert found(tmp_path, path) == expected_codes(path)
 
 
 def test_call_impl_on_a_wrapped_object_says_it_is_a_module(tmp_path: Path) -> None:
-    path = _write(
+    path = write_source(
         tmp_path,
         "wrapping.py",
         """\
@@ -137,13 +119,13 @@ def test_call_impl_on_a_wrapped_object_says_it_is_a_module(tmp_path: Path) -> No
                 return self.target.forward(*args)
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)
 
 
 def test_a_project_compile_that_returns_a_graph_module(tmp_path: Path) -> None:
-    _write(tmp_path, "trt/__init__.py", "from trt import dynamo\n")
-    _write(tmp_path, "trt/dynamo/__init__.py", "from ._compiler import compile, lower\n")
-    _write(
+    write_source(tmp_path, "trt/__init__.py", "from trt import dynamo\n")
+    write_source(tmp_path, "trt/dynamo/__init__.py", "from ._compiler import compile, lower\n")
+    write_source(
         tmp_path,
         "trt/dynamo/_compiler.py",
         """\
@@ -158,7 +140,7 @@ def test_a_project_compile_that_returns_a_graph_module(tmp_path: Path) -> None:
             return exported
         """,
     )
-    path = _write(
+    path = write_source(
         tmp_path,
         "examples/run.py",
         """\
@@ -172,12 +154,14 @@ def test_a_project_compile_that_returns_a_graph_module(tmp_path: Path) -> None:
         lowered.forward(torch.ones(2))
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
-    assert any("compile() -> torch.fx.GraphModule" in r for _, _, r in _findings(tmp_path, path))
+    assert found(tmp_path, path) == expected_codes(path)
+    assert any(
+        "compile() -> torch.fx.GraphModule" in f.resolution for f in findings_of(tmp_path, path)
+    )
 
 
 def test_several_loops_over_one_submodule(tmp_path: Path) -> None:
-    path = _write(
+    path = write_source(
         tmp_path,
         "fused.py",
         """\
@@ -209,11 +193,11 @@ def test_several_loops_over_one_submodule(tmp_path: Path) -> None:
                 return x
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)
 
 
 def test_a_global_set_in_a_loader_function(tmp_path: Path) -> None:
-    path = _write(
+    path = write_source(
         tmp_path,
         "inference.py",
         """\
@@ -241,11 +225,11 @@ def test_a_global_set_in_a_loader_function(tmp_path: Path) -> None:
             return _model.forward(1)
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)
 
 
 def test_self_forward_in_a_mixin_that_only_modules_subclass(tmp_path: Path) -> None:
-    _write(
+    write_source(
         tmp_path,
         "mixins.py",
         """\
@@ -263,7 +247,7 @@ def test_self_forward_in_a_mixin_that_only_modules_subclass(tmp_path: Path) -> N
                 return self.forward(x)
         """,
     )
-    _write(
+    write_source(
         tmp_path,
         "nets.py",
         """\
@@ -289,12 +273,14 @@ def test_self_forward_in_a_mixin_that_only_modules_subclass(tmp_path: Path) -> N
         """,
     )
     path = tmp_path / "mixins.py"
-    assert _found(tmp_path, path) == expected_codes(path)
-    assert any("a mixin that only modules subclass" in r for _, _, r in _findings(tmp_path, path))
+    assert found(tmp_path, path) == expected_codes(path)
+    assert any(
+        "a mixin that only modules subclass" in f.resolution for f in findings_of(tmp_path, path)
+    )
 
 
 def test_a_forward_parameter_that_every_instance_call_passes_a_module(tmp_path: Path) -> None:
-    _write(
+    write_source(
         tmp_path,
         "pkg/layers.py",
         """\
@@ -313,7 +299,7 @@ def test_a_forward_parameter_that_every_instance_call_passes_a_module(tmp_path: 
                 return table.forward(x)
         """,
     )
-    _write(
+    write_source(
         tmp_path,
         "pkg/test_layers.py",
         """\
@@ -333,11 +319,11 @@ def test_a_forward_parameter_that_every_instance_call_passes_a_module(tmp_path: 
         """,
     )
     path = tmp_path / "pkg" / "layers.py"
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)
 
 
 def test_typing_any_is_not_a_project_class_of_that_name(tmp_path: Path) -> None:
-    _write(
+    write_source(
         tmp_path,
         "tests/test_ops.py",
         """\
@@ -349,8 +335,8 @@ def test_typing_any_is_not_a_project_class_of_that_name(tmp_path: Path) -> None:
                 return x.any()
         """,
     )
-    _write(tmp_path, "rt/__init__.py", "from rt._load import load, load_module\n")
-    _write(
+    write_source(tmp_path, "rt/__init__.py", "from rt._load import load, load_module\n")
+    write_source(
         tmp_path,
         "rt/_load.py",
         """\
@@ -367,7 +353,7 @@ def test_typing_any_is_not_a_project_class_of_that_name(tmp_path: Path) -> None:
             return torch.load(path)
         """,
     )
-    path = _write(
+    path = write_source(
         tmp_path,
         "run.py",
         """\
@@ -379,4 +365,4 @@ def test_typing_any_is_not_a_project_class_of_that_name(tmp_path: Path) -> None:
         model.forward(1)  # HS101
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)

@@ -4,33 +4,13 @@ body, same-file bases, class attributes through ``self.__class__`` (#15)."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
-from hookscope.lint import lint
-from tests.lint.conftest import expected_codes
-
-
-def _write(tmp_path: Path, name: str, source: str) -> Path:
-    (tmp_path / ".git").mkdir(exist_ok=True)
-    path = tmp_path / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(source), encoding="utf-8")
-    return path
-
-
-def _found(tmp_path: Path, path: Path) -> set[tuple[int, str]]:
-    findings = lint(tmp_path, select=["HS1"], config=False)
-    return {(f.line, f.code) for f in findings if f.path.endswith(path.name)}
-
-
-def _resolutions(tmp_path: Path, path: Path) -> list[str]:
-    findings = lint(tmp_path, select=["HS1"], config=False)
-    return [f.resolution for f in findings if f.path.endswith(path.name)]
+from tests.lint.conftest import expected_codes, findings_of, found, write_source
 
 
 def test_a_class_on_an_outside_base_is_a_module_by_its_body(tmp_path: Path) -> None:
-    path = _write(
+    path = write_source(
         tmp_path,
         "wrappers.py",
         """\
@@ -95,14 +75,14 @@ def test_a_class_on_an_outside_base_is_a_module_by_its_body(tmp_path: Path) -> N
             return Runtime("m.xml").forward(x)
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
-    resolved = _resolutions(tmp_path, path)
+    assert found(tmp_path, path) == expected_codes(path)
+    resolved = [f.resolution for f in findings_of(tmp_path, path)]
     assert any("a module by its body: self.proj = nn.Linear(...) at" in r for r in resolved)
     assert any("a module by its body: self.parameters(...) at" in r for r in resolved)
 
 
 def test_a_body_in_another_file_tells_its_class_too(tmp_path: Path) -> None:
-    _write(
+    write_source(
         tmp_path,
         "pkg/heads.py",
         """\
@@ -122,7 +102,7 @@ def test_a_body_in_another_file_tells_its_class_too(tmp_path: Path) -> None:
                 self.name = "plain"
         """,
     )
-    path = _write(
+    path = write_source(
         tmp_path,
         "pkg/use.py",
         """\
@@ -134,11 +114,11 @@ def test_a_body_in_another_file_tells_its_class_too(tmp_path: Path) -> None:
             return Head().forward(x)  # HS101
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)
 
 
 def test_a_test_case_is_not_a_module(tmp_path: Path) -> None:
-    path = _write(
+    path = write_source(
         tmp_path,
         "test_kernels.py",
         """\
@@ -166,11 +146,11 @@ def test_a_test_case_is_not_a_module(tmp_path: Path) -> None:
                 return self.forward(x)  # HS102
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)
 
 
 def test_library_module_classes_by_name(tmp_path: Path) -> None:
-    path = _write(
+    path = write_source(
         tmp_path,
         "models.py",
         """\
@@ -213,11 +193,11 @@ def test_library_module_classes_by_name(tmp_path: Path) -> None:
             return ResNet50_Weights.DEFAULT.forward(x)
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)
 
 
 def test_a_bare_base_is_the_one_its_own_file_defines(tmp_path: Path) -> None:
-    _write(
+    write_source(
         tmp_path,
         "tf_side/wrapper.py",
         """\
@@ -232,7 +212,7 @@ def test_a_bare_base_is_the_one_its_own_file_defines(tmp_path: Path) -> None:
             pass
         """,
     )
-    _write(
+    write_source(
         tmp_path,
         "torch_side/wrapper.py",
         """\
@@ -247,7 +227,7 @@ def test_a_bare_base_is_the_one_its_own_file_defines(tmp_path: Path) -> None:
             pass
         """,
     )
-    path = _write(
+    path = write_source(
         tmp_path,
         "tests/test_wrappers.py",
         """\
@@ -260,11 +240,11 @@ def test_a_bare_base_is_the_one_its_own_file_defines(tmp_path: Path) -> None:
             KerasWrapper().forward(x)
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)
 
 
 def test_a_model_cached_on_the_class(tmp_path: Path) -> None:
-    path = _write(
+    path = write_source(
         tmp_path,
         "test_cached.py",
         """\
@@ -294,11 +274,11 @@ def test_a_model_cached_on_the_class(tmp_path: Path) -> None:
                 return self.model.forward(None)  # HS101
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)
 
 
 def test_locals_kept_as_attributes(tmp_path: Path) -> None:
-    path = _write(
+    path = write_source(
         tmp_path,
         "backends.py",
         """\
@@ -323,11 +303,11 @@ def test_locals_kept_as_attributes(tmp_path: Path) -> None:
                 return self.net.forward(im)  # HS101
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)
 
 
 def test_forward_reaches_only_methods_called_on_self(tmp_path: Path) -> None:
-    path = _write(
+    path = write_source(
         tmp_path,
         "teacher.py",
         """\
@@ -350,11 +330,11 @@ def test_forward_reaches_only_methods_called_on_self(tmp_path: Path) -> None:
                 return self.forward(x)  # HS102
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)
 
 
 def test_a_classmethod_called_through_cls_gets_what_its_callers_pass(tmp_path: Path) -> None:
-    path = _write(
+    path = write_source(
         tmp_path,
         "export.py",
         """\
@@ -377,11 +357,11 @@ def test_a_classmethod_called_through_cls_gets_what_its_callers_pass(tmp_path: P
                 return cls._cache(module, args)
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)
 
 
 def test_a_base_attribute_used_as_a_module_by_a_sibling_class(tmp_path: Path) -> None:
-    path = _write(
+    path = write_source(
         tmp_path,
         "train.py",
         """\
@@ -410,11 +390,11 @@ def test_a_base_attribute_used_as_a_module_by_a_sibling_class(tmp_path: Path) ->
                 self.runner.eval()
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)
 
 
 def test_what_a_context_manager_method_yields(tmp_path: Path) -> None:
-    path = _write(
+    path = write_source(
         tmp_path,
         "hooked.py",
         """\
@@ -454,11 +434,11 @@ def test_what_a_context_manager_method_yields(tmp_path: Path) -> None:
                 return handle.forward(x)
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)
 
 
 def test_sparse_conv_layers(tmp_path: Path) -> None:
-    path = _write(
+    path = write_source(
         tmp_path,
         "layers.py",
         """\
@@ -475,11 +455,11 @@ def test_sparse_conv_layers(tmp_path: Path) -> None:
             return spconv.SparseConvTensor(x, x, [1], 1).forward(x)
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)
 
 
 def test_only_torch_layers_tell_a_class_by_its_body(tmp_path: Path) -> None:
-    _write(
+    write_source(
         tmp_path,
         "paddle_net.py",
         """\
@@ -498,7 +478,7 @@ def test_only_torch_layers_tell_a_class_by_its_body(tmp_path: Path) -> None:
                 return self.forward(x)
         """,
     )
-    path = _write(
+    path = write_source(
         tmp_path,
         "torch_net.py",
         """\
@@ -515,12 +495,12 @@ def test_only_torch_layers_tell_a_class_by_its_body(tmp_path: Path) -> None:
                 return self.forward(x)  # HS102
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
-    assert not _found(tmp_path, tmp_path / "paddle_net.py")
+    assert found(tmp_path, path) == expected_codes(path)
+    assert not found(tmp_path, tmp_path / "paddle_net.py")
 
 
 def test_the_training_flag_read_in_forward_tells_a_module(tmp_path: Path) -> None:
-    path = _write(
+    path = write_source(
         tmp_path,
         "drop.py",
         """\
@@ -548,11 +528,11 @@ def test_the_training_flag_read_in_forward_tells_a_module(tmp_path: Path) -> Non
                 return self.forward(x)
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)
 
 
 def test_timm_models_and_layers(tmp_path: Path) -> None:
-    path = _write(
+    path = write_source(
         tmp_path,
         "vit.py",
         """\
@@ -579,11 +559,11 @@ def test_timm_models_and_layers(tmp_path: Path) -> None:
             return Format("NCHW").forward(x)
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)
 
 
 def test_pyg_layers(tmp_path: Path) -> None:
-    path = _write(
+    path = write_source(
         tmp_path,
         "gnn.py",
         """\
@@ -602,4 +582,4 @@ def test_pyg_layers(tmp_path: Path) -> None:
             return KNNIndex(x).forward(x)
         """,
     )
-    assert _found(tmp_path, path) == expected_codes(path)
+    assert found(tmp_path, path) == expected_codes(path)
