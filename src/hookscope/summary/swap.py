@@ -60,7 +60,6 @@ def stand_ins(model: nn.Module, device: torch.device) -> Iterator[None]:
     """
     saved: list[tuple[dict[str, torch.Tensor | None], str, torch.Tensor]] = []
     replacements: dict[int, torch.Tensor] = {}
-    meta = device.type == "meta"
     try:
         for _, module in walk(model):  # each module once
             for store, is_param in ((module._parameters, True), (module._buffers, False)):
@@ -71,11 +70,7 @@ def stand_ins(model: nn.Module, device: torch.device) -> Iterator[None]:
                         continue
                     new = replacements.get(id(tensor))
                     if new is None:
-                        new = replacements[id(tensor)] = (
-                            _meta_stand_in(tensor, is_param)
-                            if meta and not tensor.is_meta
-                            else _stand_in(tensor, device, is_param)
-                        )
+                        new = replacements[id(tensor)] = _stand_in(tensor, device, is_param)
                     if new is not tensor:
                         saved.append((store, name, tensor))  # type: ignore[arg-type]
                         store[name] = new  # type: ignore[assignment]
