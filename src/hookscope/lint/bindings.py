@@ -292,7 +292,35 @@ def _set_by_name(call: ast.Call, self_name: str) -> tuple[str, ast.expr] | None:
         first = name.values[0]
         if isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value:
             return ast.unparse(name)[2:-1], value  # ``f"layer_{i}"`` -> ``layer_{i}``
-    return None
+    prefix = name_prefix(name)  # ``"net_D_" + key``, ``"net_DT%d" % n`` -> ``net_D_{...}``
+    return (prefix + "{...}", value) if prefix else None
+
+
+def name_prefix(name: ast.expr) -> str:
+    """The constant start of a name built at run time: ``"layer_" + key``, ``"layer%d" %
+    i``, ``"layer_{}".format(i)``, ``f"layer_{i}"`` give ``layer_``; ``""`` otherwise."""
+    if isinstance(name, ast.JoinedStr) and name.values:
+        first = name.values[0]
+        return first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else ""
+    if isinstance(name, ast.BinOp) and isinstance(name.op, ast.Add):
+        left = name.left
+        if isinstance(left, ast.Constant) and isinstance(left.value, str):
+            return left.value
+        return name_prefix(left)
+    template, stop = "", ""
+    if isinstance(name, ast.BinOp) and isinstance(name.op, ast.Mod):
+        template, stop = _constant_str(name.left), "%"
+    elif (
+        isinstance(name, ast.Call)
+        and isinstance(name.func, ast.Attribute)
+        and name.func.attr == "format"
+    ):
+        template, stop = _constant_str(name.func.value), "{"
+    return template.split(stop, 1)[0] if stop in template else ""
+
+
+def _constant_str(node: ast.expr) -> str:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
 
 
 def _is_self_attr(node: ast.AST, self_name: str) -> bool:
@@ -372,6 +400,23 @@ def reaching(owner: ast.AST, bindings: list[Binding], line: int) -> list[Binding
         return start <= at < line or any(first <= at <= last for first, last in loops)
 
     return [b for b in bindings if reaches(b)]
+
+
+def settled(bindings: list[Binding], user: ast.AST | None) -> list[Binding]:
+    """The bindings of an instance attribute that outlive the constructor: when all were
+    made in one ``__init__`` and the use (in ``user``) is elsewhere, those that `reaching`
+    finds at its end (``self.members = []`` ... ``self.members = nn.ModuleList(
+    self.members)``: only the last holds afterwards)."""
+    init = bindings[0].owner if bindings else None
+    if (
+        len(bindings) < 2
+        or not isinstance(init, (ast.FunctionDef, ast.AsyncFunctionDef))
+        or init.name != "__init__"
+        or user is init
+        or any(b.owner is not init for b in bindings)
+    ):
+        return bindings
+    return reaching(init, bindings, (init.end_lineno or init.lineno) + 1)
 
 
 def in_own_value(binding: Binding, line: int) -> bool:

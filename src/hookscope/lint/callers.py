@@ -72,7 +72,8 @@ def _import_lists(index: ClassIndex) -> list[tuple[str, bytes]]:
         except Unreadable:
             continue
         if b"import" in data:
-            listed = b" ".join(m.group(1) for m in _FROM_IMPORT.finditer(data))
+            # (one list a line: a comment ends at its line's end, not at the last list's)
+            listed = b"\n".join(m.group(1) for m in _FROM_IMPORT.finditer(data))
             out.append((where, _COMMENT.sub(b"", listed)))
     return out
 
@@ -83,14 +84,20 @@ def _own_where(resolver: Resolver, name: str, line: int, is_class: bool) -> str:
     index = resolver.index
     if is_class:
         wheres = [where for _, where in index.defs.get(name, ())]
-    else:
+    else:  # a function may share its name with others: calls are told apart by module
         wheres = [entry[3] for entry in index.functions.get(name, ())]
+        wheres = [w for w in wheres if _is_this_file(resolver, w.rpartition(":")[0])]
     if len(wheres) != 1:
         return ""
     path, _, at = wheres[0].rpartition(":")
-    full = os.path.join(index.root, path) if index.root else path
-    same = os.path.abspath(full) == os.path.abspath(resolver.file.path)
+    same = _is_this_file(resolver, path)
     return path if same and (is_class or at == str(line)) else ""
+
+
+def _is_this_file(resolver: Resolver, path: str) -> bool:
+    root = resolver.index.root
+    full = os.path.join(root, path) if root else path
+    return os.path.abspath(full) == os.path.abspath(resolver.file.path)
 
 
 def given_in_other_files(
@@ -123,11 +130,13 @@ def given_in_other_files(
         other = foreign_file(resolver, other_where)
         if other is None:
             return None  # unreadable, or this file: its calls were looked at already
-        calls = other.calls_named(owner.name)
-        if not calls and owner.name in other.file.text:
+        calls = _calls_in(other, owner.name, where)
+        if calls is None:
             return None  # used some other way than called (handed on, say)
         for call, caller in calls:
-            if not _runs(other, call, caller, owner.name, where, is_class):
+            if not _runs(other, call, caller, owner.name, where, is_class) and not _may_run(
+                other, call, caller, owner.name, where
+            ):
                 return None
             skip = 1 if is_class else 0
             argument = argument_for(func, skip, call, name)
@@ -140,6 +149,69 @@ def given_in_other_files(
                 return None
             results.append((call, other.file.path, result))
     return agreed(results, "every call", name)
+
+
+def _calls_in(other: Resolver, name: str, where: str) -> list[tuple[ast.Call, Scope]] | None:
+    """The calls in ``other`` that may run the ``name`` of ``where``: by that name (unless
+    only a namesake of another module is imported as it), and by every name it is
+    imported as (``from train.loops import train_dense as train_epoch``, in any scope).
+    ``None`` when a name it goes by is used other than called."""
+    from hookscope.lint.passing import used_here  # (passing imports this module)
+
+    aliases: set[str] = set()
+    plain = elsewhere = False
+    for node in ast.walk(other.file.tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        for alias in node.names:
+            local = alias.asname or alias.name
+            if alias.name == name and _names(other, f"{node.module or ''}.{name}", name, where):
+                plain = plain or local == name
+                if local != name:
+                    aliases.add(local)
+            elif local == name:  # a namesake from another module, or another function so named
+                elsewhere = True
+    calls: list[tuple[ast.Call, Scope]] = []
+    if plain or not elsewhere:
+        calls = list(other.calls_named(name))
+        if not calls and (plain or (name in other.file.text and used_here(other, name))):
+            return None
+    for local in sorted(aliases):
+        by_alias = other.calls_named(local)
+        if not by_alias:
+            return None  # imported under that name, and handed on or not called
+        calls.extend(by_alias)
+    return calls
+
+
+def _may_run(other: Resolver, call: ast.Call, scope: Scope, name: str, where: str) -> bool:
+    """Whether ``call`` calls a bare name that one of its imports in the scopes around the
+    call binds to the ``name`` defined in ``where`` (another import may bind it to another
+    function: ``from .loops import train_dense as train`` in one branch, ``train_sparse``
+    in the other). Such a call counts among the calls of ``name``: what it passes must
+    agree with the rest."""
+    func = call.func
+    current: Scope | None = scope
+    while isinstance(func, ast.Name) and current is not None:
+        bindings = () if isinstance(current.node, ast.ClassDef) else None
+        bindings = bindings if bindings is not None else other.bindings_of(current.node).get(func.id)
+        if bindings:
+            return any(
+                b.kind == "import" and _names(other, b.origin, name, where) for b in bindings
+            )
+        current = current.parent
+    return False
+
+
+def _names(other: Resolver, origin: str, name: str, where: str) -> bool:
+    """Whether the import ``origin`` (``module.attr``) names the ``name`` of ``where``."""
+    module, _, attr = origin.rpartition(".")
+    if attr != name:
+        return False
+    chosen = other.index.functions_in(name, module) or other.index.functions.get(name, ())
+    if chosen:
+        return len(chosen) == 1 and chosen[0][3].rpartition(":")[0] == where
+    return _own_file(other, name, where)
 
 
 def _runs(

@@ -14,6 +14,7 @@ from hookscope.lint.containers import (
     entry_of,
     getattr_value,
     literal_element,
+    named_display,
     rref_value,
 )
 from hookscope.lint.crossfile import factory_returns, foreign_function, import_origin
@@ -57,6 +58,10 @@ def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) ->
     last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
     if isinstance(func, ast.Name) and func.id == "getattr":
         return getattr_value(resolver, expr, scope, depth)
+    if isinstance(func, (ast.Subscript, ast.Call)):
+        built = _entries_called(resolver, func, scope, depth)
+        if built is not None:  # ``MODELS[name](cfg)``: what every entry of the table builds
+            return built
     if last in _PASS_THROUGH and expr.args:
         given = resolver.resolve(expr.args[0], scope, depth + 1)
         if given.kind is Kind.OTHER and not given.is_class and depth < MAX_DEPTH:
@@ -149,6 +154,56 @@ def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) ->
             cls=instance_class(resolver.file, resolver.index, callee.name),
         )
     return Resolved(Kind.UNKNOWN, name=last)
+
+
+def _entries_called(
+    resolver: Resolver, func: ast.Subscript | ast.Call, scope: Scope, depth: int
+) -> Resolved | None:
+    """``table[key](...)`` / ``table.get(key)(...)`` of a table written out (``models =
+    {"gcn": GCN, "gat": make_gat}``, here or in the file it is imported from): what calling
+    each entry gives (an instance of a class, what a function returns), when they all
+    agree; `UNKNOWN` when they do not, ``None`` when ``func`` is no such entry."""
+    if isinstance(func, ast.Subscript) and not isinstance(func.slice, ast.Slice):
+        table = func.value
+    elif (
+        isinstance(func, ast.Call)
+        and isinstance(func.func, ast.Attribute)
+        and func.func.attr == "get"
+        and _no_default(func)
+    ):
+        table = func.func.value
+    else:
+        return None
+    if isinstance(table, (ast.Dict, ast.List, ast.Tuple)):
+        owner, literal, where = resolver, table, scope
+    elif isinstance(table, ast.Name):
+        display = named_display(resolver, table, scope)
+        if display is None:
+            return None
+        owner, literal, where = display[0], display[1], display[0].scope_of(display[2])
+    else:
+        return None
+    entries = literal.values if isinstance(literal, ast.Dict) else literal.elts
+    if not entries or depth >= MAX_DEPTH or any(isinstance(e, ast.Starred) for e in entries):
+        return UNKNOWN
+    results = []
+    for entry in entries:  # each entry called (no arguments: they do not choose the kind)
+        call = ast.copy_location(ast.Call(func=entry, args=[], keywords=[]), entry)
+        results.append(owner.resolve(call, where, depth + 1))
+    first = results[0]
+    if first.kind is Kind.UNKNOWN or len({(r.kind, r.is_class) for r in results}) != 1:
+        return UNKNOWN
+    shown = " ".join(ast.unparse(table).split())
+    shown = shown if len(shown) <= 30 else shown[:27] + "..."
+    where_shown = f"{owner.file.path}:{literal.lineno}"
+    return replace(
+        first,
+        cls=first.cls if len({r.cls for r in results}) == 1 else "",
+        name=shown,
+        via=f"each of the {len(results)} entries of {shown} at {where_shown} builds "
+        f"{'a module' if first.kind is Kind.MODULE else 'the same kind'}"
+        + (f" (e.g. {first.via})" if first.via else ""),
+    )
 
 
 def _project_function_result(

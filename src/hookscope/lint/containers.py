@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from hookscope.lint import known
-from hookscope.lint.bindings import class_attributes, dotted
+from hookscope.lint.bindings import class_attributes, dotted, name_prefix
 from hookscope.lint.crossfile import imported_file
 from hookscope.lint.kinds import MAX_DEPTH, UNKNOWN, Kind, Resolved
 from hookscope.lint.pyfile import Scope
@@ -202,15 +202,13 @@ def _attribute_names(
                 return []
             values.extend(str(s) for s in strings)
         return values
-    if isinstance(name, ast.JoinedStr) and name.values:
-        prefix = name.values[0]
-        if not (isinstance(prefix, ast.Constant) and isinstance(prefix.value, str)):
-            return []
+    prefix = name_prefix(name)  # ``f"layer_{i}"``, ``"layer_" + key``, ``"layer%d" % i``
+    if prefix:
         owner = resolver.resolve(obj, scope, depth + 1)
         cls = resolver.file.classes.get(owner.cls) if owner.cls and not owner.is_class else None
         if cls is None:
             return []
-        return sorted(a for a in class_attributes(cls) if a.startswith(prefix.value))
+        return sorted(a for a in class_attributes(cls) if a.startswith(prefix))
     return []
 
 

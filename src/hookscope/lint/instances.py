@@ -46,7 +46,7 @@ def given_to_instances(
 def _given(
     resolver: Resolver, func: Function, scope: Scope, name: str, depth: int
 ) -> Resolved | None:
-    from hookscope.lint.passing import argument_for, passed  # (passing imports this module)
+    from hookscope.lint.passing import argument_for, left_none, passed  # (passing imports this)
 
     cls = scope.cls
     params = [*func.args.posonlyargs, *func.args.args]
@@ -66,6 +66,8 @@ def _given(
             if called.is_class or called.function is not None or called.cls not in types:
                 continue
             argument = argument_for(func, 1, call, name)
+            if argument is None and left_none(func, 1, call, name):
+                continue  # ``None`` there (``prompt=None``): that call reaches no ``.forward``
             if argument is None:
                 return None
             result = passed(owner, argument, call, caller, depth)

@@ -74,7 +74,7 @@ def given_by_callers(resolver: Resolver, func: Function, name: str, depth: int) 
         return given_to_instances(resolver, func, scope, name, depth)
     if callee == "forward" and (found := given_to_forward(resolver, func, scope, name, depth)):
         return found
-    if mentioned and (resolver.calls_named(callee) or _used_here(resolver, callee)):
+    if mentioned and (resolver.calls_named(callee) or used_here(resolver, callee)):
         return _given_here(resolver, func, scope, callee, name, depth)
     # Neither called nor used in this file (its docstring may say its name): the calls
     # are in other files.
@@ -83,7 +83,7 @@ def given_by_callers(resolver: Resolver, func: Function, name: str, depth: int) 
     return given_in_other_files(resolver, func, scope, name, depth)
 
 
-def _used_here(resolver: Resolver, callee: str) -> bool:
+def used_here(resolver: Resolver, callee: str) -> bool:
     """Whether the file names ``callee`` other than in ``super(...)``, ``isinstance(...)``
     / ``issubclass(...)`` and annotations (where naming a class calls nothing)."""
     resolver.calls_named(callee)  # (its walk of the file records the names used)
@@ -91,7 +91,7 @@ def _used_here(resolver: Resolver, callee: str) -> bool:
     return used is None or callee in used
 
 
-# tree -> the names it uses outside the places `_used_here` ignores, as `calls_by_name`
+# tree -> the names it uses outside the places `used_here` ignores, as `calls_by_name`
 # found them (kept while the tree lives)
 _USED: weakref.WeakKeyDictionary[ast.AST, set[str]] = weakref.WeakKeyDictionary()
 _INERT_CALLS = ("super", "isinstance", "issubclass")
@@ -352,7 +352,7 @@ def calls_by_name(pyfile: PyFile) -> dict[str, list[tuple[ast.Call, Scope]]]:
     A name that is also used other than as a callee (``callbacks.append(check)``,
     ``fn = self.check``) maps to ``None``: its calls cannot all be seen. (Such uses
     outside annotations and ``super``/``isinstance``/``issubclass`` arguments are kept
-    for `_used_here`.)
+    for `used_here`.)
     """
     out: dict[str, list[tuple[ast.Call, Scope]]] = {}
     escaped: set[str] = set()

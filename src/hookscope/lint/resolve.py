@@ -34,6 +34,7 @@ from hookscope.lint.bindings import (
     reaching,
     returned,
     scope_bindings,
+    settled,
 )
 from hookscope.lint.calls import call_result, entered
 from hookscope.lint.classes import ClassKinds, base_names
@@ -55,6 +56,7 @@ from hookscope.lint.crossfile import (
 from hookscope.lint.index import ClassIndex
 from hookscope.lint.kinds import MAX_DEPTH, NAMESPACE, UNKNOWN, Kind, Resolved, with_elements
 from hookscope.lint.methods import (
+    find_method,
     is_classmethod,
     is_property,
     is_staticmethod,
@@ -114,6 +116,10 @@ class Resolver(ClassKinds):
             if isinstance(expr.slice, ast.Slice) and base.container:
                 return base  # a slice of a ModuleList or Sequential is one too
             found = member(self, base, scope)
+            if found.kind is Kind.UNKNOWN and base.cls and not base.is_class:
+                item = self._item(base.cls, expr.slice, depth)  # ``ensemble[0]``
+                if item is not None:
+                    return item
             if found.kind is Kind.UNKNOWN and base.kind is not Kind.MODULE:
                 item = tuple_item(self, expr, scope, depth)
                 return item or registry_class(self, expr.value, scope) or found
@@ -192,6 +198,20 @@ class Resolver(ClassKinds):
         finally:
             self._inferring.discard(key)
 
+    def _item(self, cls_name: str, key: ast.expr, depth: int) -> Resolved | None:
+        """``obj[key]`` (no slice) of an instance of the project class ``cls_name`` that
+        defines ``__getitem__``: what that method returns, when known."""
+        located = None if isinstance(key, ast.Slice) else find_method(self, cls_name, "__getitem__")
+        if located is None or depth >= MAX_DEPTH:
+            return None
+        owner, method = located
+        result = owner.returns_of(method, depth + 1)
+        if result.kind is Kind.UNKNOWN or result.is_class:
+            return None
+        where = f"{owner.file.path}:{method.lineno}"
+        shown = f" ({result.via})" if result.via else ""
+        return replace(result, via=f"{cls_name}.__getitem__ at {where} returns it{shown}")
+
     def calls_named(self, name: str) -> list[tuple[ast.Call, Scope]]:
         """The file's calls of callees named ``name`` (none when the name is also used
         other than as a callee), with their scopes."""
@@ -207,6 +227,7 @@ class Resolver(ClassKinds):
         base = self.resolve(expr.value, scope, depth + 1)
         if base.cls and not base.is_class:
             owner, bindings = self._class_attr(base.cls, expr.attr)
+            bindings = settled(bindings, scope.method)
             if bindings:
                 label = f"{base.name}.{expr.attr}" if base.name else expr.attr
                 return replace(owner.combine(bindings, depth + 1, label), name=expr.attr)
