@@ -3,18 +3,23 @@
 ``x`` is found among the class's ``self.x = ...`` assignments and annotations and its
 body's ``x = ...`` (`bindings.class_attributes`), then in its bases (same file, an
 aliased import, or another file through the project index), and for a mixin that
-assigns none, in its same-file subclasses. ``self.__class__.x`` and ``type(self).x``
+assigns none, in its same-file subclasses (`in_subclasses`: in those of other files).
+``self.__class__.x`` and ``type(self).x``
 name the same class attribute as ``self.x`` (`bindings.on_instance`).
 """
 
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from hookscope.lint.bindings import Binding, class_attributes
 from hookscope.lint.classes import base_names
 from hookscope.lint.crossfile import aliased_base, foreign
+from hookscope.lint.instances import subclasses_by_base
+from hookscope.lint.kinds import MAX_DEPTH, Kind, Resolved
+from hookscope.lint.methods import imported_base
 
 if TYPE_CHECKING:
     from hookscope.lint.resolve import Resolver
@@ -37,7 +42,7 @@ def class_attr(
     if found:
         return resolver, found
     for base in base_names(cls):
-        other = aliased_base(resolver, base)
+        other = aliased_base(resolver, base) or imported_base(resolver, base)
         if other is not None:  # ``from pkg.mod import Net as NetBase``: pkg/mod.py's Net
             owner, found = class_attr(other[0], other[1], attr, seen - {other[1]})
         else:
@@ -78,3 +83,41 @@ def _indexed_attr(
             if found:
                 return owner, found
     return resolver, []
+
+
+# A base of more project classes than this (a family's root) is not looked below.
+MAX_SUBCLASSES = 20
+
+
+def in_subclasses(resolver: Resolver, cls_name: str, attr: str, depth: int) -> Resolved | None:
+    """``attr`` that neither ``cls_name`` nor its bases bind, on an instance typed as
+    ``cls_name``: what the project subclasses that bind it hold (``self.decoder_obj`` of an
+    output-feature base, assigned by each feature class in its own file), when each of
+    them resolves and all agree; ``None`` otherwise (also when one cannot be read)."""
+    children = subclasses_by_base(resolver.index)
+    todo, seen = list(children.get(cls_name, ())), {cls_name}
+    results: list[Resolved] = []
+    while todo and depth < MAX_DEPTH:
+        child = todo.pop()
+        if child in seen:
+            continue
+        seen.add(child)
+        todo.extend(children.get(child, ()))
+        other = resolver if child in resolver.file.classes else foreign(resolver, child)
+        if other is None or len(seen) > MAX_SUBCLASSES:
+            return None  # a namesake, or too many to look at
+        owner, bindings = class_attr(other, child, attr)
+        if bindings:
+            results.append(owner.combine(bindings, depth + 1, f"{child}.{attr}"))
+    if not results or len({(r.kind, r.is_class) for r in results}) != 1:
+        return None
+    first = results[0]
+    if first.kind is Kind.UNKNOWN:
+        return None
+    shown = f" ({first.via})" if first.via else ""
+    return replace(
+        first,
+        cls=first.cls if len({r.cls for r in results}) == 1 else "",
+        via=f"every one of the {len(results)} subclass(es) of {cls_name} binding {attr} "
+        f"agrees{shown}",
+    )

@@ -301,7 +301,9 @@ def name_prefix(name: ast.expr) -> str:
     i``, ``"layer_{}".format(i)``, ``f"layer_{i}"`` give ``layer_``; ``""`` otherwise."""
     if isinstance(name, ast.JoinedStr) and name.values:
         first = name.values[0]
-        return first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else ""
+        return (
+            first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else ""
+        )
     if isinstance(name, ast.BinOp) and isinstance(name.op, ast.Add):
         left = name.left
         if isinstance(left, ast.Constant) and isinstance(left.value, str):
@@ -316,7 +318,7 @@ def name_prefix(name: ast.expr) -> str:
         and name.func.attr == "format"
     ):
         template, stop = _constant_str(name.func.value), "{"
-    return template.split(stop, 1)[0] if stop in template else ""
+    return template.split(stop, 1)[0] if stop and stop in template else ""
 
 
 def _constant_str(node: ast.expr) -> str:

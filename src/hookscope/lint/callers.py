@@ -18,6 +18,7 @@ import re
 from typing import TYPE_CHECKING
 
 from hookscope.lint.crossfile import foreign_file
+from hookscope.lint.index import defined_in
 from hookscope.lint.kinds import Kind, Resolved, agreed
 from hookscope.lint.pyfile import Scope
 from hookscope.lint.source import DEFAULT_MAX_FILE_SIZE, Unreadable, read_bytes
@@ -84,17 +85,19 @@ def _own_where(resolver: Resolver, name: str, line: int, is_class: bool) -> str:
     index = resolver.index
     if is_class:
         wheres = [where for _, where in index.defs.get(name, ())]
-    else:  # a function may share its name with others: calls are told apart by module
+    else:
         wheres = [entry[3] for entry in index.functions.get(name, ())]
-        wheres = [w for w in wheres if _is_this_file(resolver, w.rpartition(":")[0])]
+    # (one may share its name with others: calls are told apart by module)
+    wheres = [w for w in wheres if same_file(resolver, w.rpartition(":")[0])]
     if len(wheres) != 1:
         return ""
     path, _, at = wheres[0].rpartition(":")
-    same = _is_this_file(resolver, path)
+    same = same_file(resolver, path)
     return path if same and (is_class or at == str(line)) else ""
 
 
-def _is_this_file(resolver: Resolver, path: str) -> bool:
+def same_file(resolver: Resolver, path: str) -> bool:
+    """Whether ``path`` (relative to the project root) is the file ``resolver`` reads."""
     root = resolver.index.root
     full = os.path.join(root, path) if root else path
     return os.path.abspath(full) == os.path.abspath(resolver.file.path)
@@ -118,37 +121,58 @@ def given_in_other_files(
     where = _own_where(resolver, owner.name, func.lineno, is_class)
     if not where:
         return None
+    if is_class:
+        from hookscope.lint.constructors import constructions  # (it imports this module)
+
+        sites = (
+            constructions(resolver, owner, func, where) if isinstance(owner, ast.ClassDef) else None
+        )
+    else:
+        sites = _function_calls(resolver, owner.name, where)
+    if sites is None:
+        return None
+    results: list[tuple[ast.Call, str, Resolved]] = []
+    skip = 1 if is_class else 0
+    for other, call, caller in sites:
+        argument = argument_for(func, skip, call, name)
+        if argument is None and left_none(func, skip, call, name):
+            continue  # ``None`` there: that call never reaches a ``.forward``
+        if argument is None:
+            return None
+        result = passed(other, argument, call, caller, depth)
+        if result.kind is Kind.UNKNOWN or result.is_class:
+            return None
+        results.append((call, other.file.path, result))
+    return agreed(results, "every call", name)
+
+
+def _function_calls(
+    resolver: Resolver, name: str, where: str
+) -> list[tuple[Resolver, ast.Call, Scope]] | None:
+    """Every call in the other project files of the function ``name`` defined in ``where``,
+    with the file's resolver and the calling scope; ``None`` when they cannot all be seen."""
     # ``from pkg.utils import compare``, or ``from pkg import utils as u`` and ``u.compare``
     stem = os.path.basename(where).removesuffix(".py")
     through = importers(resolver.index, stem)  # (a common stem, ``utils``, is left out)
-    named = importers(resolver.index, owner.name)
+    named = importers(resolver.index, name)
     files = sorted({*named, *(through if len(through) <= MAX_IMPORTERS else ())})
     if not files or len(files) > MAX_IMPORTERS:
         return None
-    results: list[tuple[ast.Call, str, Resolved]] = []
+    sites: list[tuple[Resolver, ast.Call, Scope]] = []
     for other_where in files:
         other = foreign_file(resolver, other_where)
         if other is None:
             return None  # unreadable, or this file: its calls were looked at already
-        calls = _calls_in(other, owner.name, where)
+        calls = _calls_in(other, name, where)
         if calls is None:
             return None  # used some other way than called (handed on, say)
         for call, caller in calls:
-            if not _runs(other, call, caller, owner.name, where, is_class) and not _may_run(
-                other, call, caller, owner.name, where
+            if not _runs(other, call, caller, name, where) and not may_run(
+                other, call, caller, name, where
             ):
                 return None
-            skip = 1 if is_class else 0
-            argument = argument_for(func, skip, call, name)
-            if argument is None and left_none(func, skip, call, name):
-                continue  # ``None`` there: that call never reaches a ``.forward``
-            if argument is None:
-                return None
-            result = passed(other, argument, call, caller, depth)
-            if result.kind is Kind.UNKNOWN or result.is_class:
-                return None
-            results.append((call, other.file.path, result))
-    return agreed(results, "every call", name)
+            sites.append((other, call, caller))
+    return sites
 
 
 def _calls_in(other: Resolver, name: str, where: str) -> list[tuple[ast.Call, Scope]] | None:
@@ -165,7 +189,9 @@ def _calls_in(other: Resolver, name: str, where: str) -> list[tuple[ast.Call, Sc
             continue
         for alias in node.names:
             local = alias.asname or alias.name
-            if alias.name == name and _names(other, f"{node.module or ''}.{name}", name, where):
+            if alias.name == name and import_names(
+                other, f"{node.module or ''}.{name}", name, where
+            ):
                 plain = plain or local == name
                 if local != name:
                     aliases.add(local)
@@ -184,7 +210,7 @@ def _calls_in(other: Resolver, name: str, where: str) -> list[tuple[ast.Call, Sc
     return calls
 
 
-def _may_run(other: Resolver, call: ast.Call, scope: Scope, name: str, where: str) -> bool:
+def may_run(other: Resolver, call: ast.Call, scope: Scope, name: str, where: str) -> bool:
     """Whether ``call`` calls a bare name that one of its imports in the scopes around the
     call binds to the ``name`` defined in ``where`` (another import may bind it to another
     function: ``from .loops import train_dense as train`` in one branch, ``train_sparse``
@@ -194,16 +220,18 @@ def _may_run(other: Resolver, call: ast.Call, scope: Scope, name: str, where: st
     current: Scope | None = scope
     while isinstance(func, ast.Name) and current is not None:
         bindings = () if isinstance(current.node, ast.ClassDef) else None
-        bindings = bindings if bindings is not None else other.bindings_of(current.node).get(func.id)
+        bindings = (
+            bindings if bindings is not None else other.bindings_of(current.node).get(func.id)
+        )
         if bindings:
             return any(
-                b.kind == "import" and _names(other, b.origin, name, where) for b in bindings
+                b.kind == "import" and import_names(other, b.origin, name, where) for b in bindings
             )
         current = current.parent
     return False
 
 
-def _names(other: Resolver, origin: str, name: str, where: str) -> bool:
+def import_names(other: Resolver, origin: str, name: str, where: str) -> bool:
     """Whether the import ``origin`` (``module.attr``) names the ``name`` of ``where``."""
     module, _, attr = origin.rpartition(".")
     if attr != name:
@@ -211,16 +239,15 @@ def _names(other: Resolver, origin: str, name: str, where: str) -> bool:
     chosen = other.index.functions_in(name, module) or other.index.functions.get(name, ())
     if chosen:
         return len(chosen) == 1 and chosen[0][3].rpartition(":")[0] == where
-    return _own_file(other, name, where)
+    defs = other.index.defs.get(name, ())
+    return _own_file(other, name, where) or {
+        w.rpartition(":")[0] for _, w in defs if defined_in(w, module)
+    } == {where}
 
 
-def _runs(
-    other: Resolver, call: ast.Call, scope: Scope, name: str, where: str, is_class: bool
-) -> bool:
-    """Whether ``call`` (in ``other``) runs the one ``name`` defined in ``where``."""
+def _runs(other: Resolver, call: ast.Call, scope: Scope, name: str, where: str) -> bool:
+    """Whether ``call`` (in ``other``) runs the one function ``name`` defined in ``where``."""
     found = other.resolve(call.func, scope)
-    if is_class:
-        return found.is_class and found.name == name and _own_file(other, name, where)
     module, _, called = found.factory.partition(":")
     if called != name:
         return False

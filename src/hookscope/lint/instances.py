@@ -172,7 +172,7 @@ def _related(resolver: Resolver, cls: ast.ClassDef, method: str = "__call__") ->
         local = resolver.file.classes.get(base)
         bases = [base_names(local)] if local is not None else resolver.index.get(base) or ()
         todo.extend(b.rsplit(".", 1)[-1] for group in bases for b in group)
-    children = _children(resolver.index)
+    children = subclasses_by_base(resolver.index)
     down = {cls.name}
     todo = [cls.name]
     while todo:  # descendants, in the project index (this file's classes are in it too)
@@ -188,7 +188,8 @@ _CHILDREN: dict[str, list[str]] = {}
 _CHILDREN_INDEX: list[tuple[int, int]] = [(0, 0)]
 
 
-def _children(index: ClassIndex) -> dict[str, list[str]]:
+def subclasses_by_base(index: ClassIndex) -> dict[str, list[str]]:
+    """``{base name: the project classes naming it as a base}``, built once per index."""
     stamp = (id(index), len(index.bases))
     if _CHILDREN_INDEX[0] != stamp:
         _CHILDREN_INDEX[0] = stamp

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from hookscope.lint.bindings import dotted
 from hookscope.lint.classes import base_names
-from hookscope.lint.crossfile import foreign
+from hookscope.lint.crossfile import foreign, foreign_in
 from hookscope.lint.kinds import Kind, Resolved
 from hookscope.lint.pyfile import Scope
 from hookscope.lint.typehints import instance_class
@@ -66,10 +66,25 @@ def _in_bases(
     resolver: Resolver, cls: ast.ClassDef, name: str, seen: frozenset[str]
 ) -> tuple[Resolver, Function] | None:
     for base in base_names(cls):
-        found = find_method(resolver, base.rsplit(".", 1)[-1], name, seen)
+        imported = imported_base(resolver, base)
+        if imported is not None:
+            found = find_method(imported[0], imported[1], name, seen)
+        else:
+            found = find_method(resolver, base.rsplit(".", 1)[-1], name, seen)
         if found is not None:
             return found
     return None
+
+
+def imported_base(resolver: Resolver, base: str) -> tuple[Resolver, str] | None:
+    """A base imported by its own name from a project module (``from pkg.train import
+    Trainer``) when several project files define a class so named: the resolver of the
+    file that module names, and the name; ``None`` otherwise."""
+    if "." in base or len(resolver.index.defs.get(base, ())) < 2 or base in resolver.file.classes:
+        return None
+    module, _, name = resolver.imported((base,))[0].rpartition(".")
+    other = foreign_in(resolver, name, module) if module and name == base else None
+    return None if other is None else (other, name)
 
 
 def built_by_classmethod(

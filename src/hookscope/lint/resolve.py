@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from hookscope.lint import known
 from hookscope.lint.appends import appended
-from hookscope.lint.attributes import class_attr
+from hookscope.lint.attributes import class_attr, in_subclasses
 from hookscope.lint.bindings import (
     Binding,
     dotted,
@@ -236,6 +236,9 @@ class Resolver(ClassKinds):
                 return replace(self.returns_of(method, depth + 1), name=expr.attr)
             if method is not None:
                 return Resolved(Kind.OTHER, name=expr.attr, function=method)
+            held = in_subclasses(self, base.cls, expr.attr, depth + 1)
+            if held is not None:  # bound only by the subclasses of ``base.cls``
+                return replace(held, name=expr.attr)
         if base.is_class and base.name in self.file.classes:
             method = self._method(base.name, expr.attr)
             if method is not None and (is_staticmethod(method) or is_classmethod(method)):

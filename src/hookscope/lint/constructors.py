@@ -1,0 +1,159 @@
+"""Where a project class is built: calls of it and of the subclasses that inherit its
+``__init__``, in the other files of the project.
+
+A plain base class often takes the model and its subclasses only add methods
+(``class Trainer: def __init__(self, model, ...)``, ``class ActTrainer(Trainer)``,
+built as ``ActTrainer(model=model, ...)``): every call of such a subclass runs
+``Trainer.__init__``, so what those calls pass is what its parameters hold. The files
+naming one of those classes are found by the import scan of `callers`; each is walked
+once per question. A name used otherwise than called, subclassed, imported, or named in
+``isinstance``/``issubclass``/``super(...)`` or an annotation makes the answer unknown
+(it may be built out of sight), and so does a subclass with its own ``__init__``.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from typing import TYPE_CHECKING
+
+from hookscope.lint.callers import MAX_IMPORTERS, import_names, importers, may_run, same_file
+from hookscope.lint.crossfile import foreign_file
+from hookscope.lint.instances import subclasses_by_base
+from hookscope.lint.methods import find_method
+from hookscope.lint.pyfile import Scope
+
+if TYPE_CHECKING:
+    from hookscope.lint.resolve import Resolver
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+# More subclasses than this (a base of a whole family) are not followed.
+MAX_SUBCLASSES = 20
+_INERT_CALLS = ("isinstance", "issubclass", "super")
+
+
+def constructions(
+    resolver: Resolver, cls: ast.ClassDef, init: Function, where: str
+) -> list[tuple[Resolver, ast.Call, Scope]] | None:
+    """Every call in the other project files that builds ``cls`` (of this file, defined
+    at ``where``) or a subclass running its ``__init__``, with the file's resolver and the
+    calling scope; ``None`` when they cannot all be seen."""
+    types = _inheriting(resolver, cls.name, init, where)
+    if types is None:
+        return None
+    stem = os.path.basename(where).removesuffix(".py")  # ``from pkg import nets`` ...
+    through = importers(resolver.index, stem)  # ... and ``nets.Net(...)``
+    files = {*(through if len(through) <= MAX_IMPORTERS else ())}
+    for name, defined in types.items():
+        files.update(importers(resolver.index, name))
+        if name != cls.name:
+            files.add(defined)
+    if len(files) > MAX_IMPORTERS:
+        return None
+    sites: list[tuple[Resolver, ast.Call, Scope]] = []
+    for other_where in sorted(files):
+        other = foreign_file(resolver, other_where)
+        if other is None:
+            return None  # unreadable, or this file: its calls were looked at already
+        calls = _built_in(other, _local_names(other, types))
+        if calls is None:
+            return None
+        for call, caller in calls:
+            found = other.resolve(call.func, caller)
+            defined = types.get(found.name) if found.is_class else None
+            if defined is None or not (
+                _defined_only_in(other, found.name, defined)
+                or may_run(other, call, caller, found.name, defined)
+            ):
+                return None  # a namesake, or a class not resolved
+            sites.append((other, call, caller))
+    return sites
+
+
+def _inheriting(resolver: Resolver, name: str, init: Function, where: str) -> dict[str, str] | None:
+    """``{class: the file defining it}`` for ``name`` and every project class deriving
+    from it that runs ``init`` when built; ``None`` when one has its own ``__init__``."""
+    children = subclasses_by_base(resolver.index)
+    out = {name: where}
+    todo = [name]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child in out:
+                continue
+            defs = resolver.index.defs.get(child, ())
+            located = find_method(resolver, child, "__init__")
+            if len(defs) != 1 or located is None or located[1].lineno != init.lineno:
+                return None  # a namesake, or its own ``__init__``
+            owner = located[0]
+            if owner is not resolver and not same_file(resolver, owner.file.path):
+                return None
+            out[child] = defs[0][1].rpartition(":")[0]
+            todo.append(child)
+            if len(out) > MAX_SUBCLASSES:
+                return None
+    return out
+
+
+def _defined_only_in(other: Resolver, name: str, where: str) -> bool:
+    return {w.rpartition(":")[0] for _, w in other.index.defs.get(name, ())} == {where}
+
+
+def _local_names(other: Resolver, types: dict[str, str]) -> set[str]:
+    """The names that may stand for a class of ``types`` (``{class: its file}``) in
+    ``other``: theirs, and those a file imports one of them as (``import Net as N``),
+    less those it imports a namesake of another module as."""
+    names = set(types)
+    for node in ast.walk(other.file.tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        for alias in node.names:
+            local = alias.asname or alias.name
+            if alias.name not in types:
+                continue
+            if import_names(
+                other, f"{node.module or ''}.{alias.name}", alias.name, types[alias.name]
+            ):
+                names.add(local)
+            elif local in types:
+                names.discard(local)
+    return names
+
+
+def _built_in(other: Resolver, types: set[str]) -> list[tuple[ast.Call, Scope]] | None:
+    """The calls in ``other`` of a name in ``types`` (``Net(...)``, ``nets.Net(...)``);
+    ``None`` when one of those names is used some other way (see the module docstring)."""
+    pyfile = other.file
+    calls: list[tuple[ast.Call, Scope]] = []
+    inert: set[int] = set()
+    stack: list[tuple[ast.AST, Scope]] = [(pyfile.tree, pyfile.scopes[id(pyfile.tree)])]
+    while stack:
+        node, scope = stack.pop()
+        if isinstance(node, ast.Call):
+            func = node.func
+            last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if last in types:
+                calls.append((node, scope))
+                inert.add(id(func))
+            if isinstance(func, ast.Name) and func.id in _INERT_CALLS:
+                inert.update(id(n) for a in node.args for n in ast.walk(a))
+        elif isinstance(node, ast.ClassDef):
+            inert.update(id(n) for b in node.bases for n in ast.walk(b))
+        elif isinstance(node, (ast.Name, ast.Attribute)) and id(node) not in inert:
+            used = node.id if isinstance(node, ast.Name) else node.attr
+            if used in types:
+                return None  # handed on, stored, or called out of sight
+        for annotation in _annotations(node):
+            inert.update(id(n) for n in ast.walk(annotation))
+        inner = pyfile.scopes.get(id(node), scope)
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+    return calls
+
+
+def _annotations(node: ast.AST) -> list[ast.expr]:
+    if isinstance(node, ast.arg) and node.annotation is not None:
+        return [node.annotation]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
+        return [node.returns]
+    if isinstance(node, ast.AnnAssign):
+        return [node.annotation]
+    return []
