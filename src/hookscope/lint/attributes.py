@@ -19,7 +19,7 @@ from hookscope.lint.classes import base_names
 from hookscope.lint.crossfile import aliased_base, foreign
 from hookscope.lint.instances import subclasses_by_base
 from hookscope.lint.kinds import MAX_DEPTH, Kind, Resolved
-from hookscope.lint.methods import imported_base
+from hookscope.lint.methods import find_method, imported_base
 
 if TYPE_CHECKING:
     from hookscope.lint.resolve import Resolver
@@ -94,6 +94,8 @@ def in_subclasses(resolver: Resolver, cls_name: str, attr: str, depth: int) -> R
     ``cls_name``: what the project subclasses that bind it hold (``self.decoder_obj`` of an
     output-feature base, assigned by each feature class in its own file), when each of
     them resolves and all agree; ``None`` otherwise (also when one cannot be read)."""
+    if f"def {attr}(" in resolver.file.text or find_method(resolver, cls_name, attr) is not None:
+        return None  # a method here (a masked parse may lack it), or of the class or a base
     children = subclasses_by_base(resolver.index)
     todo, seen = list(children.get(cls_name, ())), {cls_name}
     results: list[Resolved] = []

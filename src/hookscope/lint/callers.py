@@ -15,7 +15,8 @@ from __future__ import annotations
 import ast
 import os
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Literal
 
 from hookscope.lint.crossfile import foreign_file
 from hookscope.lint.index import defined_in
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from hookscope.lint.resolve import Resolver
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
+# A call, the resolver of its file, and the calling scope.
+Site = tuple["Resolver", ast.Call, Scope]
 
 # ``from pkg.mod import a, b as c`` or ``from .mod import (\n a,\n b,\n)``.
 # (A literal start lets the regex engine skip to each "from"; one in a string or comment
@@ -100,7 +103,9 @@ def same_file(resolver: Resolver, path: str) -> bool:
     """Whether ``path`` (relative to the project root) is the file ``resolver`` reads."""
     root = resolver.index.root
     full = os.path.join(root, path) if root else path
-    return os.path.abspath(full) == os.path.abspath(resolver.file.path)
+    own = resolver.file.path  # (a file read for another's sake: relative to the root too)
+    own = own if os.path.isabs(own) or not root else os.path.join(root, own)
+    return os.path.abspath(full) == os.path.abspath(own)
 
 
 def given_in_other_files(
@@ -121,19 +126,18 @@ def given_in_other_files(
     where = _own_where(resolver, owner.name, func.lineno, is_class)
     if not where:
         return None
-    if is_class:
+    if isinstance(owner, ast.ClassDef):
         from hookscope.lint.constructors import constructions  # (it imports this module)
 
-        sites = (
-            constructions(resolver, owner, func, where) if isinstance(owner, ast.ClassDef) else None
-        )
+        sites: Iterable[Site | None] = constructions(resolver, owner, func, where)
     else:
-        sites = _function_calls(resolver, owner.name, where)
-    if sites is None:
-        return None
+        sites = _function_calls(resolver, owner.name, where) or [None]
     results: list[tuple[ast.Call, str, Resolved]] = []
     skip = 1 if is_class else 0
-    for other, call, caller in sites:
+    for site in sites:  # (in order: an unknown one ends the look-up before the rest is read)
+        if site is None:
+            return None  # a call that cannot be seen
+        other, call, caller = site
         argument = argument_for(func, skip, call, name)
         if argument is None and left_none(func, skip, call, name):
             continue  # ``None`` there: that call never reaches a ``.forward``
@@ -146,9 +150,7 @@ def given_in_other_files(
     return agreed(results, "every call", name)
 
 
-def _function_calls(
-    resolver: Resolver, name: str, where: str
-) -> list[tuple[Resolver, ast.Call, Scope]] | None:
+def _function_calls(resolver: Resolver, name: str, where: str) -> list[Site] | None:
     """Every call in the other project files of the function ``name`` defined in ``where``,
     with the file's resolver and the calling scope; ``None`` when they cannot all be seen."""
     # ``from pkg.utils import compare``, or ``from pkg import utils as u`` and ``u.compare``
@@ -158,7 +160,7 @@ def _function_calls(
     files = sorted({*named, *(through if len(through) <= MAX_IMPORTERS else ())})
     if not files or len(files) > MAX_IMPORTERS:
         return None
-    sites: list[tuple[Resolver, ast.Call, Scope]] = []
+    sites: list[Site] = []
     for other_where in files:
         other = foreign_file(resolver, other_where)
         if other is None:
@@ -167,11 +169,12 @@ def _function_calls(
         if calls is None:
             return None  # used some other way than called (handed on, say)
         for call, caller in calls:
-            if not _runs(other, call, caller, name, where) and not may_run(
-                other, call, caller, name, where
-            ):
+            bound = "yes" if _runs(other, call, caller, name, where) else None
+            bound = bound or imported_as(other, call, caller, name, where)
+            if bound == "unknown":
                 return None
-            sites.append((other, call, caller))
+            if bound == "yes":
+                sites.append((other, call, caller))
     return sites
 
 
@@ -211,24 +214,31 @@ def _calls_in(other: Resolver, name: str, where: str) -> list[tuple[ast.Call, Sc
 
 
 def may_run(other: Resolver, call: ast.Call, scope: Scope, name: str, where: str) -> bool:
+    """Whether ``call`` may run the ``name`` of ``where`` (see `imported_as`)."""
+    return imported_as(other, call, scope, name, where) == "yes"
+
+
+def imported_as(
+    other: Resolver, call: ast.Call, scope: Scope, name: str, where: str
+) -> Literal["yes", "no", "unknown"]:
     """Whether ``call`` calls a bare name that one of its imports in the scopes around the
     call binds to the ``name`` defined in ``where`` (another import may bind it to another
     function: ``from .loops import train_dense as train`` in one branch, ``train_sparse``
-    in the other). Such a call counts among the calls of ``name``: what it passes must
-    agree with the rest."""
+    in the other): ``"yes"``; ``"no"`` when the name is bound only by imports of other
+    things there; ``"unknown"`` otherwise."""
     func = call.func
     current: Scope | None = scope
     while isinstance(func, ast.Name) and current is not None:
-        bindings = () if isinstance(current.node, ast.ClassDef) else None
-        bindings = (
-            bindings if bindings is not None else other.bindings_of(current.node).get(func.id)
-        )
+        in_class = isinstance(current.node, ast.ClassDef)  # (a class body's names: not here)
+        bindings = None if in_class else other.bindings_of(current.node).get(func.id)
         if bindings:
-            return any(
+            if any(
                 b.kind == "import" and import_names(other, b.origin, name, where) for b in bindings
-            )
+            ):
+                return "yes"
+            return "no" if all(b.kind == "import" for b in bindings) else "unknown"
         current = current.parent
-    return False
+    return "unknown"
 
 
 def import_names(other: Resolver, origin: str, name: str, where: str) -> bool:

@@ -184,7 +184,9 @@ def _entries_called(
     else:
         return None
     entries = literal.values if isinstance(literal, ast.Dict) else literal.elts
-    if not entries or depth >= MAX_DEPTH or any(isinstance(e, ast.Starred) for e in entries):
+    if not entries or (isinstance(literal, ast.Dict) and None in literal.keys):
+        return None  # filled elsewhere (``HEADS = {}`` and a decorator), or ``{**base}``
+    if depth >= MAX_DEPTH or any(isinstance(e, ast.Starred) for e in entries):
         return UNKNOWN
     results = []
     for entry in entries:  # each entry called (no arguments: they do not choose the kind)

@@ -15,9 +15,17 @@ from __future__ import annotations
 
 import ast
 import os
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from hookscope.lint.callers import MAX_IMPORTERS, import_names, importers, may_run, same_file
+from hookscope.lint.callers import (
+    MAX_IMPORTERS,
+    Site,
+    import_names,
+    importers,
+    may_run,
+    same_file,
+)
 from hookscope.lint.crossfile import foreign_file
 from hookscope.lint.instances import subclasses_by_base
 from hookscope.lint.methods import find_method
@@ -34,13 +42,16 @@ _INERT_CALLS = ("isinstance", "issubclass", "super")
 
 def constructions(
     resolver: Resolver, cls: ast.ClassDef, init: Function, where: str
-) -> list[tuple[Resolver, ast.Call, Scope]] | None:
-    """Every call in the other project files that builds ``cls`` (of this file, defined
-    at ``where``) or a subclass running its ``__init__``, with the file's resolver and the
-    calling scope; ``None`` when they cannot all be seen."""
+) -> Iterator[Site | None]:
+    """Every call in the project that builds ``cls`` (of this file, defined at ``where``)
+    or a subclass running its ``__init__``, with the file's resolver and the calling
+    scope: this file's first, then those of the files naming one of the classes (read
+    only as far as the caller keeps asking). ``None`` for a call that cannot be seen."""
     types = _inheriting(resolver, cls.name, init, where)
     if types is None:
-        return None
+        yield None
+        return
+    yield from _sites_in(resolver, types)
     stem = os.path.basename(where).removesuffix(".py")  # ``from pkg import nets`` ...
     through = importers(resolver.index, stem)  # ... and ``nets.Net(...)``
     files = {*(through if len(through) <= MAX_IMPORTERS else ())}
@@ -49,25 +60,34 @@ def constructions(
         if name != cls.name:
             files.add(defined)
     if len(files) > MAX_IMPORTERS:
-        return None
-    sites: list[tuple[Resolver, ast.Call, Scope]] = []
+        yield None
+        return
     for other_where in sorted(files):
+        if same_file(resolver, other_where):
+            continue  # read first
         other = foreign_file(resolver, other_where)
         if other is None:
-            return None  # unreadable, or this file: its calls were looked at already
-        calls = _built_in(other, _local_names(other, types))
-        if calls is None:
-            return None
-        for call, caller in calls:
-            found = other.resolve(call.func, caller)
-            defined = types.get(found.name) if found.is_class else None
-            if defined is None or not (
-                _defined_only_in(other, found.name, defined)
-                or may_run(other, call, caller, found.name, defined)
-            ):
-                return None  # a namesake, or a class not resolved
-            sites.append((other, call, caller))
-    return sites
+            yield None  # unreadable
+            return
+        yield from _sites_in(other, types)
+
+
+def _sites_in(other: Resolver, types: dict[str, str]) -> Iterator[Site | None]:
+    """The calls in ``other`` of a class of ``types`` (``{class: its file}``)."""
+    calls = _built_in(other, _local_names(other, types))
+    if calls is None:
+        yield None
+        return
+    for call, caller in calls:
+        found = other.resolve(call.func, caller)
+        defined = types.get(found.name) if found.is_class else None
+        if defined is None or not (
+            _defined_only_in(other, found.name, defined)
+            or may_run(other, call, caller, found.name, defined)
+        ):
+            yield None  # a namesake, or a class not resolved
+            return
+        yield other, call, caller
 
 
 def _inheriting(resolver: Resolver, name: str, init: Function, where: str) -> dict[str, str] | None:

@@ -349,7 +349,8 @@ class Resolver(ClassKinds):
             return Resolved(kind, is_class=True, container=container, name=binding.origin)
         if binding.kind == "import":
             module, _, name = binding.origin.rpartition(".")
-            if name[:1].isupper() or name in self.index:  # classes such as qExpectedImprovement
+            function = name in self.index.functions and name not in self.index  # ``def GIN(p)``
+            if not function and (name[:1].isupper() or name in self.index):  # or qExpectedImp...
                 kind, container = self.class_kind(name, module)
                 if kind is Kind.UNKNOWN and name not in self.index and name.isupper():
                     value = imported_value(self, module, name, depth)  # ``DEFAULT_NET``
