@@ -11,6 +11,7 @@ name the same class attribute as ``self.x`` (`bindings.on_instance`).
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -94,8 +95,10 @@ def in_subclasses(resolver: Resolver, cls_name: str, attr: str, depth: int) -> R
     ``cls_name``: what the project subclasses that bind it hold (``self.decoder_obj`` of an
     output-feature base, assigned by each feature class in its own file), when each of
     them resolves and all agree; ``None`` otherwise (also when one cannot be read)."""
-    if f"def {attr}(" in resolver.file.text or find_method(resolver, cls_name, attr) is not None:
-        return None  # a method here (a masked parse may lack it), or of the class or a base
+    name = re.escape(attr)  # ``self.x = ...``, ``x: T`` or ``def x(`` in this file's text:
+    bound_here = re.compile(rf"\.{name}\s*(?::[^=\n]*)?=[^=]|\b{name}\s*:[^\n]|def\s+{name}\s*\(")
+    if bound_here.search(resolver.file.text) or find_method(resolver, cls_name, attr) is not None:
+        return None  # bound or defined here (a masked parse may lack it), or a method
     children = subclasses_by_base(resolver.index)
     todo, seen = list(children.get(cls_name, ())), {cls_name}
     results: list[Resolved] = []

@@ -47,11 +47,16 @@ def constructions(
     or a subclass running its ``__init__``, with the file's resolver and the calling
     scope: this file's first, then those of the files naming one of the classes (read
     only as far as the caller keeps asking). ``None`` for a call that cannot be seen."""
+    # This file's calls of the class come first: one that cannot be seen ends the look-up
+    # before the project's subclasses are looked for.
+    yield from _sites_in(resolver, {cls.name: where})
     types = _inheriting(resolver, cls.name, init, where)
     if types is None:
         yield None
         return
-    yield from _sites_in(resolver, types)
+    subclasses = {name: defined for name, defined in types.items() if name != cls.name}
+    if subclasses:
+        yield from _sites_in(resolver, subclasses)
     stem = os.path.basename(where).removesuffix(".py")  # ``from pkg import nets`` ...
     through = importers(resolver.index, stem)  # ... and ``nets.Net(...)``
     files = {*(through if len(through) <= MAX_IMPORTERS else ())}
