@@ -407,3 +407,51 @@ def test_a_forward_parameter_that_some_calls_leave_at_none(tmp_path: Path) -> No
         """,
     )
     assert found(tmp_path, path, CONFIDENT) == expected_codes(path)
+
+
+def test_an_argument_that_the_callee_uses_as_a_module(tmp_path: Path) -> None:
+    write_source(
+        tmp_path,
+        "pkg/hooks.py",
+        """\
+        def register_hooks(model, hook):
+            handles = []
+            for name, module in model.named_modules():
+                handles.append(module.register_forward_hook(hook))
+            return handles
+
+
+        def maybe_hooks(model, hook):
+            if hasattr(model, "named_modules"):
+                return [m.register_forward_hook(hook) for _, m in model.named_modules()]
+            return []
+
+
+        def rebound(model, hook):
+            model = model.inner
+            return list(model.named_modules())
+        """,
+    )
+    path = write_source(
+        tmp_path,
+        "pkg/calibrate.py",
+        """\
+        import torch
+
+        from pkg.hooks import maybe_hooks, rebound, register_hooks
+
+
+        def calibrate(model, batches, hook):
+            handles = register_hooks(model, hook)
+            for batch in batches:
+                model.forward(batch)  # HS101
+            return handles
+
+
+        def probe(runner, batches, hook):
+            maybe_hooks(runner, hook)
+            rebound(runner, hook)
+            return [runner.forward(b) for b in batches]
+        """,
+    )
+    assert found(tmp_path, path, CONFIDENT) == expected_codes(path)

@@ -32,7 +32,7 @@ from hookscope.lint.bindings import Binding, class_attributes, dotted
 from hookscope.lint.classes import base_names
 from hookscope.lint.crossfile import import_origin, imported_file
 from hookscope.lint.kinds import Kind, Resolved
-from hookscope.lint.passing import declared_by_callee
+from hookscope.lint.passing import callee_of, declared_by_callee, parameter_of
 from hookscope.lint.pyfile import CallSite, Scope
 from hookscope.lint.resolve import Resolver
 
@@ -123,9 +123,61 @@ def _used_as_module(resolver: Resolver, receiver: ast.expr, scope: Scope) -> Res
         for arg in [*node.args, *(k.value for k in node.keywords)]:
             if _same(arg, path, is_self_attr):
                 declared = declared_by_callee(resolver, node, arg, where)
+                declared = declared or _used_by_callee(resolver, node, arg, where)
                 if declared is not None:
                     return replace(declared, name=path.rsplit(".", 1)[-1])
     return None
+
+
+def _used_by_callee(
+    resolver: Resolver, call: ast.Call, argument: ast.expr, scope: Scope
+) -> Resolved | None:
+    """``argument`` of ``call`` is a module because the project function called uses the
+    parameter it lands in as one, unconditionally: ``register_hooks(model)`` with ``def
+    register_hooks(model): for name, m in model.named_modules(): ...``. Only calls among
+    the callee's top-level statements count (not under an ``if``/``try``, which may test
+    for the method first), and only while the parameter is not rebound."""
+    found = callee_of(resolver, call, scope)
+    if found is None:
+        return None
+    owner, func, skip = found
+    param = parameter_of(func, skip, call, argument)
+    if param is None or param is func.args.vararg:
+        return None
+    bindings = owner.bindings_of(func).get(param.arg, [])
+    if len(bindings) != 1:
+        return None  # rebound in the body
+    for node in _unconditional_calls(func):
+        method = node.func
+        if (
+            isinstance(method, ast.Attribute)
+            and isinstance(method.value, ast.Name)
+            and method.value.id == param.arg
+            and _module_only(owner, method.attr)
+        ):
+            where = f"{owner.file.path}:{node.lineno}"
+            return Resolved(
+                Kind.MODULE,
+                via=f"passed to {func.name}({param.arg}), which calls {param.arg}."
+                f"{method.attr}(...) at {where}: only torch modules have it",
+            )
+    return None
+
+
+def _unconditional_calls(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.Call]:
+    """The calls that every run of ``func`` makes, as far as its top-level statements say:
+    simple statements, a loop's iterable, a ``with``'s items (not their bodies)."""
+    for stmt in func.body:
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            parts: list[ast.AST] = [stmt.iter]
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            parts = [item.context_expr for item in stmt.items]
+        elif isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return)):
+            parts = [stmt]
+        else:
+            continue
+        for part in parts:
+            yield from (n for n in ast.walk(part) if isinstance(n, ast.Call))
 
 
 #: Per scope and mode (``whole_class``): spelled name -> the calls that name it, in order.

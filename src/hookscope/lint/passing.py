@@ -42,11 +42,11 @@ def declared_by_callee(
     resolver: Resolver, call: ast.Call, argument: ast.expr, scope: Scope
 ) -> Resolved | None:
     """``argument`` of ``call`` is a module because the callee's parameter says so."""
-    found = _callee(resolver, call, scope)
+    found = callee_of(resolver, call, scope)
     if found is None:
         return None
     owner, func, skip = found
-    param = _parameter(func, skip, call, argument)
+    param = parameter_of(func, skip, call, argument)
     if param is None or param.annotation is None:
         return None
     declared = owner.annotation(param.annotation)
@@ -162,7 +162,7 @@ def unpacked(
     every ``return`` of that function is a tuple."""
     if not isinstance(value, ast.Call):
         return UNKNOWN
-    found = _callee(resolver, value, scope)
+    found = callee_of(resolver, value, scope)
     if found is None:
         return _handed_back(resolver, value, position, scope, depth)
     owner, func, _ = found
@@ -220,7 +220,7 @@ def _handed_back(
     return replace(given, via=f"{last}(...) hands back argument {position}, a module{shown}")
 
 
-def _callee(
+def callee_of(
     resolver: Resolver, call: ast.Call, scope: Scope
 ) -> tuple[Resolver, Function, int] | None:
     """The function ``call`` runs, the resolver of its file, and the parameters that the
@@ -275,7 +275,7 @@ def _callee_is(
     return found.function is func
 
 
-def _parameter(func: Function, skip: int, call: ast.Call, argument: ast.expr) -> ast.arg | None:
+def parameter_of(func: Function, skip: int, call: ast.Call, argument: ast.expr) -> ast.arg | None:
     """The parameter of ``func`` that ``argument`` of ``call`` is bound to."""
     params = [*func.args.posonlyargs, *func.args.args][skip:]
     for position, arg in enumerate(call.args):
