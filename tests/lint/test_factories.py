@@ -141,7 +141,7 @@ def test_a_registry_table_builds_modules_and_aliased_imports_pass_them(tmp_path:
 
 def test_a_base_class_constructor_inherited_by_subclasses(tmp_path: Path) -> None:
     _nets(tmp_path)
-    write_source(
+    trainer = write_source(
         tmp_path,
         "pkg/trainer.py",
         """\
@@ -159,6 +159,26 @@ def test_a_base_class_constructor_inherited_by_subclasses(tmp_path: Path) -> Non
         class Holder:
             def __init__(self, model):
                 self.model = model
+
+
+        class Loop:
+            def __init__(self, net):
+                self.net = net
+
+
+        class StepLoop(Loop):
+            def step(self, x):
+                return self.net.forward(x)  # HS101
+
+
+        class Box:
+            def __init__(self, item):
+                self.item = item
+
+
+        class StepBox(Box):
+            def go(self, x):
+                return self.item.forward(x)
         """,
     )
     act = write_source(
@@ -207,6 +227,7 @@ def test_a_base_class_constructor_inherited_by_subclasses(tmp_path: Path) -> Non
         from atari.trainer import Trainer
         from pkg.act import ActTrainer, OwnInit, Plain, StepRunner
         from pkg.nets import GCNNet, Node, Step
+        from pkg.trainer import StepBox, StepLoop
 
 
         def main():
@@ -215,9 +236,12 @@ def test_a_base_class_constructor_inherited_by_subclasses(tmp_path: Path) -> Non
             Trainer(Node())
             Plain(GCNNet())
             OwnInit(GCNNet())
+            StepLoop(GCNNet())
+            StepBox(Step())
         """,
     )
     assert found(tmp_path, act, CONFIDENT) == expected_codes(act)
+    assert found(tmp_path, trainer, CONFIDENT) == expected_codes(trainer)
     assert _alone(act) == expected_codes(act)
 
 

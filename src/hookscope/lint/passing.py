@@ -75,7 +75,11 @@ def given_by_callers(resolver: Resolver, func: Function, name: str, depth: int) 
     if callee == "forward" and (found := given_to_forward(resolver, func, scope, name, depth)):
         return found
     if mentioned and (resolver.calls_named(callee) or used_here(resolver, callee)):
-        return _given_here(resolver, func, scope, callee, name, depth)
+        here = _given_here(resolver, func, scope, callee, name, depth)
+        if here is not None or func.name != "__init__" or resolver.calls_named(callee):
+            return here
+        # ``class Trainer`` named here only as a base (``class StepTrainer(Trainer)``):
+        # its subclasses' constructions, here and elsewhere (`constructors`)
     # Neither called nor used in this file (its docstring may say its name): the calls
     # are in other files.
     if scope.self_name and func.name != "__init__":
