@@ -479,3 +479,29 @@ def test_an_argument_that_the_callee_uses_as_a_module(tmp_path: Path) -> None:
         """,
     )
     assert found(tmp_path, path, CONFIDENT) == expected_codes(path)
+
+
+def test_a_name_rebound_in_a_loop_body_holds_its_last_value(tmp_path: Path) -> None:
+    _nets(tmp_path)
+    path = write_source(
+        tmp_path,
+        "pkg/kernels.py",
+        """\
+        from pkg.nets import GATNet, GCNNet, Node, Step
+
+
+        def score(xs, nu):
+            for x in xs:
+                kernel = {0.5: GCNNet, 1.5: GATNet}[nu]
+                kernel = kernel()
+                kernel = kernel.forward(x) + 1  # HS101
+
+
+        def steps(xs, nu):
+            for x in xs:
+                step = {0.5: Node, 1.5: Step}[nu]
+                step = step()
+                step = step.forward(x) + 1
+        """,
+    )
+    assert found(tmp_path, path, CONFIDENT) == expected_codes(path)

@@ -370,31 +370,40 @@ def returned(func: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[list[ast.exp
 def reaching(owner: ast.AST, bindings: list[Binding], line: int) -> list[Binding]:
     """The bindings of a name that can reach its use at ``line`` in the function ``owner``.
 
-    An assignment among the function's top-level statements, before the use, hides the
-    bindings above it (``mods = {...}`` ... ``mods = [a, b]`` ... ``for m in mods``); the
-    ones after it and before the use (in branches), and those later in a loop around the
-    use, still reach it. Anywhere else, every binding counts.
+    An assignment that every path to the use runs, before it (a statement of a block that
+    holds the use: the function's body, or the body of a loop, ``if`` branch, ``with`` or
+    ``try`` around the use), hides the bindings above it (``mods = {...}`` ...
+    ``mods = [a, b]`` ... ``for m in mods``); the ones after it and before the use (in
+    branches), and those later in a loop around the use that starts after it, still
+    reach it. Anywhere else, every binding counts.
     """
     if not isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef)) or len(bindings) < 2:
         return bindings
-    top = {
-        id(stmt.value): stmt
-        for stmt in owner.body
-        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None
-    }
-    before = [
-        top[id(b.expr)]
-        for b in bindings
-        if id(b.expr) in top and (top[id(b.expr)].end_lineno or line) < line
-    ]
-    if not before:
+    values = {id(b.expr) for b in bindings if b.expr is not None}
+    start = 0
+    block: list[ast.stmt] = owner.body
+    while block:
+        holder = None
+        for stmt in block:
+            if stmt.lineno > line:
+                break
+            if (
+                isinstance(stmt, (ast.Assign, ast.AnnAssign))
+                and stmt.value is not None
+                and id(stmt.value) in values
+                and (stmt.end_lineno or line) < line
+            ):
+                start = stmt.lineno  # the last one every path runs, so far
+            if line <= (stmt.end_lineno or stmt.lineno):
+                holder = stmt
+        block = _block_holding(holder, line) if holder is not None else []
+    if not start:
         return bindings
-    start = max(stmt.lineno for stmt in before)
     loops = [
         (n.lineno, n.end_lineno or n.lineno)
         for n in ast.walk(owner)
         if isinstance(n, (ast.For, ast.AsyncFor, ast.While))
-        and n.lineno <= line <= (n.end_lineno or n.lineno)
+        and start < n.lineno <= line <= (n.end_lineno or n.lineno)
     ]
 
     def reaches(binding: Binding) -> bool:
@@ -402,6 +411,21 @@ def reaching(owner: ast.AST, bindings: list[Binding], line: int) -> list[Binding
         return start <= at < line or any(first <= at <= last for first, last in loops)
 
     return [b for b in bindings if reaches(b)]
+
+
+def _block_holding(stmt: ast.stmt, line: int) -> list[ast.stmt]:
+    """The statement list of ``stmt`` (a loop, ``if``, ``with`` or ``try``) that holds
+    ``line``; ``[]`` for any other statement (a nested function runs later)."""
+    if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith)):
+        blocks = [stmt.body, getattr(stmt, "orelse", [])]
+    elif isinstance(stmt, ast.Try):
+        blocks = [stmt.body, *(h.body for h in stmt.handlers), stmt.orelse, stmt.finalbody]
+    else:
+        return []
+    for block in blocks:
+        if block and block[0].lineno <= line <= (block[-1].end_lineno or block[-1].lineno):
+            return block
+    return []
 
 
 def settled(bindings: list[Binding], user: ast.AST | None) -> list[Binding]:
