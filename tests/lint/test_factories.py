@@ -505,3 +505,43 @@ def test_a_name_rebound_in_a_loop_body_holds_its_last_value(tmp_path: Path) -> N
         """,
     )
     assert found(tmp_path, path, CONFIDENT) == expected_codes(path)
+
+
+def test_a_table_of_functions_is_not_its_first_function(tmp_path: Path) -> None:
+    path = write_source(
+        tmp_path,
+        "builders.py",
+        """\
+        from torch import nn
+
+
+        class Schedule:
+            def forward(self, step):
+                return step
+
+
+        def make_net(cfg):
+            return nn.Linear(2, 2)
+
+
+        def make_head(cfg):
+            return nn.Linear(2, 1)
+
+
+        def make_schedule(cfg):
+            return Schedule()
+
+
+        NETS = {"net": make_net, "head": make_head}
+        PARTS = {"net": make_net, "schedule": make_schedule}
+
+
+        def run(name, cfg, x):
+            make = NETS[name]
+            a = make(cfg).forward(x)  # HS101
+            b = PARTS[name](cfg).forward(x)
+            build = PARTS.get(name)
+            return a, b, build(cfg).forward(x)
+        """,
+    )
+    assert found(tmp_path, path, CONFIDENT) == expected_codes(path)

@@ -58,7 +58,7 @@ def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) ->
     last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
     if isinstance(func, ast.Name) and func.id == "getattr":
         return getattr_value(resolver, expr, scope, depth)
-    if isinstance(func, (ast.Subscript, ast.Call)):
+    if isinstance(func, (ast.Subscript, ast.Call, ast.Name)):
         built = _entries_called(resolver, func, scope, depth)
         if built is not None:  # ``MODELS[name](cfg)``: what every entry of the table builds
             return built
@@ -157,12 +157,18 @@ def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) ->
 
 
 def _entries_called(
-    resolver: Resolver, func: ast.Subscript | ast.Call, scope: Scope, depth: int
+    resolver: Resolver, func: ast.Subscript | ast.Call | ast.Name, scope: Scope, depth: int
 ) -> Resolved | None:
     """``table[key](...)`` / ``table.get(key)(...)`` of a table written out (``models =
     {"gcn": GCN, "gat": make_gat}``, here or in the file it is imported from): what calling
     each entry gives (an instance of a class, what a function returns), when they all
     agree; `UNKNOWN` when they do not, ``None`` when ``func`` is no such entry."""
+    if isinstance(func, ast.Name):  # ``make = MODELS[name]`` ... ``make(cfg)``
+        bindings = resolver.bindings_of(scope.node).get(func.id, [])
+        value = bindings[0].expr if len(bindings) == 1 and bindings[0].kind == "value" else None
+        if not isinstance(value, (ast.Subscript, ast.Call)):
+            return None
+        return _entries_called(resolver, value, resolver.scope_of(bindings[0].owner), depth)
     if isinstance(func, ast.Subscript) and not isinstance(func.slice, ast.Slice):
         table = func.value
     elif (

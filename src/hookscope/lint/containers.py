@@ -32,6 +32,10 @@ def literal_element(
     if not results or len({(r.kind, r.is_class) for r in results}) != 1:
         return UNKNOWN
     first = results[0]
+    if len({(id(r.function), r.factory) for r in results}) > 1:
+        # different functions: calling one is not calling the first (`calls`: what they
+        # all build, when they agree)
+        return replace(first, cls="", function=None, factory="")
     return first if len({r.name for r in results}) == 1 else replace(first, cls="")
 
 
