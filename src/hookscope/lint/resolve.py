@@ -27,14 +27,11 @@ from hookscope.lint.bindings import (
     Binding,
     dotted,
     global_bindings,
-    in_own_value,
     lambda_default,
     on_instance,
     only_raises,
-    reaching,
     returned,
     scope_bindings,
-    settled,
 )
 from hookscope.lint.calls import call_result, entered
 from hookscope.lint.classes import ClassKinds, base_names
@@ -64,6 +61,7 @@ from hookscope.lint.methods import (
 from hookscope.lint.narrowing import Guard, guards, narrowed
 from hookscope.lint.passing import calls_by_name, given_by_callers, says_nothing, unpacked
 from hookscope.lint.pyfile import PyFile, Scope
+from hookscope.lint.reach import in_own_value, reaching, settled
 from hookscope.lint.registries import registry_class
 from hookscope.lint.rewriters import rewriter_self
 from hookscope.lint.tuples import tuple_item
