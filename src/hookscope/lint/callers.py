@@ -8,6 +8,10 @@ pass modules (or instances of one kind). The importing files are found by a text
 the project's files, once per index and process (the same files the class index was built
 from); each is parsed on demand, once. A file that imports the name and does anything
 else with it than calling it (hands it on as a callback, say) makes the answer unknown.
+Calls through an alias count (``from train.loops import train_dense as train_epoch``,
+also inside a function and with another branch binding the alias to another function);
+a function named like others of the project is told apart by the module its callers
+import it from. A class's constructions are `constructors`' (its subclasses' too).
 """
 
 from __future__ import annotations
