@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import weakref
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Literal
 
@@ -191,9 +192,7 @@ def _calls_in(other: Resolver, name: str, where: str) -> list[tuple[ast.Call, Sc
 
     aliases: set[str] = set()
     plain = elsewhere = False
-    for node in ast.walk(other.file.tree):
-        if not isinstance(node, ast.ImportFrom):
-            continue
+    for node in import_froms(other.file.tree):
         for alias in node.names:
             local = alias.asname or alias.name
             if alias.name == name and import_names(
@@ -215,6 +214,20 @@ def _calls_in(other: Resolver, name: str, where: str) -> list[tuple[ast.Call, Sc
             return None  # imported under that name, and handed on or not called
         calls.extend(by_alias)
     return calls
+
+
+# tree -> its ``from ... import`` statements, in any scope (kept while the tree lives)
+_IMPORT_FROMS: weakref.WeakKeyDictionary[ast.AST, list[ast.ImportFrom]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def import_froms(tree: ast.Module) -> list[ast.ImportFrom]:
+    """Every ``from ... import`` statement of ``tree``, nested ones included (found once)."""
+    found = _IMPORT_FROMS.get(tree)
+    if found is None:
+        found = _IMPORT_FROMS[tree] = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    return found
 
 
 def may_run(other: Resolver, call: ast.Call, scope: Scope, name: str, where: str) -> bool:

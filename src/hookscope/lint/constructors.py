@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from hookscope.lint.callers import (
     MAX_IMPORTERS,
     Site,
+    import_froms,
     import_names,
     importers,
     may_run,
@@ -128,9 +129,7 @@ def _local_names(other: Resolver, types: dict[str, str]) -> set[str]:
     ``other``: theirs, and those a file imports one of them as (``import Net as N``),
     less those it imports a namesake of another module as."""
     names = set(types)
-    for node in ast.walk(other.file.tree):
-        if not isinstance(node, ast.ImportFrom):
-            continue
+    for node in import_froms(other.file.tree):
         for alias in node.names:
             local = alias.asname or alias.name
             if alias.name not in types:
