@@ -226,7 +226,17 @@ def import_froms(tree: ast.Module) -> list[ast.ImportFrom]:
     """Every ``from ... import`` statement of ``tree``, nested ones included (found once)."""
     found = _IMPORT_FROMS.get(tree)
     if found is None:
-        found = _IMPORT_FROMS[tree] = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        found = _IMPORT_FROMS[tree] = []
+        todo: list[ast.stmt] = list(tree.body)
+        while todo:  # statements only: an import is one, expressions hold none
+            stmt = todo.pop()
+            if isinstance(stmt, ast.ImportFrom):
+                found.append(stmt)
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                for child in getattr(stmt, field, ()):
+                    todo.extend(
+                        getattr(child, "body", ()) if not isinstance(child, ast.stmt) else [child]
+                    )
     return found
 
 

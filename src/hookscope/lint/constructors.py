@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import os
+import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -30,7 +31,7 @@ from hookscope.lint.callers import (
 from hookscope.lint.crossfile import foreign_file
 from hookscope.lint.instances import subclasses_by_base
 from hookscope.lint.methods import find_method
-from hookscope.lint.pyfile import Scope
+from hookscope.lint.pyfile import PyFile, Scope
 
 if TYPE_CHECKING:
     from hookscope.lint.resolve import Resolver
@@ -146,31 +147,62 @@ def _local_names(other: Resolver, types: dict[str, str]) -> set[str]:
 def _built_in(other: Resolver, types: set[str]) -> list[tuple[ast.Call, Scope]] | None:
     """The calls in ``other`` of a name in ``types`` (``Net(...)``, ``nets.Net(...)``);
     ``None`` when one of those names is used some other way (see the module docstring)."""
-    pyfile = other.file
-    calls: list[tuple[ast.Call, Scope]] = []
-    inert: set[int] = set()
-    stack: list[tuple[ast.AST, Scope]] = [(pyfile.tree, pyfile.scopes[id(pyfile.tree)])]
+    found: list[tuple[ast.Call, Scope]] = []
+    for name in types:
+        called = other.calls_named(name)
+        if called or name not in other.file.text:
+            found.extend(called)  # (only called: `calls_by_name`, walked for other needs too)
+            continue
+        calls, used = _uses(other.file)  # named some other way too: a base, say
+        if name in used:
+            return None  # handed on, stored, or called out of sight
+        found.extend(calls.get(name, ()))
+    return sorted(found, key=lambda site: (site[0].lineno, site[0].col_offset))
+
+
+Uses = tuple[dict[str, list[tuple[ast.Call, Scope]]], set[str]]
+# tree -> its calls by the callee's last name, and the names it uses otherwise than as a
+# callee, a base, an ``isinstance``/``issubclass``/``super`` argument or an annotation
+# (kept while the tree lives: every class of a file is asked about with one walk)
+_USES: weakref.WeakKeyDictionary[ast.AST, Uses] = weakref.WeakKeyDictionary()
+
+
+def _uses(pyfile: PyFile) -> Uses:
+    found = _USES.get(pyfile.tree)
+    if found is not None:
+        return found
+    calls: dict[str, list[tuple[ast.Call, Scope]]] = {}
+    used: set[str] = set()
+    stack: list[tuple[ast.AST, Scope, bool]] = [
+        (pyfile.tree, pyfile.scopes[id(pyfile.tree)], False)
+    ]
     while stack:
-        node, scope = stack.pop()
+        node, scope, inert = stack.pop()
+        quiet: set[int] = set()  # children that name classes without using them
         if isinstance(node, ast.Call):
             func = node.func
             last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if last in types:
-                calls.append((node, scope))
-                inert.add(id(func))
+            if last:
+                calls.setdefault(last, []).append((node, scope))
+                quiet.add(id(func))  # (what an attribute callee is read from still counts)
+                if isinstance(func, ast.Attribute):
+                    stack.append((func.value, scope, inert))
             if isinstance(func, ast.Name) and func.id in _INERT_CALLS:
-                inert.update(id(n) for a in node.args for n in ast.walk(a))
+                quiet.update(id(a) for a in node.args)
         elif isinstance(node, ast.ClassDef):
-            inert.update(id(n) for b in node.bases for n in ast.walk(b))
-        elif isinstance(node, (ast.Name, ast.Attribute)) and id(node) not in inert:
-            used = node.id if isinstance(node, ast.Name) else node.attr
-            if used in types:
-                return None  # handed on, stored, or called out of sight
-        for annotation in _annotations(node):
-            inert.update(id(n) for n in ast.walk(annotation))
+            quiet.update(id(b) for b in node.bases)
+        elif isinstance(node, (ast.Name, ast.Attribute)) and not inert:
+            used.add(node.id if isinstance(node, ast.Name) else node.attr)
+        quiet.update(id(a) for a in _annotations(node))
         inner = pyfile.scopes.get(id(node), scope)
-        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
-    return calls
+        for name in node._fields:  # (`ast.iter_child_nodes` without its generators)
+            value = getattr(node, name, None)
+            for child in value if isinstance(value, list) else (value,):
+                if not isinstance(child, ast.AST) or (name == "func" and id(child) in quiet):
+                    continue  # (the callee named: a call, not a use)
+                stack.append((child, inner, inert or id(child) in quiet))
+    found = _USES[pyfile.tree] = (calls, used)
+    return found
 
 
 def _annotations(node: ast.AST) -> list[ast.expr]:
