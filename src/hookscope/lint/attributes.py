@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from hookscope.lint.bindings import Binding, class_attributes
 from hookscope.lint.classes import base_names
 from hookscope.lint.crossfile import aliased_base, foreign
-from hookscope.lint.instances import subclasses_by_base
+from hookscope.lint.instances import descendants
 from hookscope.lint.kinds import MAX_DEPTH, Kind, Resolved
 from hookscope.lint.methods import find_method, imported_base
 
@@ -99,18 +99,14 @@ def in_subclasses(resolver: Resolver, cls_name: str, attr: str, depth: int) -> R
     bound_here = re.compile(rf"\.{name}\s*(?::[^=\n]*)?=[^=]|\b{name}\s*:[^\n]|def\s+{name}\s*\(")
     if bound_here.search(resolver.file.text) or find_method(resolver, cls_name, attr) is not None:
         return None  # bound or defined here (a masked parse may lack it), or a method
-    children = subclasses_by_base(resolver.index)
-    todo, seen = list(children.get(cls_name, ())), {cls_name}
+    subclasses = descendants(resolver.index, cls_name, MAX_SUBCLASSES)
+    if subclasses is None or depth >= MAX_DEPTH:
+        return None
     results: list[Resolved] = []
-    while todo and depth < MAX_DEPTH:
-        child = todo.pop()
-        if child in seen:
-            continue
-        seen.add(child)
-        todo.extend(children.get(child, ()))
+    for child in subclasses:
         other = resolver if child in resolver.file.classes else foreign(resolver, child)
-        if other is None or len(seen) > MAX_SUBCLASSES:
-            return None  # a namesake, or too many to look at
+        if other is None:
+            return None  # a namesake elsewhere, or unreadable
         owner, bindings = class_attr(other, child, attr)
         if bindings:
             results.append(owner.combine(bindings, depth + 1, f"{child}.{attr}"))

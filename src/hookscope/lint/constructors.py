@@ -29,7 +29,7 @@ from hookscope.lint.callers import (
     same_file,
 )
 from hookscope.lint.crossfile import foreign_file
-from hookscope.lint.instances import subclasses_by_base
+from hookscope.lint.instances import descendants
 from hookscope.lint.methods import find_method
 from hookscope.lint.pyfile import PyFile, Scope
 
@@ -100,24 +100,19 @@ def _sites_in(other: Resolver, types: dict[str, str]) -> Iterator[Site | None]:
 def _inheriting(resolver: Resolver, name: str, init: Function, where: str) -> dict[str, str] | None:
     """``{class: the file defining it}`` for ``name`` and every project class deriving
     from it that runs ``init`` when built; ``None`` when one has its own ``__init__``."""
-    children = subclasses_by_base(resolver.index)
+    subclasses = descendants(resolver.index, name, MAX_SUBCLASSES)
+    if subclasses is None:
+        return None
     out = {name: where}
-    todo = [name]
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            if child in out:
-                continue
-            defs = resolver.index.defs.get(child, ())
-            located = find_method(resolver, child, "__init__")
-            if len(defs) != 1 or located is None or located[1].lineno != init.lineno:
-                return None  # a namesake, or its own ``__init__``
-            owner = located[0]
-            if owner is not resolver and not same_file(resolver, owner.file.path):
-                return None
-            out[child] = defs[0][1].rpartition(":")[0]
-            todo.append(child)
-            if len(out) > MAX_SUBCLASSES:
-                return None
+    for child in subclasses:  # (parents before their children)
+        defs = resolver.index.defs.get(child, ())
+        located = find_method(resolver, child, "__init__")
+        if len(defs) != 1 or located is None or located[1].lineno != init.lineno:
+            return None  # a namesake, or its own ``__init__``
+        owner = located[0]
+        if owner is not resolver and not same_file(resolver, owner.file.path):
+            return None
+        out[child] = defs[0][1].rpartition(":")[0]
     return out
 
 

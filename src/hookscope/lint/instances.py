@@ -200,6 +200,24 @@ def subclasses_by_base(index: ClassIndex) -> dict[str, list[str]]:
     return _CHILDREN
 
 
+def descendants(index: ClassIndex, name: str, limit: int) -> list[str] | None:
+    """The project classes deriving from ``name`` at any depth (by name, nearest first
+    along each line); ``None`` when there are more than ``limit`` (no file is read)."""
+    children = subclasses_by_base(index)
+    todo, seen = list(children.get(name, ())), {name}
+    out: list[str] = []
+    while todo:
+        child = todo.pop(0)
+        if child in seen:
+            continue
+        seen.add(child)
+        out.append(child)
+        if len(out) > limit:
+            return None
+        todo.extend(children.get(child, ()))
+    return out
+
+
 def _calls(pyfile: PyFile) -> list[tuple[ast.Call, Scope]]:
     """The calls in the file that may call an instance, with their scopes: of a local
     name (``fn(x)``, not a function, class, import or builtin), or of an attribute that
