@@ -68,11 +68,11 @@ def build(name: str) -> tuple[nn.Module, Callable[[Any], torch.Tensor]]:
     return transformers.GPT2LMHeadModel(config), lambda m: m(input_ids=ids).logits.square().mean()
 
 
-def median_interval(values: list[float]) -> tuple[float, float]:
-    """A 95% confidence interval of the median of ``values`` (order statistics, no model).
+def median_ci_text(values: list[float]) -> str:
+    """The 95% confidence interval of the median of ``values``, as text (order statistics).
 
     The ranks ``k`` and ``n - k + 1`` with ``k`` the largest count whose
-    binomial(n, 1/2) lower tail stays under 2.5%.
+    binomial(n, 1/2) lower tail stays under 2.5%; fewer than 6 values have none.
     """
     ordered = sorted(values)
     n = len(ordered)
@@ -82,9 +82,9 @@ def median_interval(values: list[float]) -> tuple[float, float]:
         if tail > 0.025:
             break
         k = i + 1
-    if k == 0:  # too few values for a 95% interval
-        return ordered[0], ordered[-1]
-    return ordered[k - 1], ordered[n - k]
+    if k == 0:
+        return "no 95% CI: too few values"
+    return f"95% CI {ordered[k - 1]:.3f}-{ordered[n - k]:.3f}"
 
 
 def main() -> None:
@@ -132,9 +132,7 @@ def main() -> None:
     mon.close()
 
     ratios = [r for block in blocks for r in block]
-    low, high = median_interval(ratios)
     extra = [(b - a) * 1e3 for a, b in zip(times[keys[0]], times[keys[1]], strict=True)]
-    extra_low, extra_high = median_interval(extra)
     q1, _, q3 = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else (ratios[0],) * 3
     block_medians = [statistics.median(block) for block in blocks]
     print(f"model {args.model}, torch {torch.__version__}, {torch.get_num_threads()} threads")
@@ -145,12 +143,10 @@ def main() -> None:
     print(f"warm-up ratio {warm[keys[1]] / warm[keys[0]]:.2f}x")
     print(
         f"step ratio median {statistics.median(ratios):.3f}x "
-        f"(95% CI {low:.3f}-{high:.3f}; quartiles {q1:.3f}-{q3:.3f}; "
+        f"({median_ci_text(ratios)}; quartiles {q1:.3f}-{q3:.3f}; "
         f"{len(ratios)} pairs = {args.reps} reps x {args.steps} steps)"
     )
-    print(
-        f"step extra median {statistics.median(extra):.2f} ms (95% CI {extra_low:.2f}-{extra_high:.2f})"
-    )
+    print(f"step extra median {statistics.median(extra):.2f} ms ({median_ci_text(extra)})")
     print(f"total-time ratio {sum(times[keys[1]]) / sum(times[keys[0]]):.3f}x")
     print(
         f"block medians {min(block_medians):.3f}-{max(block_medians):.3f}: "

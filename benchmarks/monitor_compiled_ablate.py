@@ -59,7 +59,7 @@ os.environ.setdefault("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from monitor_compiled import median_interval
+from monitor_compiled import median_ci_text
 
 import hookscope
 from hookscope.stats import Plan, native
@@ -230,18 +230,15 @@ def main() -> None:
         f"{args.clock} clock, ms:"
     )
     print(
-        f"  {'variant':14s} "
-        + " ".join(f"{p:>9s}" for p in PHASES)
-        + "      step  ratio  paired (95% CI)"
+        f"  {'variant':14s} " + " ".join(f"{p:>9s}" for p in PHASES) + "      step  ratio  paired"
     )
     for name in names:
         phases = " ".join(f"{statistics.median(times[name][p]) * 1e3:9.2f}" for p in PHASES)
         total = statistics.median(totals[name])
         paired = [t / c for t, c in zip(totals[name], totals["compiled"], strict=True)]
-        low, high = median_interval(paired)
         print(
             f"  {name:14s} {phases} {total * 1e3:9.2f} {total / base_step:6.2f}x"
-            f" {statistics.median(paired):6.3f}x ({low:.3f}-{high:.3f})"
+            f" {statistics.median(paired):6.3f}x ({median_ci_text(paired)})"
         )
 
 
