@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import ast
+import gc
 import os
+import weakref
 from pathlib import Path
 
 import pytest
 
-from hookscope.lint import discover, regions
+from hookscope.lint import bindings, discover, regions
 from hookscope.lint.discovery import DEFAULT_EXCLUDE, SUFFIXES, _exclusion
 from hookscope.lint.index import _from_imports, scan_classes, scan_functions
 from hookscope.lint.pyfile import PyFile, mention_lines
@@ -264,3 +266,65 @@ def test_a_scope_finds_its_calls_and_scripting_branches_once() -> None:
         "g(x)",
     ]  # ast.walk's order, as the rules saw it before
     assert scope.scripting_lines() == [(4, 5)]
+
+
+def _own_nodes_the_plain_way(body: list[ast.stmt]) -> list[ast.AST]:
+    out: list[ast.AST] = []
+    stack: list[ast.AST] = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def test_own_nodes_are_those_and_in_the_order_iter_child_nodes_gives() -> None:
+    # Every function of hookscope's own sources: all kinds of statements and expressions.
+    package = Path(bindings.__file__).parents[1]
+    functions = [
+        node
+        for path in sorted(package.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
+    assert len(functions) > 1000
+    for func in functions:
+        assert bindings.own_nodes(func.body) == _own_nodes_the_plain_way(func.body)
+
+
+def test_what_a_function_returns_is_found_once_and_handed_out_as_new_lists(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tree = ast.parse(
+        "def build(flag):\n"
+        "    def inner():\n"
+        "        return 0\n"
+        "    if flag:\n"
+        "        return Net()\n"
+        "    yield Other()\n"
+        "    return make(lambda: (yield 1))\n"
+    )
+    func = tree.body[0]
+    assert isinstance(func, ast.FunctionDef)
+    walks = []
+    walk = bindings.own_nodes
+    monkeypatch.setattr(bindings, "own_nodes", lambda body: walks.append(body) or walk(body))
+    returns, yields = bindings.returned(func)
+    assert [ast.unparse(e) for e in returns] == ["Net()", "make(lambda: (yield 1))"]
+    assert [ast.unparse(e) for e in yields] == ["Other()"]
+    first = list(returns)
+    returns.clear()  # a caller's list is its own
+    assert bindings.returned(func) == (first, yields)
+    assert len(walks) == 1  # the second answer came from the cache
+
+
+def test_the_cache_of_returns_lets_the_tree_go() -> None:
+    tree = ast.parse("def f():\n    return g()\n")
+    func = tree.body[0]
+    assert isinstance(func, ast.FunctionDef)
+    bindings.returned(func)
+    gone = weakref.ref(func)
+    del tree, func
+    gc.collect()
+    assert gone() is None

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hookscope.lint.analysis import Analysis, PythonRule
+from hookscope.lint.analysis import Analysis, PythonRule, WholeFileNeeded
 from hookscope.lint.csharp_index import scan_csharp
 from hookscope.lint.discovery import discover
 from hookscope.lint.findings import Finding
@@ -184,11 +184,16 @@ def analyze_text(path: str, text: str, index: ClassIndex, codes: frozenset[str])
 
 
 def _check(analysis: Analysis, codes: frozenset[str]) -> list[Finding]:
+    """The findings of the rules ``codes``; none when a masked analysis turned out to
+    need the whole file (``analysis.needs_full``)."""
     findings: list[Finding] = []
-    for rule in all_rules():
-        if rule.code in codes and issubclass(rule, PythonRule):
-            found = rule().check(analysis)
-            findings.extend(f for f in found if not is_suppressed(f, analysis.file.lines))
+    try:
+        for rule in all_rules():
+            if rule.code in codes and issubclass(rule, PythonRule):
+                found = rule().check(analysis)
+                findings.extend(f for f in found if not is_suppressed(f, analysis.file.lines))
+    except WholeFileNeeded:
+        return []
     return sorted(findings, key=_order)
 
 
