@@ -279,7 +279,7 @@ def _own_nodes_the_plain_way(body: list[ast.stmt]) -> list[ast.AST]:
     return out
 
 
-def test_own_nodes_are_those_and_in_the_order_iter_child_nodes_gives() -> None:
+def test_the_walks_give_the_nodes_and_the_order_of_the_ast_module() -> None:
     # Every function of hookscope's own sources: all kinds of statements and expressions.
     package = Path(bindings.__file__).parents[1]
     functions = [
@@ -291,6 +291,9 @@ def test_own_nodes_are_those_and_in_the_order_iter_child_nodes_gives() -> None:
     assert len(functions) > 1000
     for func in functions:
         assert bindings.own_nodes(func.body) == _own_nodes_the_plain_way(func.body)
+        assert list(bindings.walk(func)) == list(ast.walk(func))
+        for node in ast.walk(func):
+            assert bindings.child_nodes(node) == list(ast.iter_child_nodes(node))
 
 
 def test_what_a_function_returns_is_found_once_and_handed_out_as_new_lists(

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import ast
 import weakref
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -88,7 +89,7 @@ def global_bindings(module: ast.Module) -> dict[str, list[Binding]]:
     stack: list[tuple[ast.AST, ast.FunctionDef | ast.AsyncFunctionDef | None]] = [(module, None)]
     while stack:
         node, func = stack.pop()
-        for child in ast.iter_child_nodes(node):
+        for child in child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 stack.append((child, child))
             elif isinstance(child, ast.Global) and func is not None:
@@ -115,6 +116,30 @@ def lambda_default(func: ast.Lambda, name: str) -> ast.expr | None:
 
 
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """`ast.iter_child_nodes` as a list, in its order, without its two generators
+    (twice as fast: the rules' walks over whole files spend most of their time there)."""
+    out: list[ast.AST] = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            out.append(value)
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, ast.AST):
+                    out.append(item)
+    return out
+
+
+def walk(node: ast.AST) -> Iterator[ast.AST]:
+    """`ast.walk`: ``node`` and everything under it, in the same (breadth-first) order."""
+    todo = deque([node])
+    while todo:
+        node = todo.popleft()
+        todo.extend(child_nodes(node))
+        yield node
 
 
 def own_nodes(body: Sequence[ast.AST]) -> list[ast.AST]:
