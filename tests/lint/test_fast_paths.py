@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import gc
 import os
+import random
+import re
 import weakref
 from pathlib import Path
 
@@ -12,7 +14,7 @@ import pytest
 
 from hookscope.lint import bindings, discover, regions
 from hookscope.lint.discovery import DEFAULT_EXCLUDE, SUFFIXES, _exclusion
-from hookscope.lint.index import _from_imports, scan_classes, scan_functions
+from hookscope.lint.index import _SELF_ANNOTATION, _from_imports, scan_classes, scan_functions
 from hookscope.lint.pyfile import PyFile, mention_lines
 from hookscope.lint.source import _read, read_bytes
 
@@ -331,3 +333,16 @@ def test_the_cache_of_returns_lets_the_tree_go() -> None:
     del tree, func
     gc.collect()
     assert gone() is None
+
+
+def test_the_self_annotation_pattern_matches_like_the_backtracking_one() -> None:
+    plain = re.compile(rb"self\.(\w+)[ \t]*:[ \t]*([^=\n]+?)[ \t]*=")
+    pieces = [b"self.", b"x", b"y1", b" ", b"\t", b":", b"=", b"\n", b"==", b"T", b"["]
+    rng = random.Random(0)
+    matched = 0
+    for _ in range(30_000):
+        text = b"".join(rng.choice(pieces) for _ in range(rng.randint(1, 12)))
+        expected = [(m.span(), m.groups()) for m in plain.finditer(text)]
+        assert [(m.span(), m.groups()) for m in _SELF_ANNOTATION.finditer(text)] == expected
+        matched += bool(expected)
+    assert matched > 20  # the cases are real

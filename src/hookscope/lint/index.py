@@ -13,12 +13,20 @@ from __future__ import annotations
 
 import bisect
 import re
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 # No "^" anchor: a literal-prefixed pattern is ten times faster; the line start is checked by hand.
 _CLASS = re.compile(rb"class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?[ \t]*:")
-_SELF_ANNOTATION = re.compile(rb"self\.(\w+)[ \t]*:[ \t]*([^=\n]+?)[ \t]*=")
+_SELF_ANNOTATION = re.compile(
+    # Possessive where Python has them (3.11+): most of the ~45 "self." of a file are no
+    # annotation, and backtracking into each attribute name cost a quarter of this
+    # pass. Same matches: a name character or blank given back cannot be the ":".
+    rb"self\.(\w++)[ \t]*+:[ \t]*([^=\n]+?)[ \t]*="
+    if sys.version_info >= (3, 11)
+    else rb"self\.(\w+)[ \t]*:[ \t]*([^=\n]+?)[ \t]*="
+)
 _SUBSCRIPT = re.compile(r"\[[^\]]*\]")
 _FROM_IMPORT = re.compile(rb"from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n;#]+)")
 _IMPORTED = re.compile(r"(\w+)(?:\s+as\s+(\w+))?")

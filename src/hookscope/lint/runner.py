@@ -54,19 +54,28 @@ def _scan(path: str, max_bytes: int = DEFAULT_MAX_FILE_SIZE, where: str = "") ->
     if path.endswith(".cs"):
         candidate = b"forward" in data and bool(_DOT_FORWARD.search(data))
         return Scan(tuple(scan_csharp(data, where or path)), candidate, "", len(data))
-    candidate = (b"forward" in data and _calls_forward(data)) or (
-        b"_hook" in data and _registers_hook(data)
+    first = data.find(b"forward")
+    # Every _HOOK match holds "register_": a longer word is found (or ruled out) faster.
+    candidate = (first >= 0 and _calls_forward(data, first)) or (
+        b"register_" in data and _registers_hook(data)
     )
     where = where or path
     classes, functions = scan_classes(data, where), scan_functions(data, where)
-    return Scan(tuple(classes), candidate, "", len(data), tuple(functions), scan_lookalikes(data))
+    # Look-alikes define "def forward": no "forward" at all, none (one pass over the bytes less).
+    lookalikes = scan_lookalikes(data) if first >= 0 else ()
+    return Scan(tuple(classes), candidate, "", len(data), tuple(functions), lookalikes)
 
 
-def _calls_forward(data: bytes) -> bool:
-    """A ``.forward(`` call other than ``super().forward(`` (which no rule flags)."""
+def _calls_forward(data: bytes, first: int = 0) -> bool:
+    """A ``.forward(`` call other than ``super().forward(`` (which no rule flags).
+
+    ``first`` is where the first ``forward`` of ``data`` starts (if known): no call
+    starts before the last ``.`` ahead of it (only blanks lie between a call's dot
+    and its name), so the search starts there.
+    """
     # _DOT_FORWARD finds exactly the _FORWARD matches whose previous non-blank byte is
     # ".", so the Python loop below runs over method calls only, not every "forward(".
-    for match in _DOT_FORWARD.finditer(data):
+    for match in _DOT_FORWARD.finditer(data, max(0, data.rfind(b".", 0, first))):
         i = match.start() - 1
         while i >= 0 and data[i] in _BLANK:
             i -= 1
