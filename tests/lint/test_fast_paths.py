@@ -14,7 +14,13 @@ import pytest
 
 from hookscope.lint import bindings, discover, regions
 from hookscope.lint.discovery import DEFAULT_EXCLUDE, SUFFIXES, _exclusion
-from hookscope.lint.index import _SELF_ANNOTATION, _from_imports, scan_classes, scan_functions
+from hookscope.lint.index import (
+    _SELF_ANNOTATION,
+    _from_imports,
+    scan_classes,
+    scan_definitions,
+    scan_functions,
+)
 from hookscope.lint.pyfile import PyFile, mention_lines
 from hookscope.lint.source import _read, read_bytes
 
@@ -346,3 +352,21 @@ def test_the_self_annotation_pattern_matches_like_the_backtracking_one() -> None
         assert [(m.span(), m.groups()) for m in _SELF_ANNOTATION.finditer(text)] == expected
         matched += bool(expected)
     assert matched > 20  # the cases are real
+
+
+def test_definitions_scanned_together_are_those_scanned_apart() -> None:
+    # Lines counted once for classes and functions: the same locations either way.
+    package = Path(bindings.__file__).parents[1]
+    sources = [path.read_bytes() for path in sorted(package.rglob("*.py"))]
+    sources.append(
+        b"def a():\n    return A()\nclass B:\n    def m(self):\n        pass\n"
+        b"\n\nasync def c():\n    pass\n    class D(B):\n        x = 1\ndef e(): ...\n"
+    )
+    for data in sources:
+        together = scan_definitions(data, "pkg/m.py")
+        assert together == (scan_classes(data, "pkg/m.py"), scan_functions(data, "pkg/m.py"))
+    assert [where for *_, where in scan_definitions(sources[-1], "m.py")[1]] == [
+        "m.py:1",
+        "m.py:8",
+        "m.py:12",
+    ]

@@ -26,7 +26,7 @@ from hookscope.lint.analysis import Analysis, PythonRule, WholeFileNeeded
 from hookscope.lint.csharp_index import scan_csharp
 from hookscope.lint.discovery import discover
 from hookscope.lint.findings import Finding
-from hookscope.lint.index import ClassIndex, IndexBuilder, scan_classes, scan_functions
+from hookscope.lint.index import ClassIndex, IndexBuilder, scan_definitions
 from hookscope.lint.lookalikes import scan_lookalikes
 from hookscope.lint.project import Scan, find_root, group_by_root, scan_with_cache
 from hookscope.lint.pyfile import PyFile, mention_lines
@@ -60,7 +60,7 @@ def _scan(path: str, max_bytes: int = DEFAULT_MAX_FILE_SIZE, where: str = "") ->
         b"register_" in data and _registers_hook(data)
     )
     where = where or path
-    classes, functions = scan_classes(data, where), scan_functions(data, where)
+    classes, functions = scan_definitions(data, where)
     # Look-alikes define "def forward": no "forward" at all, none (one pass over the bytes less).
     lookalikes = scan_lookalikes(data) if first >= 0 else ()
     return Scan(tuple(classes), candidate, "", len(data), tuple(functions), lookalikes)
