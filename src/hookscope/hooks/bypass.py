@@ -51,6 +51,7 @@ from hookscope.hooks.probe import (
     watchable,
 )
 from hookscope.hooks.selection import ModuleSelector, select_modules
+from hookscope.modtree import aliases, walk
 
 BypassPolicy = Literal["record", "warn", "raise"]
 _POLICIES = get_args(BypassPolicy)
@@ -207,15 +208,19 @@ class BypassDetector:
         """Start watching the selected modules of the model (default: all)."""
         if self.model is None:
             raise UsageError("attach() needs the detector's model; use attach_all() without one")
-        chosen = select_modules(self.model, modules)  # a bad selector raises before any change
+        if modules is None and isinstance(self.model, nn.Module):  # all, without records
+            names = aliases(self.model)
+            chosen = [(module, names[id(module)]) for _, module in walk(self.model)]
+        else:  # a bad selector raises before any change
+            chosen = [(s.module, s.names) for s in select_modules(self.model, modules)]
         self._start()
         watch(self)  # bypasses of the modules entered in ``watched`` below reach us
         owners: dict[type[nn.Module], type[nn.Module] | None] = {}  # by class, for this loop
-        for selected in chosen:
-            owner = watchable(selected.module, owners)
+        for module, module_names in chosen:
+            owner = watchable(module, owners)
             if owner is None:
                 continue
-            self.watched[id(selected.module)] = (weakref.ref(selected.module), selected.names)
+            self.watched[id(module)] = (weakref.ref(module), module_names)
             if owner not in self._classes:  # each class patched (and counted) once
                 patch(owner)
                 self._classes.append(owner)

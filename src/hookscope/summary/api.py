@@ -107,7 +107,7 @@ def summary(
 
 def _eval(model: nn.Module, flags: list[tuple[nn.Module, bool]]) -> None:
     """``model.eval()``; the flags set directly where no module overrides ``train``."""
-    if any(type(module).train is not nn.Module.train for module, _ in flags):
+    if any(kind.train is not nn.Module.train for kind in {type(module) for module, _ in flags}):
         model.eval()
         return
     for module, _ in flags:
@@ -116,12 +116,13 @@ def _eval(model: nn.Module, flags: list[tuple[nn.Module, bool]]) -> None:
 
 def _restore(flags: list[tuple[nn.Module, bool]]) -> None:
     """Put every module's train/eval flag back (directly where ``__setattr__`` is nn.Module's)."""
-    plain = nn.Module.__setattr__
-    for module, training in flags:
-        if type(module).__setattr__ is plain:
+    kinds = {type(module) for module, _ in flags}
+    if all(kind.__setattr__ is nn.Module.__setattr__ for kind in kinds):
+        for module, training in flags:
             module.__dict__["training"] = training
-        else:
-            module.training = training
+        return
+    for module, training in flags:
+        module.training = training
 
 
 def _parse_device(device: str | torch.device | None) -> torch.device | None:

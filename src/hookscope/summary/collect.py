@@ -83,14 +83,10 @@ class _Recorder:
     def pre(self, name: str, module: nn.Module, _args: Any) -> None:
         """Pre-hook ``(name, module, args) -> None``: open a call."""
         key = id(module)
-        self.calls[key] = self.calls.get(key, 0) + 1
+        call = self.calls[key] = self.calls.get(key, 0) + 1
+        # positional: (index, name, type_name, depth, module_id, call), once per module call
         record = CallRecord(
-            index=len(self.records),
-            name=name,
-            type_name=type(module).__name__,
-            depth=len(self.stack),
-            module_id=key,
-            call=self.calls[key],
+            len(self.records), name, type(module).__name__, len(self.stack), key, call
         )
         if self.stack:
             self.stack[-1].children.append(record)

@@ -14,7 +14,7 @@ from typing import Any
 
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from hookscope.summary.formulas import FORMULAS, OpCategory, categorize, op_name
+from hookscope.summary.formulas import FORMULAS, Formula, OpCategory, categorize, op_name
 from hookscope.summary.opcache import OpCache
 
 
@@ -84,12 +84,15 @@ class MacCounter(TorchDispatchMode):
     ) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs) if self.cache is None else self.cache.run(func, args, kwargs)
-        formula = FORMULAS.get(func)
+        formula, name, category = _OPS.get(func) or _op_info(func)
         if formula is None:
-            self._tally(func)
+            if category != "free":
+                tally = self.uncounted.get(name)
+                if tally is None:
+                    tally = self.uncounted[name] = OpTally(category)
+                tally.calls += 1
             return out
         macs = formula(args, kwargs, out)
-        name = op_name(func)
         self.by_op[name] = self.by_op.get(name, 0) + macs
         self.total += macs
         if self.stack:
@@ -102,12 +105,12 @@ class MacCounter(TorchDispatchMode):
         for record in reversed(records):  # nested calls come after their caller
             record.macs = record.own_macs + sum(child.macs for child in record.children)
 
-    def _tally(self, func: Any) -> None:
-        category = categorize(func)
-        if category == "free":
-            return
-        name = op_name(func)
-        tally = self.uncounted.get(name)
-        if tally is None:
-            tally = self.uncounted[name] = OpTally(category)
-        tally.calls += 1
+
+#: func -> (its MAC formula, or None; its name; its category: what an op without a formula is)
+_OPS: dict[Any, tuple[Formula | None, str, OpCategory]] = {}
+
+
+def _op_info(func: Any) -> tuple[Formula | None, str, OpCategory]:
+    formula = FORMULAS.get(func)
+    info = _OPS[func] = (formula, op_name(func), categorize(func))
+    return info

@@ -12,6 +12,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 
 import torch
 from torch import nn
@@ -24,6 +25,8 @@ _META_STAND_INS: dict[int, tuple[weakref.ref[torch.Tensor], tuple[object, ...], 
 
 def _meta_stand_in(tensor: torch.Tensor, is_param: bool) -> torch.Tensor:
     """A meta tensor like ``tensor``: the one made last time while it still matches."""
+    if tensor.is_meta:
+        return tensor
     like = (tensor.shape, tensor.stride(), tensor.dtype, tensor.requires_grad, is_param)
     held = _META_STAND_INS.get(id(tensor))
     if held is not None and held[1] == like and held[0]() is tensor:
@@ -36,9 +39,7 @@ def _meta_stand_in(tensor: torch.Tensor, is_param: bool) -> torch.Tensor:
     return made
 
 
-def _stand_in(tensor: torch.Tensor, device: torch.device, is_param: bool) -> torch.Tensor:
-    if device.type == "meta":
-        return tensor if tensor.is_meta else _meta_stand_in(tensor, is_param)
+def _real_stand_in(tensor: torch.Tensor, is_param: bool, device: torch.device) -> torch.Tensor:
     if is_param:
         if tensor.device == device:
             return tensor  # used as is: the forward runs under no_grad
@@ -60,17 +61,18 @@ def stand_ins(model: nn.Module, device: torch.device) -> Iterator[None]:
     """
     saved: list[tuple[dict[str, torch.Tensor | None], str, torch.Tensor]] = []
     replacements: dict[int, torch.Tensor] = {}
+    make = _meta_stand_in if device.type == "meta" else partial(_real_stand_in, device=device)
     try:
         for _, module in walk(model):  # each module once
             for store, is_param in ((module._parameters, True), (module._buffers, False)):
                 if not store:
                     continue
-                for name, tensor in list(store.items()):
+                for name, tensor in store.items():  # values replaced, no key added or removed
                     if tensor is None:
                         continue
                     new = replacements.get(id(tensor))
                     if new is None:
-                        new = replacements[id(tensor)] = _stand_in(tensor, device, is_param)
+                        new = replacements[id(tensor)] = make(tensor, is_param)
                     if new is not tensor:
                         saved.append((store, name, tensor))  # type: ignore[arg-type]
                         store[name] = new  # type: ignore[assignment]
