@@ -23,6 +23,10 @@ is set to False and the row function swapped through
 * ``affine scratch``: the defaults but a BatchNorm's row made as in the
   sixth session: its output rebuilt in a scratch tensor by three torch ops,
   then reduced (``native.moments_affine`` swapped out during its steps);
+* ``grad ops``: the defaults but gradient rows as tensor ops that inductor
+  fuses into the backward's kernels (``TracedCollector.grad_extern`` off);
+* ``grads=False``, ``params=False``: the defaults without gradient rows, or
+  without parameter gradients (what each costs);
 * ``defaults``: the Monitor as shipped (on the CPU one extern op per row,
   `hookscope.stats.rowop`; a BatchNorm's row and the next ReLU's from the
   BatchNorm's input).
@@ -30,9 +34,12 @@ is set to False and the row function swapped through
 A training step is forward + loss, backward, SGD step, ``mon.step()``; each
 is timed separately. Steps alternate between variants (order reversed every
 other round); medians over ``--steps`` rounds are printed with the ratio of
-the whole step to ``compiled``.
+the whole step to ``compiled``, and the median of the per-round ratios to
+``compiled`` (paired: each with the ``compiled`` step of its own round)
+with its 95% confidence interval.
 
     .venv/bin/python benchmarks/monitor_compiled_ablate.py [--steps 30] [--only a,b]
+        [--threads N] [--clock wall|cpu]
 """
 
 from __future__ import annotations
@@ -42,12 +49,17 @@ import contextlib
 import copy
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 os.environ.setdefault("TORCHINDUCTOR_FORCE_DISABLE_CACHES", "1")
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from monitor_compiled import median_ci_text
 
 import hookscope
 from hookscope.stats import Plan, native
@@ -115,6 +127,9 @@ VARIANTS: dict[str, tuple[dict[str, bool] | None, Row | None]] = {
     "tensor ops": ({}, reduce_row),
     "norm outputs": ({}, None),
     "affine scratch": ({}, None),
+    "grad ops": ({}, None),
+    "grads=False": ({"grads": False}, None),
+    "params=False": ({"params": False}, None),
     "defaults": ({}, None),
 }
 
@@ -143,7 +158,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--only", help="comma-separated variant names (compiled is always run)")
+    parser.add_argument("--threads", type=int, help="torch threads (default: torch's)")
+    parser.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="wall time, or the process's CPU time (all threads; with --threads 1 a busy "
+        "machine inflates it less than wall time)",
+    )
     args = parser.parse_args()
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    clock = time.perf_counter if args.clock == "wall" else time.process_time
     names = list(VARIANTS)
     if args.only:
         wanted = set(args.only.split(","))
@@ -164,23 +190,25 @@ def main() -> None:
             if row is not None:
                 traced.extern, traced.reduce = False, row
             traced.norm_from_input = name != "norm outputs"
+            if name == "grad ops":
+                traced.grad_extern = False
         runs[name] = torch.compile(model)
         opts[name] = torch.optim.SGD(model.parameters(), lr=1e-3)
     times: dict[str, dict[str, list[float]]] = {n: {p: [] for p in PHASES} for n in names}
 
     def step(name: str) -> None:
-        t0 = time.perf_counter()
+        t0 = clock()
         with affine_scratch(name == "affine scratch"):
             loss = runs[name](x).square().mean()
-        t1 = time.perf_counter()
+        t1 = clock()
         loss.backward()
-        t2 = time.perf_counter()
+        t2 = clock()
         opts[name].step()
         opts[name].zero_grad()
-        t3 = time.perf_counter()
+        t3 = clock()
         if name in mons:
             mons[name].step()
-        t4 = time.perf_counter()
+        t4 = clock()
         for phase, took in zip(PHASES, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
             times[name][phase].append(took)
 
@@ -197,12 +225,21 @@ def main() -> None:
         mon.close()
     totals = {n: [sum(v) for v in zip(*times[n].values(), strict=True)] for n in names}
     base_step = statistics.median(totals["compiled"])
-    print(f"SmallCNN b32, torch {torch.__version__}, {torch.get_num_threads()} threads, ms:")
-    print(f"  {'variant':14s} " + " ".join(f"{p:>9s}" for p in PHASES) + "      step  ratio")
+    print(
+        f"SmallCNN b32, torch {torch.__version__}, {torch.get_num_threads()} threads, "
+        f"{args.clock} clock, ms:"
+    )
+    print(
+        f"  {'variant':14s} " + " ".join(f"{p:>9s}" for p in PHASES) + "      step  ratio  paired"
+    )
     for name in names:
         phases = " ".join(f"{statistics.median(times[name][p]) * 1e3:9.2f}" for p in PHASES)
         total = statistics.median(totals[name])
-        print(f"  {name:14s} {phases} {total * 1e3:9.2f} {total / base_step:6.2f}x")
+        paired = [t / c for t, c in zip(totals[name], totals["compiled"], strict=True)]
+        print(
+            f"  {name:14s} {phases} {total * 1e3:9.2f} {total / base_step:6.2f}x"
+            f" {statistics.median(paired):6.3f}x ({median_ci_text(paired)})"
+        )
 
 
 if __name__ == "__main__":

@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import ast
+import gc
 import os
+import random
+import re
+import weakref
 from pathlib import Path
 
 import pytest
 
-from hookscope.lint import discover, regions
+from hookscope.lint import bindings, discover, regions
 from hookscope.lint.discovery import DEFAULT_EXCLUDE, SUFFIXES, _exclusion
-from hookscope.lint.index import _from_imports, scan_classes, scan_functions
+from hookscope.lint.index import (
+    _SELF_ANNOTATION,
+    _from_imports,
+    scan_classes,
+    scan_definitions,
+    scan_functions,
+)
 from hookscope.lint.pyfile import PyFile, mention_lines
 from hookscope.lint.source import _read, read_bytes
 
@@ -264,3 +274,99 @@ def test_a_scope_finds_its_calls_and_scripting_branches_once() -> None:
         "g(x)",
     ]  # ast.walk's order, as the rules saw it before
     assert scope.scripting_lines() == [(4, 5)]
+
+
+def _own_nodes_the_plain_way(body: list[ast.stmt]) -> list[ast.AST]:
+    out: list[ast.AST] = []
+    stack: list[ast.AST] = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def test_the_walks_give_the_nodes_and_the_order_of_the_ast_module() -> None:
+    # Every function of hookscope's own sources: all kinds of statements and expressions.
+    package = Path(bindings.__file__).parents[1]
+    functions = [
+        node
+        for path in sorted(package.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
+    assert len(functions) > 1000
+    for func in functions:
+        assert bindings.own_nodes(func.body) == _own_nodes_the_plain_way(func.body)
+        assert list(bindings.walk(func)) == list(ast.walk(func))
+        for node in ast.walk(func):
+            assert bindings.child_nodes(node) == list(ast.iter_child_nodes(node))
+
+
+def test_what_a_function_returns_is_found_once_and_handed_out_as_new_lists(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tree = ast.parse(
+        "def build(flag):\n"
+        "    def inner():\n"
+        "        return 0\n"
+        "    if flag:\n"
+        "        return Net()\n"
+        "    yield Other()\n"
+        "    return make(lambda: (yield 1))\n"
+    )
+    func = tree.body[0]
+    assert isinstance(func, ast.FunctionDef)
+    walks = []
+    walk = bindings.own_nodes
+    monkeypatch.setattr(bindings, "own_nodes", lambda body: walks.append(body) or walk(body))
+    returns, yields = bindings.returned(func)
+    assert [ast.unparse(e) for e in returns] == ["Net()", "make(lambda: (yield 1))"]
+    assert [ast.unparse(e) for e in yields] == ["Other()"]
+    first = list(returns)
+    returns.clear()  # a caller's list is its own
+    assert bindings.returned(func) == (first, yields)
+    assert len(walks) == 1  # the second answer came from the cache
+
+
+def test_the_cache_of_returns_lets_the_tree_go() -> None:
+    tree = ast.parse("def f():\n    return g()\n")
+    func = tree.body[0]
+    assert isinstance(func, ast.FunctionDef)
+    bindings.returned(func)
+    gone = weakref.ref(func)
+    del tree, func
+    gc.collect()
+    assert gone() is None
+
+
+def test_the_self_annotation_pattern_matches_like_the_backtracking_one() -> None:
+    plain = re.compile(rb"self\.(\w+)[ \t]*:[ \t]*([^=\n]+?)[ \t]*=")
+    pieces = [b"self.", b"x", b"y1", b" ", b"\t", b":", b"=", b"\n", b"==", b"T", b"["]
+    rng = random.Random(0)
+    matched = 0
+    for _ in range(30_000):
+        text = b"".join(rng.choice(pieces) for _ in range(rng.randint(1, 12)))
+        expected = [(m.span(), m.groups()) for m in plain.finditer(text)]
+        assert [(m.span(), m.groups()) for m in _SELF_ANNOTATION.finditer(text)] == expected
+        matched += bool(expected)
+    assert matched > 20  # the cases are real
+
+
+def test_definitions_scanned_together_are_those_scanned_apart() -> None:
+    # Lines counted once for classes and functions: the same locations either way.
+    package = Path(bindings.__file__).parents[1]
+    sources = [path.read_bytes() for path in sorted(package.rglob("*.py"))]
+    sources.append(
+        b"def a():\n    return A()\nclass B:\n    def m(self):\n        pass\n"
+        b"\n\nasync def c():\n    pass\n    class D(B):\n        x = 1\ndef e(): ...\n"
+    )
+    for data in sources:
+        together = scan_definitions(data, "pkg/m.py")
+        assert together == (scan_classes(data, "pkg/m.py"), scan_functions(data, "pkg/m.py"))
+    assert [where for *_, where in scan_definitions(sources[-1], "m.py")[1]] == [
+        "m.py:1",
+        "m.py:8",
+        "m.py:12",
+    ]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import ast
 
+import pytest
+
 from hookscope.lint import runner
-from hookscope.lint.analysis import Analysis
+from hookscope.lint.analysis import Analysis, WholeFileNeeded
 from hookscope.lint.index import ClassIndex, merge, scan_classes
 from hookscope.lint.pyfile import PyFile
 from hookscope.lint.regions import _statement_starts, mask
@@ -97,8 +99,15 @@ def test_unsure_rules_ask_for_the_whole_file() -> None:
     analysis = Analysis.of(
         PyFile.from_tree("m.py", text, ast.parse(masked)), ClassIndex(), partial=True
     )
-    runner._check(analysis, select_codes(["HS101"]))
+    codes = select_codes(["HS101"])
+    assert runner._check(analysis, codes) == []  # the rules stopped: their findings go
     assert analysis.needs_full  # `model` in unknown() cannot be resolved from the mask
+    with pytest.raises(WholeFileNeeded):
+        analysis.unsure()
+    whole = Analysis.of(PyFile.parse("m.py", text), ClassIndex())
+    whole.unsure()  # nothing more to parse
+    assert not whole.needs_full
+    assert runner._check(whole, codes)
 
 
 def test_small_or_all_interesting_files_are_not_masked() -> None:

@@ -13,6 +13,13 @@ from hookscope.lint.registry import Rule
 from hookscope.lint.resolve import Resolver
 
 
+class WholeFileNeeded(Exception):
+    """Raised by `Analysis.unsure` on a masked parse; the runner parses the whole file.
+
+    Control flow inside a run, never seen by a caller of the lint.
+    """
+
+
 @dataclass(eq=False)
 class Analysis:
     """One Python file, ready for the rules."""
@@ -34,9 +41,15 @@ class Analysis:
         return cls(pyfile, resolver, partial=partial)
 
     def unsure(self) -> None:
-        """A rule needed facts a masked parse may lack: the whole file must be parsed."""
+        """A rule needed facts a masked parse may lack: the whole file must be parsed.
+
+        Raises:
+            WholeFileNeeded: on a masked parse, so that the rules stop there (what they
+                would find next is thrown away with the masked tree).
+        """
         if self.partial:
             self.needs_full = True
+            raise WholeFileNeeded
 
     def finding(
         self,

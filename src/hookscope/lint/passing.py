@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from hookscope.lint import known
-from hookscope.lint.bindings import Binding, dotted, returned
+from hookscope.lint.bindings import Binding, child_nodes, dotted, returned
 from hookscope.lint.callers import given_in_other_files
 from hookscope.lint.crossfile import foreign_function
 from hookscope.lint.instances import given_to_forward, given_to_instances, given_to_method
@@ -378,17 +378,22 @@ def calls_by_name(pyfile: PyFile) -> dict[str, list[tuple[ast.Call, Scope]]]:
             escaped.add(node.id if isinstance(node, ast.Name) else node.attr)
             if id(node) not in inert:
                 used.add(node.id if isinstance(node, ast.Name) else node.attr)
-        _mark_annotations(node, inert)
+        if isinstance(node, _ANNOTATED):
+            _mark_annotations(node, inert)
+        children = child_nodes(node)
         if id(node) in inert:
-            inert.update(id(child) for child in ast.iter_child_nodes(node))
+            inert.update(id(child) for child in children)
         inner = pyfile.scopes.get(id(node), scope)
-        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+        stack.extend([(child, inner) for child in children])
     _USED[pyfile.tree] = used
     return {
         name: sorted(calls, key=lambda c: (c[0].lineno, c[0].col_offset))
         for name, calls in out.items()
         if name not in escaped
     }
+
+
+_ANNOTATED = (ast.arg, ast.FunctionDef, ast.AsyncFunctionDef, ast.AnnAssign)
 
 
 def _mark_annotations(node: ast.AST, inert: set[int]) -> None:

@@ -11,7 +11,7 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
-from hookscope.lint.bindings import dotted
+from hookscope.lint.bindings import child_nodes, dotted, walk
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 LOOP_NODES = (
@@ -49,7 +49,7 @@ class Scope:
         """Every call under ``node``, nested functions included (found once per scope:
         rules ask for each call site of a long function)."""
         if self._calls is None:
-            self._calls = [n for n in ast.walk(self.node) if isinstance(n, ast.Call)]
+            self._calls = [n for n in walk(self.node) if isinstance(n, ast.Call)]
         return self._calls
 
     def scripting_lines(self) -> list[tuple[int, int]]:
@@ -218,7 +218,8 @@ class _Walker:
             self.visit_fields(node)
 
     def visit_fields(self, node: ast.AST) -> None:
-        for _, value in ast.iter_fields(node):
+        for name in node._fields:  # `ast.iter_fields`, without its generator
+            value = getattr(node, name, None)
             items = value if isinstance(value, list) else [value]
             for item in items:
                 if isinstance(item, ast.stmt):
@@ -242,9 +243,9 @@ class _Walker:
         if isinstance(node, ast.Lambda):
             self.visit_function(node)
         elif isinstance(node, LOOP_NODES):
-            self.visit_children(node, list(ast.iter_child_nodes(node)), loop=True)
+            self.visit_children(node, child_nodes(node), loop=True)
         else:
-            self.visit_children(node, list(ast.iter_child_nodes(node)), loop=False)
+            self.visit_children(node, child_nodes(node), loop=False)
 
     def visit_children(self, node: ast.AST, children: list[ast.AST], *, loop: bool) -> None:
         if loop:

@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from hookscope.lint.analysis import Analysis, PythonRule, attribute_name_edit
-from hookscope.lint.bindings import dotted
+from hookscope.lint.bindings import child_nodes, dotted, walk
 from hookscope.lint.findings import Finding
 from hookscope.lint.pyfile import CallSite, Scope
 from hookscope.lint.registry import register
@@ -153,8 +153,8 @@ def _used_in_scope(sink: str, scope: Scope, analysis: Analysis) -> bool:
     )
     if sink.split(".")[0] not in _local_names(scope) and root is scope.node and scope.parent:
         root = analysis.file.tree  # a global or closure variable: look everywhere
-    for parent in ast.walk(root):
-        for node in ast.iter_child_nodes(parent):
+    for parent in walk(root):
+        for node in child_nodes(parent):
             if not isinstance(node, (ast.Name, ast.Attribute)) or not isinstance(
                 node.ctx, ast.Load
             ):

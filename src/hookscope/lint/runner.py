@@ -22,11 +22,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hookscope.lint.analysis import Analysis, PythonRule
+from hookscope.lint.analysis import Analysis, PythonRule, WholeFileNeeded
 from hookscope.lint.csharp_index import scan_csharp
 from hookscope.lint.discovery import discover
 from hookscope.lint.findings import Finding
-from hookscope.lint.index import ClassIndex, IndexBuilder, scan_classes, scan_functions
+from hookscope.lint.index import ClassIndex, IndexBuilder, scan_definitions
 from hookscope.lint.lookalikes import scan_lookalikes
 from hookscope.lint.project import Scan, find_root, group_by_root, scan_with_cache
 from hookscope.lint.pyfile import PyFile, mention_lines
@@ -54,19 +54,28 @@ def _scan(path: str, max_bytes: int = DEFAULT_MAX_FILE_SIZE, where: str = "") ->
     if path.endswith(".cs"):
         candidate = b"forward" in data and bool(_DOT_FORWARD.search(data))
         return Scan(tuple(scan_csharp(data, where or path)), candidate, "", len(data))
-    candidate = (b"forward" in data and _calls_forward(data)) or (
-        b"_hook" in data and _registers_hook(data)
+    first = data.find(b"forward")
+    # Every _HOOK match holds "register_": a longer word is found (or ruled out) faster.
+    candidate = (first >= 0 and _calls_forward(data, first)) or (
+        b"register_" in data and _registers_hook(data)
     )
     where = where or path
-    classes, functions = scan_classes(data, where), scan_functions(data, where)
-    return Scan(tuple(classes), candidate, "", len(data), tuple(functions), scan_lookalikes(data))
+    classes, functions = scan_definitions(data, where)
+    # Look-alikes define "def forward": no "forward" at all, none (one pass over the bytes less).
+    lookalikes = scan_lookalikes(data) if first >= 0 else ()
+    return Scan(tuple(classes), candidate, "", len(data), tuple(functions), lookalikes)
 
 
-def _calls_forward(data: bytes) -> bool:
-    """A ``.forward(`` call other than ``super().forward(`` (which no rule flags)."""
+def _calls_forward(data: bytes, first: int = 0) -> bool:
+    """A ``.forward(`` call other than ``super().forward(`` (which no rule flags).
+
+    ``first`` is where the first ``forward`` of ``data`` starts (if known): no call
+    starts before the last ``.`` ahead of it (only blanks lie between a call's dot
+    and its name), so the search starts there.
+    """
     # _DOT_FORWARD finds exactly the _FORWARD matches whose previous non-blank byte is
     # ".", so the Python loop below runs over method calls only, not every "forward(".
-    for match in _DOT_FORWARD.finditer(data):
+    for match in _DOT_FORWARD.finditer(data, max(0, data.rfind(b".", 0, first))):
         i = match.start() - 1
         while i >= 0 and data[i] in _BLANK:
             i -= 1
@@ -184,11 +193,16 @@ def analyze_text(path: str, text: str, index: ClassIndex, codes: frozenset[str])
 
 
 def _check(analysis: Analysis, codes: frozenset[str]) -> list[Finding]:
+    """The findings of the rules ``codes``; none when a masked analysis turned out to
+    need the whole file (``analysis.needs_full``)."""
     findings: list[Finding] = []
-    for rule in all_rules():
-        if rule.code in codes and issubclass(rule, PythonRule):
-            found = rule().check(analysis)
-            findings.extend(f for f in found if not is_suppressed(f, analysis.file.lines))
+    try:
+        for rule in all_rules():
+            if rule.code in codes and issubclass(rule, PythonRule):
+                found = rule().check(analysis)
+                findings.extend(f for f in found if not is_suppressed(f, analysis.file.lines))
+    except WholeFileNeeded:
+        return []
     return sorted(findings, key=_order)
 
 

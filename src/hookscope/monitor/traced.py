@@ -196,6 +196,8 @@ class TracedCollector:
         #: inductor fuses; None: extern on the CPU only. Benchmarks set it (and
         #: `reduce`) before the first compiled call to compare formulations.
         self.extern: bool | None = None
+        #: Gradient rows as extern ops (None: as `extern`); benchmarks set it to compare.
+        self.grad_extern: bool | None = None
         #: BatchNorm rows (and the next ReLU's) from the BatchNorm's input on the CPU
         #: (`_norm_parts`); benchmarks turn it off to compare.
         self.norm_from_input = True
@@ -314,7 +316,8 @@ class TracedCollector:
             return t
         if not (t.requires_grad and t.is_floating_point()):
             return t
-        return _Probe.apply(t, self.sink, row, self._uses_extern(t))
+        extern = self._uses_extern(t) if self.grad_extern is None else self.grad_extern
+        return _Probe.apply(t, self.sink, row, extern)
 
     def take(self) -> tuple[list[Entry], list[Entry]]:
         """This step's forward and backward entries (one host read each); empties the buffers."""
