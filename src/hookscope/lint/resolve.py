@@ -33,6 +33,7 @@ from hookscope.lint.bindings import (
     returned,
     scope_bindings,
 )
+from hookscope.lint.bodies import returned_module
 from hookscope.lint.calls import call_result, entered
 from hookscope.lint.classes import ClassKinds, base_names
 from hookscope.lint.containers import (
@@ -271,6 +272,9 @@ class Resolver(ClassKinds):
             return UNKNOWN  # ``raise NotImplementedError``: what overrides return is unknown
         as_bindings = [Binding("value", e, func) for e in (returns or yields)]
         result = self.combine(as_bindings, depth + 1) if as_bindings else Resolved(Kind.OTHER)
+        if returns and result.kind is Kind.UNKNOWN:  # ``model.eval(); return model``
+            used = returned_module(func, returns, self.index.lookalike_methods)
+            result = Resolved(Kind.MODULE, via=f"a module by its use: {used}") if used else result
         if returns or not yields:
             return result
         return Resolved(Kind.OTHER, elem=Kind.MODULE if result.kind is Kind.MODULE else result.kind)

@@ -1,0 +1,77 @@
+"""Modules shown by what is done to them (#15): a project function that loads a state
+dict into the object it returns, and the elements of a registered child (``_modules``)
+that is iterated, directly or through ``list(...)``. Each has a plain twin."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.lint.conftest import expected_codes, found, write_source
+
+
+def test_a_function_that_loads_a_state_dict_into_what_it_returns_returns_a_module(
+    tmp_path: Path,
+) -> None:
+    write_source(
+        tmp_path,
+        "pkg/load.py",
+        """\
+        import torch
+
+        TABLE = {}
+
+
+        def load_model(name, path):
+            model = TABLE[name]()
+            model.load_state_dict(torch.load(path))
+            return model
+
+
+        def load_plain(name):
+            thing = TABLE[name]()
+            thing.update({})
+            return thing
+        """,
+    )
+    agent = write_source(
+        tmp_path,
+        "pkg/agent.py",
+        """\
+        from pkg.load import load_model, load_plain
+
+
+        class Agent:
+            def __init__(self, name, path):
+                self.model = load_model(name, path)
+                self.plain = load_plain(name)
+
+            def act(self, x):
+                y = self.model.forward(x)  # HS101
+                return self.plain.forward(y)
+        """,
+    )
+    assert found(tmp_path, agent) == expected_codes(agent)
+
+
+def test_elements_of_an_iterated_registered_child_are_modules(tmp_path: Path) -> None:
+    relevance = write_source(
+        tmp_path,
+        "relevance.py",
+        """\
+        class Relevance:
+            def __init__(self, model, table):
+                self.model = model
+                self.table = table
+
+            def generate(self, x):
+                outs = [x]
+                for layer in list(self.model._modules["features"]):
+                    outs.append(layer.forward(outs[-1]))  # HS101
+                for layer in self.model._modules["classifier"]:
+                    outs.append(layer.forward(outs[-1]))  # HS101
+                for step in list(self.table["features"]):
+                    outs.append(step.forward(outs[-1]))
+                return outs
+        """,
+    )
+    assert found(tmp_path, relevance) == expected_codes(relevance)
