@@ -1,6 +1,7 @@
 """Modules shown by what is done to them (#15): a project function that loads a state
-dict into the object it returns, and the elements of a registered child (``_modules``)
-that is iterated, directly or through ``list(...)``. Each has a plain twin."""
+dict into the object it returns, the elements of a registered child (``_modules``)
+that is iterated, directly or through ``list(...)``, and ``self`` in an abstract mixin
+that only modules (or mixins of them) extend. Each has a plain twin."""
 
 from __future__ import annotations
 
@@ -75,3 +76,58 @@ def test_elements_of_an_iterated_registered_child_are_modules(tmp_path: Path) ->
         """,
     )
     assert found(tmp_path, relevance) == expected_codes(relevance)
+
+
+def test_an_abstract_mixin_extended_by_a_mixin_and_used_only_by_modules(tmp_path: Path) -> None:
+    mixin = write_source(
+        tmp_path,
+        "pkg/export.py",
+        """\
+        from abc import ABC
+
+
+        class Exportable(ABC):
+            def export(self, x):
+                return self.forward(x)  # HS102
+
+
+        class ExportableModel(Exportable):
+            def example(self):
+                return None
+
+
+        class Checkable(ABC):
+            def check(self, x):
+                return self.forward(x)
+        """,
+    )
+    write_source(
+        tmp_path,
+        "pkg/nets.py",
+        """\
+        from torch import nn
+
+        from pkg.export import Checkable, Exportable, ExportableModel
+
+
+        class Encoder(nn.Module, Exportable):
+            def forward(self, x):
+                return x
+
+
+        class Model(nn.Module, ExportableModel):
+            def forward(self, x):
+                return x
+
+
+        class Net(nn.Module, Checkable):
+            def forward(self, x):
+                return x
+
+
+        class Report(Checkable):
+            def forward(self, x):
+                return x
+        """,
+    )
+    assert found(tmp_path, mixin) == expected_codes(mixin)
