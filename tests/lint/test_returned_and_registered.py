@@ -1,7 +1,8 @@
 """Modules shown by what is done to them (#15): a project function that loads a state
 dict into the object it returns, the elements of a registered child (``_modules``)
 that is iterated, directly or through ``list(...)``, and ``self`` in an abstract mixin
-that only modules (or mixins of them) extend. Each has a plain twin."""
+that only modules (or mixins of them) extend, and the items of a dict filled one key at a
+time. Each has a plain twin."""
 
 from __future__ import annotations
 
@@ -131,3 +132,33 @@ def test_an_abstract_mixin_extended_by_a_mixin_and_used_only_by_modules(tmp_path
         """,
     )
     assert found(tmp_path, mixin) == expected_codes(mixin)
+
+
+def test_a_dict_attribute_filled_item_by_item_holds_what_was_put_in(tmp_path: Path) -> None:
+    wrapper = write_source(
+        tmp_path,
+        "wrapper.py",
+        """\
+        from torch import nn
+
+
+        class Plain:
+            def forward(self, x):
+                return x
+
+
+        class Wrapper:
+            def __init__(self):
+                self.models = {}
+                self.models["first"] = nn.Linear(2, 2).to("cpu")
+                self.models["second"] = nn.Linear(2, 2)
+                self.plains = {}
+                self.plains["first"] = Plain()
+
+            def forward(self, position, x):
+                model = self.models[position]
+                y = model.forward(x)  # HS101
+                return self.plains[position].forward(y)
+        """,
+    )
+    assert found(tmp_path, wrapper) == expected_codes(wrapper)

@@ -375,7 +375,11 @@ class Resolver(ClassKinds):
             return element(self, binding.expr, binding.position, scope, depth)
         if binding.kind == "unpacked":
             return unpacked(self, binding.expr, binding.position or 0, scope, depth)
-        filled = appended(self, binding, depth) if isinstance(binding.expr, ast.List) else None
+        filled = (
+            appended(self, binding, depth)
+            if isinstance(binding.expr, (ast.List, ast.Dict))
+            else None
+        )
         return filled or self.resolve(binding.expr, scope, depth + 1)
 
     def scope_of(self, owner: ast.AST) -> Scope:
