@@ -2,7 +2,7 @@
 dict into the object it returns, the elements of a registered child (``_modules``)
 that is iterated, directly or through ``list(...)``, and ``self`` in an abstract mixin
 that only modules (or mixins of them) extend, and the items of a dict filled one key at a
-time. Each has a plain twin."""
+time, and slices of filled lists. Each has a plain twin."""
 
 from __future__ import annotations
 
@@ -162,3 +162,39 @@ def test_a_dict_attribute_filled_item_by_item_holds_what_was_put_in(tmp_path: Pa
         """,
     )
     assert found(tmp_path, wrapper) == expected_codes(wrapper)
+
+
+def test_a_slice_of_a_filled_list_holds_the_same_kind(tmp_path: Path) -> None:
+    pyramid = write_source(
+        tmp_path,
+        "pyramid.py",
+        """\
+        from torch import nn
+
+
+        class Step:
+            def forward(self, x):
+                return x
+
+
+        class Pyramid(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                convs = []
+                steps = []
+                for i in range(n):
+                    conv = nn.Conv2d(3, 3, 1)
+                    self.add_module(f"conv{i}", conv)
+                    convs.append(conv)
+                    steps.append(Step())
+                self.convs = convs[::-1]
+                self.steps = steps[::-1]
+
+            def forward(self, x):
+                for conv, step in zip(self.convs[1:], self.steps[1:]):
+                    x = conv.forward(x)  # HS101
+                    x = step.forward(x)
+                return x
+        """,
+    )
+    assert found(tmp_path, pyramid) == expected_codes(pyramid)

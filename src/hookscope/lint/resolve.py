@@ -112,8 +112,8 @@ class Resolver(ClassKinds):
                 if entry is not None:
                     return entry
             base = self.resolve(expr.value, scope, depth + 1)
-            if isinstance(expr.slice, ast.Slice) and base.container:
-                return base  # a slice of a ModuleList or Sequential is one too
+            if isinstance(expr.slice, ast.Slice) and (base.container or base.elem is not None):
+                return base  # a slice of a ModuleList, or of a list, holds the same kind
             found = member(self, base, scope)
             if found.kind is Kind.UNKNOWN and base.cls and not base.is_class:
                 item = self._item(base.cls, expr.slice, depth)  # ``ensemble[0]``
