@@ -6,7 +6,7 @@ import ast
 import re
 from collections.abc import Iterator
 
-from hookscope.lint import known
+from hookscope.lint import known, libraries
 from hookscope.lint.analysis import Analysis, PythonRule, self_names
 from hookscope.lint.bindings import dotted
 from hookscope.lint.evidence import from_context
@@ -287,7 +287,7 @@ def _entry_methods(analysis: Analysis, cls: ast.ClassDef) -> set[str]:
         n.name: n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
     entry = {"forward", "__call__"}
-    if _keras_file(analysis.file.tree, analysis.file.imports_torch):
+    if libraries.keras_file(analysis.file.tree, analysis.file.imports_torch):
         entry.add("call")  # Keras's ``Layer.__call__`` runs ``call``: the entry point there
     for stmt in cls.body:
         target = (
@@ -321,23 +321,6 @@ def _entry_methods(analysis: Analysis, cls: ast.ClassDef) -> set[str]:
                 todo.append(node.attr)
     analysis.cache[key] = entry
     return entry
-
-
-def _keras_file(tree: ast.Module, imports_torch: bool) -> bool:
-    """A file that imports TensorFlow or Keras and never names torch: its classes are
-    Keras layers and models, whatever a project-wide look-up of a base's name says."""
-    if imports_torch:
-        return False
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            tops = [alias.name.partition(".")[0] for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and not node.level:
-            tops = [(node.module or "").partition(".")[0]]
-        else:
-            continue
-        if any(top in ("tensorflow", "keras", "tf_keras") for top in tops):
-            return True
-    return False
 
 
 def self_names_of(method: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
