@@ -1,11 +1,13 @@
-"""Lists filled after they are made: ``layers = []`` then ``layers.append(Block())``.
+"""Lists and dicts filled after they are made: ``layers = []`` then
+``layers.append(Block())``, ``models = {}`` then ``models["a"] = Block()``.
 
 An empty list display says nothing of its elements; what the code then puts in it does.
 For a local name, the appends are those of the function that made the list (not of
 functions nested in it); for ``self.blocks = []``, those of every method of the class
 on ``self.blocks``. ``append(x)``, ``insert(i, x)``, ``extend([...])`` and ``+= [...]``
 count, and the elements are known when every value so added resolves to one kind; an
-``extend`` or ``+=`` of anything but a display leaves them unknown.
+``extend`` or ``+=`` of anything but a display leaves them unknown. ``x[key] = value``
+counts for both.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def appended(resolver: Resolver, binding: Binding, depth: int) -> Resolved | None:
-    """The list ``binding`` makes (an empty display) with the kind of what is appended
+    """The list or dict ``binding`` makes (an empty display) with the kind of what is appended
     to it; ``None`` when nothing is known of that."""
     target = _target(binding)
     owner = binding.owner
@@ -56,7 +58,8 @@ def appended(resolver: Resolver, binding: Binding, depth: int) -> Resolved | Non
     first = values[0][0]
     shown = " ".join(ast.unparse(first).split())
     shown = shown if len(shown) <= 40 else shown[:37] + "..."
-    via = f"{target} = [] filled with {shown} at {resolver.file.path}:{first.lineno}"
+    made = "{}" if isinstance(binding.expr, ast.Dict) else "[]"
+    via = f"{target} = {made} filled with {shown} at {resolver.file.path}:{first.lineno}"
     return Resolved(Kind.OTHER, elem=kinds.pop(), via=via)
 
 
@@ -64,7 +67,9 @@ def _target(binding: Binding) -> str | None:
     """``layers`` or ``self.blocks``: what ``binding`` (an empty list display) is
     assigned to."""
     value = binding.expr
-    if not (isinstance(value, ast.List) and not value.elts):
+    if not (isinstance(value, ast.List) and not value.elts) and not (
+        isinstance(value, ast.Dict) and not value.keys
+    ):
         return None
     for node in own_nodes(getattr(binding.owner, "body", [])):
         if isinstance(node, ast.Assign) and node.value is value and len(node.targets) == 1:
@@ -101,6 +106,9 @@ def _values(func: Function, target: str) -> list[ast.expr] | None:
                 if not isinstance(args[0], (ast.List, ast.Tuple)):
                     return None
                 out.extend(args[0].elts)
+        elif _item_set(node, target):
+            assert isinstance(node, ast.Assign)
+            out.append(node.value)
         elif isinstance(node, ast.AugAssign) and dotted(node.target) == target:
             if not isinstance(node.value, (ast.List, ast.Tuple)):
                 return None
@@ -108,7 +116,20 @@ def _values(func: Function, target: str) -> list[ast.expr] | None:
     return out
 
 
+def _item_set(node: ast.AST, target: str) -> bool:
+    """``target[key] = value``: an item put into a dict (or list) one at a time."""
+    return (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Subscript)
+        and not isinstance(node.targets[0].slice, ast.Slice)
+        and dotted(node.targets[0].value) == target
+    )
+
+
 def _adds_to(node: ast.AST, target: str) -> bool:
+    if _item_set(node, target):
+        return True
     if isinstance(node, ast.AugAssign):
         return dotted(node.target) == target
     return (

@@ -185,3 +185,34 @@ def _shown(node: ast.AST) -> str:
     if isinstance(node, ast.Call):
         return f"{ast.unparse(node.func)}(...)"
     return ast.unparse(node)
+
+
+def returned_module(
+    func: ast.FunctionDef | ast.AsyncFunctionDef,
+    returns: list[ast.expr],
+    lookalikes: frozenset[str],
+) -> str:
+    """What shows that a function returns a module: every return gives one local name, and
+    the function calls a method that only modules have on it (``model.load_state_dict(sd)``,
+    ``model.eval()``) outside nested functions; ``""`` when nothing does. ``lookalikes``:
+    methods that plain classes of the project define next to a ``forward``."""
+    names = {r.id for r in returns if isinstance(r, ast.Name)}
+    if len(names) != 1 or len(returns) != sum(isinstance(r, ast.Name) for r in returns):
+        return ""
+    (name,) = names
+    todo: list[ast.AST] = list(func.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == name
+            and node.func.attr in known.MODULE_ONLY_METHODS
+            and node.func.attr not in lookalikes
+        ):
+            return f"{name}.{node.func.attr}() in {func.name}() at line {node.lineno}"
+        todo.extend(ast.iter_child_nodes(node))
+    return ""

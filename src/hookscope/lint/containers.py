@@ -65,6 +65,13 @@ def element(
             return Resolved(Kind.MODULE)
         if attr in known.NAMED_MODULE_ITERATORS and position == 1:
             return Resolved(Kind.MODULE)
+        if (
+            isinstance(func, ast.Name)
+            and attr in _SAME_ELEMENTS
+            and len(iterable.args) == 1
+            and not iterable.keywords
+        ):  # ``for m in list(model.children())``: the elements of what is copied
+            return element(resolver, iterable.args[0], position, scope, depth)
         if attr == "enumerate" and iterable.args and position == 1:
             return element(resolver, iterable.args[0], None, scope, depth)
         if attr == "zip" and position is not None and position < len(iterable.args):
@@ -73,6 +80,8 @@ def element(
             return element(resolver, func.value, position, scope, depth)
         if attr == "items" and isinstance(func, ast.Attribute) and position == 1:
             return element(resolver, func.value, None, scope, depth)
+    if position is None and _registered_child(iterable):
+        return Resolved(Kind.MODULE, via="an element of a child in a module's `_modules`")
     if position is not None:  # ``for cls, fn in [(A, f), (B, g)]``: a column of the rows
         column = _column(resolver, iterable, position, scope, depth)
         if column is not None:
@@ -83,6 +92,21 @@ def element(
     if position is not None:
         return UNKNOWN
     return member(resolver, inner, scope)
+
+
+# Builtins whose result holds the elements of their one argument, in some order.
+_SAME_ELEMENTS = frozenset({"list", "tuple", "sorted", "reversed"})
+
+
+def _registered_child(iterable: ast.expr) -> bool:
+    """``model._modules["features"]``: a child module registered on a module; one that is
+    iterated is a container (``Sequential``, ``ModuleList``), whose elements are modules."""
+    return (
+        isinstance(iterable, ast.Subscript)
+        and not isinstance(iterable.slice, ast.Slice)
+        and isinstance(iterable.value, ast.Attribute)
+        and iterable.value.attr == "_modules"
+    )
 
 
 def _column(

@@ -33,6 +33,7 @@ from hookscope.lint.classes import base_names
 from hookscope.lint.crossfile import import_origin, imported_file
 from hookscope.lint.kinds import Kind, Resolved
 from hookscope.lint.passing import callee_of, declared_by_callee, parameter_of
+from hookscope.lint.plain_tables import from_plain_tables
 from hookscope.lint.pyfile import CallSite, Scope
 from hookscope.lint.resolve import Resolver
 
@@ -288,6 +289,8 @@ def submodule(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolve
         return None  # a project class: `getattr_value` knows its attributes, plain ones too
     if name and _from_library_calls(resolver, value, name, site.scope):
         return None  # ``self.x = lib.load(...)``: whatever a library gives, not proof
+    if name and from_plain_tables(resolver, value, name, site.scope):
+        return None  # ``self.task = build(TASKS, cfg)``: one of a table's plain classes
     shown = ast.unparse(value)
     why = f"`{shown}` is a module ({owner.via})" if owner.via else f"`{shown}` is a module"
     return Resolved(Kind.MODULE, name=name, via=f"a submodule: {why}")

@@ -1,4 +1,4 @@
-"""Mixins of modules: a class with no base whose every subclass in the project is a module.
+"""Mixins of modules: a class with no base (but ``object`` or ``ABC``) whose every subclass in the project is a module.
 
 ``class LocalMixin:`` with ``def convert(self): ... self.forward(x)``, used only as
 ``class NetLocal(LocalMixin, Net)`` with ``Net`` an ``nn.Module``: inside the mixin's
@@ -21,19 +21,32 @@ if TYPE_CHECKING:
 _SUBCLASSES: list[tuple[int, dict[str, list[str]]]] = [(0, {})]
 
 
-def module_mixin(kinds: ClassKinds, name: str) -> tuple[str, ...]:
-    """The subclasses of the project class ``name`` (defined once, with no base) when every
-    one of them is a module; ``()`` when ``name`` is no such mixin."""
+def module_mixin(
+    kinds: ClassKinds, name: str, seen: frozenset[str] = frozenset()
+) -> tuple[str, ...]:
+    """The subclasses of the project class ``name`` (defined once, with no base but
+    ``object`` or ``ABC``) when every one of them is a module, or a mixin of that kind
+    itself (``class ExportableModel(Exportable)``, used only by modules); ``()`` when
+    ``name`` is no such mixin."""
     defs = kinds.index.defs.get(name, ())
-    if len(defs) != 1 or defs[0][0] not in ((), ("object",)):
+    if len(defs) != 1 or name in seen:
         return ()
+    if any(base not in _NO_BASE and base.rsplit(".", 1)[-1] not in seen for base in defs[0][0]):
+        return ()  # a base that is neither plain nor the mixin this one extends
     subclasses = _subclasses(kinds.index).get(name, [])
     if not subclasses:
         return ()
     for sub in subclasses:
-        if kinds.class_kind(sub)[0] is not Kind.MODULE:
+        kind = kinds.class_kind(sub)[0]
+        if kind is not Kind.MODULE and not (
+            kind is Kind.OTHER and module_mixin(kinds, sub, seen | {name})
+        ):
             return ()
     return tuple(subclasses)
+
+
+# What a mixin's bases may be: nothing, or what makes it a plain or abstract class.
+_NO_BASE = frozenset({"object", "ABC", "abc.ABC"})
 
 
 def _subclasses(index: ClassIndex) -> dict[str, list[str]]:

@@ -33,6 +33,7 @@ from hookscope.lint.bindings import (
     returned,
     scope_bindings,
 )
+from hookscope.lint.bodies import returned_module
 from hookscope.lint.calls import call_result, entered
 from hookscope.lint.classes import ClassKinds, base_names
 from hookscope.lint.containers import (
@@ -111,8 +112,8 @@ class Resolver(ClassKinds):
                 if entry is not None:
                     return entry
             base = self.resolve(expr.value, scope, depth + 1)
-            if isinstance(expr.slice, ast.Slice) and base.container:
-                return base  # a slice of a ModuleList or Sequential is one too
+            if isinstance(expr.slice, ast.Slice) and (base.container or base.elem is not None):
+                return base  # a slice of a ModuleList, or of a list, holds the same kind
             found = member(self, base, scope)
             if found.kind is Kind.UNKNOWN and base.cls and not base.is_class:
                 item = self._item(base.cls, expr.slice, depth)  # ``ensemble[0]``
@@ -271,6 +272,9 @@ class Resolver(ClassKinds):
             return UNKNOWN  # ``raise NotImplementedError``: what overrides return is unknown
         as_bindings = [Binding("value", e, func) for e in (returns or yields)]
         result = self.combine(as_bindings, depth + 1) if as_bindings else Resolved(Kind.OTHER)
+        if returns and result.kind is Kind.UNKNOWN:  # ``model.eval(); return model``
+            used = returned_module(func, returns, self.index.lookalike_methods)
+            result = Resolved(Kind.MODULE, via=f"a module by its use: {used}") if used else result
         if returns or not yields:
             return result
         return Resolved(Kind.OTHER, elem=Kind.MODULE if result.kind is Kind.MODULE else result.kind)
@@ -371,7 +375,11 @@ class Resolver(ClassKinds):
             return element(self, binding.expr, binding.position, scope, depth)
         if binding.kind == "unpacked":
             return unpacked(self, binding.expr, binding.position or 0, scope, depth)
-        filled = appended(self, binding, depth) if isinstance(binding.expr, ast.List) else None
+        filled = (
+            appended(self, binding, depth)
+            if isinstance(binding.expr, (ast.List, ast.Dict))
+            else None
+        )
         return filled or self.resolve(binding.expr, scope, depth + 1)
 
     def scope_of(self, owner: ast.AST) -> Scope:

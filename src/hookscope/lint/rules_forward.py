@@ -6,7 +6,7 @@ import ast
 import re
 from collections.abc import Iterator
 
-from hookscope.lint import known
+from hookscope.lint import known, libraries
 from hookscope.lint.analysis import Analysis, PythonRule, self_names
 from hookscope.lint.bindings import dotted
 from hookscope.lint.evidence import from_context
@@ -287,6 +287,8 @@ def _entry_methods(analysis: Analysis, cls: ast.ClassDef) -> set[str]:
         n.name: n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
     entry = {"forward", "__call__"}
+    if libraries.keras_file(analysis.file.tree, analysis.file.imports_torch):
+        entry.add("call")  # Keras's ``Layer.__call__`` runs ``call``: the entry point there
     for stmt in cls.body:
         target = (
             stmt.targets[0]

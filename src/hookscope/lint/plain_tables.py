@@ -1,0 +1,76 @@
+"""Attributes built from a table of plain classes: no submodule, whatever their owner is.
+
+``self.task = instantiate(tasks.registry, cfg)`` with ``registry = {"base": BaseTask,
+"lm": LMTask}`` (here or in the project module it is named through) hands the builder a
+written-out table whose every entry is a plain class of the project: what it builds is
+one of them, not a module, so `evidence.submodule` says nothing about it.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from hookscope.lint.bindings import class_attributes
+from hookscope.lint.containers import named_display
+from hookscope.lint.crossfile import imported_file
+from hookscope.lint.kinds import Kind
+from hookscope.lint.pyfile import Scope
+from hookscope.lint.resolve import Resolver
+
+_DISPLAYS = (ast.Dict, ast.List, ast.Tuple)
+
+
+def from_plain_tables(resolver: Resolver, value: ast.expr, name: str, scope: Scope) -> bool:
+    """Every assignment of ``self.<name>`` in the class is a call that is handed a table
+    of plain classes (see the module docstring)."""
+    if not (isinstance(value, ast.Name) and value.id == scope.self_name and scope.cls):
+        return False
+    bindings = class_attributes(scope.cls).get(name, [])
+    return bool(bindings) and all(
+        binding.kind == "value"
+        and isinstance(binding.expr, ast.Call)
+        and any(
+            _plain_table(resolver, arg, resolver.scope_of(binding.owner))
+            for arg in binding.expr.args
+        )
+        for binding in bindings
+    )
+
+
+def _plain_table(resolver: Resolver, arg: ast.expr, scope: Scope) -> bool:
+    found = _display(resolver, arg, scope)
+    if found is None:
+        return False
+    owner, literal, node = found
+    entries = literal.values if isinstance(literal, ast.Dict) else literal.elts
+    if not entries or (isinstance(literal, ast.Dict) and None in literal.keys):
+        return False
+    where = owner.scope_of(node)
+    for entry in entries:
+        if not isinstance(entry, (ast.Name, ast.Attribute)):
+            return False
+        made = owner.resolve(entry, where)
+        if not made.is_class or made.kind is not Kind.OTHER:
+            return False
+    return True
+
+
+def _display(
+    resolver: Resolver, arg: ast.expr, scope: Scope
+) -> tuple[Resolver, ast.Dict | ast.List | ast.Tuple, ast.AST] | None:
+    """The display ``arg`` names: a name (`named_display`) or ``module.name`` of a project
+    module imported as ``module``."""
+    if isinstance(arg, ast.Name):
+        return named_display(resolver, arg, scope)
+    if not (isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name)):
+        return None
+    bindings = resolver.bindings_of(resolver.file.tree).get(arg.value.id, [])
+    if len(bindings) != 1 or bindings[0].kind != "import":
+        return None
+    other = imported_file(resolver, bindings[0].origin)
+    if other is None:
+        return None
+    found = other.bindings_of(other.file.tree).get(arg.attr, [])
+    if len(found) == 1 and found[0].kind == "value" and isinstance(found[0].expr, _DISPLAYS):
+        return other, found[0].expr, other.file.tree
+    return None
