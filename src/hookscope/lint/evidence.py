@@ -33,7 +33,7 @@ from hookscope.lint.classes import base_names
 from hookscope.lint.crossfile import import_origin, imported_file
 from hookscope.lint.kinds import Kind, Resolved
 from hookscope.lint.passing import callee_of, declared_by_callee, parameter_of
-from hookscope.lint.plain_tables import from_plain_tables
+from hookscope.lint.plain_tables import from_plain_tables, self_attribute_calls
 from hookscope.lint.pyfile import CallSite, Scope
 from hookscope.lint.resolve import Resolver
 
@@ -350,14 +350,9 @@ def _from_library_calls(resolver: Resolver, value: ast.expr, name: str, scope: S
     """Every assignment of ``self.<name>`` in the class is the result of a function of an
     external library that resolution cannot follow (``exec_lib._load_for_executorch(p)``,
     a pybind program): an attribute of a module, but not shown to be a submodule."""
-    if not (isinstance(value, ast.Name) and value.id == scope.self_name and scope.cls):
-        return False
-    bindings = class_attributes(scope.cls).get(name, [])
-    return bool(bindings) and all(
-        binding.kind == "value"
-        and isinstance(binding.expr, ast.Call)
-        and _library_function(resolver, binding.expr.func, resolver.scope_of(binding.owner))
-        for binding in bindings
+    calls = self_attribute_calls(value, name, scope)
+    return calls is not None and all(
+        _library_function(resolver, call.func, resolver.scope_of(owner)) for call, owner in calls
     )
 
 

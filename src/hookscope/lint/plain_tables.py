@@ -20,20 +20,30 @@ from hookscope.lint.resolve import Resolver
 _DISPLAYS = (ast.Dict, ast.List, ast.Tuple)
 
 
+def self_attribute_calls(
+    value: ast.expr, name: str, scope: Scope
+) -> list[tuple[ast.Call, ast.AST]] | None:
+    """``value.<name>`` where ``value`` is the method's ``self``: every assignment of
+    ``self.<name>`` in the class, each a call, with the scope node it is in; ``None`` when
+    there is none or one is not a call."""
+    if not (isinstance(value, ast.Name) and value.id == scope.self_name and scope.cls):
+        return None
+    bindings = class_attributes(scope.cls).get(name, [])
+    calls = [
+        (binding.expr, binding.owner)
+        for binding in bindings
+        if binding.kind == "value" and isinstance(binding.expr, ast.Call)
+    ]
+    return calls if calls and len(calls) == len(bindings) else None
+
+
 def from_plain_tables(resolver: Resolver, value: ast.expr, name: str, scope: Scope) -> bool:
     """Every assignment of ``self.<name>`` in the class is a call that is handed a table
     of plain classes (see the module docstring)."""
-    if not (isinstance(value, ast.Name) and value.id == scope.self_name and scope.cls):
-        return False
-    bindings = class_attributes(scope.cls).get(name, [])
-    return bool(bindings) and all(
-        binding.kind == "value"
-        and isinstance(binding.expr, ast.Call)
-        and any(
-            _plain_table(resolver, arg, resolver.scope_of(binding.owner))
-            for arg in binding.expr.args
-        )
-        for binding in bindings
+    calls = self_attribute_calls(value, name, scope)
+    return calls is not None and all(
+        any(_plain_table(resolver, arg, resolver.scope_of(owner)) for arg in call.args)
+        for call, owner in calls
     )
 
 
