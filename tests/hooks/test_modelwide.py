@@ -112,3 +112,23 @@ def test_a_raising_hook_follows_on_error(detect_bypass: bool) -> None:
         with pytest.warns(hookscope.HookWarning):
             model(torch.randn(1, 8))
         assert len(s.errors) == 1
+
+
+def test_a_container_without_forward_needs_no_probe() -> None:
+    class Stack(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = nn.ModuleList([nn.Linear(4, 4), nn.ReLU()])
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            for layer in self.layers:
+                x = layer(x)
+            return x
+
+    model = Stack()
+    names: list[str] = []
+    with hookscope.session(model, detect_bypass=True) as s:
+        assert s.probes_every_module  # the ModuleList is never called itself
+        s.add_model_hooks(lambda name, *_: names.append(name), lambda *_: None)
+        model(torch.randn(1, 4))
+    assert names == ["", "layers.0", "layers.1"]

@@ -41,6 +41,7 @@ from hookscope.hooks.firing import COUNTED_ATTR
 from hookscope.hooks.probe import (
     ModuleActivity,
     forward_owner,
+    has_no_forward,
     patch,
     set_tracking,
     unpatch,
@@ -222,7 +223,8 @@ class BypassDetector:
         for module, module_names in chosen:
             owner = watchable(module, owners)
             if owner is None:
-                self.every_module = False
+                # a container without a forward (ModuleList) cannot be called: nothing to see
+                self.every_module &= has_no_forward(module)
                 continue
             self.watched[id(module)] = (weakref.ref(module), module_names)
             if owner not in self._classes:  # each class patched (and counted) once

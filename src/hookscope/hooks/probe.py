@@ -316,6 +316,11 @@ def watchable(
     return owners[kind]
 
 
+def has_no_forward(module: nn.Module) -> bool:
+    """True for a module whose ``forward`` is `nn.Module`'s own (``ModuleList``): calling it raises."""
+    return "forward" not in module.__dict__ and type(module).forward is nn.Module.forward
+
+
 def all_subclasses(root: type[nn.Module]) -> list[type[nn.Module]]:
     seen: dict[type[nn.Module], None] = {}
     stack = [root]
