@@ -11,6 +11,7 @@ from torch import nn
 
 import hookscope
 from hookscope.errors import HookError
+from hookscope.hooks.bypass import BypassDetector
 from hookscope.hooks.probe import ORIG_ATTR
 from tests.fixtures.models import KwargsBlock, Raises, mlp
 
@@ -132,3 +133,32 @@ def test_a_container_without_forward_needs_no_probe() -> None:
         s.add_model_hooks(lambda name, *_: names.append(name), lambda *_: None)
         model(torch.randn(1, 4))
     assert names == ["", "layers.0", "layers.1"]
+
+
+def test_a_tracking_detector_beside_the_probes_changes_no_call() -> None:
+    # the doctor's detector counts every forward run; the pair still sees each call once
+    model = nn.Sequential(KwargsBlock(), nn.ReLU())
+    tracker = BypassDetector(model, track=True)
+    tracker.attach()
+    seen: list[str] = []
+    try:
+        with hookscope.session(model, detect_bypass=True) as s:
+            assert s.probes_every_module
+            s.add_model_hooks(
+                lambda name, *_: seen.append(f"pre {name}"),
+                lambda name, *_: seen.append(f"post {name}"),
+            )
+            model(torch.randn(2, 4))
+    finally:
+        tracker.detach()
+    assert seen == [
+        "pre ",
+        "pre 0",
+        "pre 0.proj",
+        "post 0.proj",
+        "post 0",
+        "pre 1",
+        "post 1",
+        "post ",
+    ]
+    assert tracker.activity[id(model[0].proj)].calls == 1
