@@ -162,3 +162,25 @@ def test_a_tracking_detector_beside_the_probes_changes_no_call() -> None:
         "post ",
     ]
     assert tracker.activity[id(model[0].proj)].calls == 1
+
+
+def test_a_wrapper_put_on_a_probed_forward_still_runs_the_pair() -> None:
+    class Block(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + 1
+
+    model = nn.Sequential(Block())
+    names: list[str] = []
+    with hookscope.session(model, detect_bypass=True) as s:
+        s.add_model_hooks(lambda name, *_: names.append(name), lambda *_: None)
+        probe = Block.forward
+
+        def wrapper(self: Block, x: torch.Tensor) -> torch.Tensor:  # e.g. a profiler's
+            return probe(self, x)
+
+        Block.forward = wrapper  # type: ignore[method-assign]
+        try:
+            model(torch.zeros(1))
+        finally:
+            Block.forward = probe  # type: ignore[method-assign]
+    assert names == ["", "0"]

@@ -5,11 +5,11 @@ PyTorch's slow call path (about 1.7 µs a call on top of the hook itself).
 While a `hookscope.hooks.probe` sits on a module's class anyway, the probe
 sees each call of that module through ``__call__`` and can run the
 observers itself: the call keeps the fast path. `observe_pre` and
-`observe_post` register them; the probe calls ``pre(module, args)`` right before the original
-``forward`` and ``post(module, args, kwargs, output)`` right after it, or
-``post(module, args, None)`` inside the ``except`` when the forward (or a
-``pre``) raised — the argument shapes of PyTorch's global hooks with
-``with_kwargs=True, always_call=True``.
+`observe_post` register them; the probe calls ``pre(module, args)`` right
+before the original ``forward`` and ``post(module, args, kwargs, output)``
+right after it, or ``post(module, args, None)`` inside the ``except`` when
+the forward (or a ``pre``) raised — the argument shapes of PyTorch's global
+hooks with ``with_kwargs=True, always_call=True``.
 
 Only modules whose class carries a probe are seen: a caller uses this only
 when a bypass detector watches every module it cares about.

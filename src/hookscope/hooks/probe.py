@@ -7,8 +7,8 @@ it: ``nn.Module._call_impl`` (or its nested ``inner``, or ``_slow_forward``
 under ``torch.jit.trace``) means the module was *called* and its hooks ran;
 any other caller invoked ``.forward`` directly; a called module's probe
 also runs the call observers (`hookscope.hooks.observers`). The normal path
-costs one extra Python call and one ``sys._getframe``; nothing is stored on module
-instances, so ``copy.deepcopy``, ``pickle`` and ``state_dict`` see modules
+costs one extra Python call and one ``sys._getframe``; nothing is stored on
+module instances, so ``copy.deepcopy``, ``pickle`` and ``state_dict`` see modules
 exactly as before. A class gets its original function back when the last
 detector watching one of its instances detaches.
 
@@ -151,8 +151,10 @@ def _observe(
     orig: Callable[..., Any], module: Any, caller: types.FrameType, args: Any, kwargs: Any
 ) -> Any:
     code = caller.f_code
+    # called through ``__call__`` (hooks ran), directly or through a forward wrapper
     called = code is _CALL_IMPL or code is _INNER or code is _SLOW_FORWARD
-    via_call = called or _wrapped_call(module, caller) or _recomputing()
+    called = called or _wrapped_call(module, caller)
+    via_call = called or _recomputing()
     if not via_call and getattr(type(module).forward, ORIG_ATTR, None) is not orig:
         # super().forward(x) inside a subclass's forward: part of that forward's run.
         return orig(module, *args, **kwargs)
