@@ -71,12 +71,11 @@ def stand_ins(model: nn.Module, device: torch.device) -> Iterator[None]:
                 for name, tensor in store.items():  # values replaced, no key added or removed
                     if tensor is None:
                         continue
-                    if replacements is None:
+                    new = None if replacements is None else replacements.get(id(tensor))
+                    if new is None:
                         new = make(tensor, is_param)
-                    else:
-                        new = replacements.get(id(tensor))
-                        if new is None:
-                            new = replacements[id(tensor)] = make(tensor, is_param)
+                        if replacements is not None:
+                            replacements[id(tensor)] = new
                     if new is not tensor:
                         saved.append((store, name, tensor))  # type: ignore[arg-type]
                         store[name] = new  # type: ignore[assignment]
