@@ -63,12 +63,13 @@ def _walk(model: nn.Module, remove_duplicate: bool) -> tuple[Walk, bool]:
                 continue
         seen.add(id(module))
         found.append((name, module))
-        children = [
-            (f"{name}.{key}" if name else key, child)
-            for key, child in module._modules.items()
-            if child is not None
-        ]
-        stack.extend(reversed(children))
+        if module._modules:  # most modules are leaves
+            children = [
+                (f"{name}.{key}" if name else key, child)
+                for key, child in module._modules.items()
+                if child is not None
+            ]
+            stack.extend(reversed(children))
     return tuple(found), repeats
 
 

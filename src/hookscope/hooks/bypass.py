@@ -41,6 +41,7 @@ from hookscope.hooks.firing import COUNTED_ATTR
 from hookscope.hooks.probe import (
     ModuleActivity,
     forward_owner,
+    has_no_forward,
     patch,
     set_tracking,
     unpatch,
@@ -189,6 +190,8 @@ class BypassDetector:
         self.activity: dict[int, ModuleActivity] = {}
         self._sites: dict[tuple[int, str], _Site] = {}
         self._classes: list[type[nn.Module]] = []
+        #: Whether `attach` put a probe on every module of the model (see `hookscope.hooks.observers`)
+        self.every_module = False
         self._attached = False
         self._lock = threading.RLock()
 
@@ -216,9 +219,12 @@ class BypassDetector:
         self._start()
         watch(self)  # bypasses of the modules entered in ``watched`` below reach us
         owners: dict[type[nn.Module], type[nn.Module] | None] = {}  # by class, for this loop
+        self.every_module = modules is None
         for module, module_names in chosen:
             owner = watchable(module, owners)
             if owner is None:
+                # a container without a forward (ModuleList) cannot be called: nothing to see
+                self.every_module &= has_no_forward(module)
                 continue
             self.watched[id(module)] = (weakref.ref(module), module_names)
             if owner not in self._classes:  # each class patched (and counted) once

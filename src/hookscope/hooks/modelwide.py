@@ -5,7 +5,10 @@ Per-module hooks cost a registration each (three hooks on 300 modules is
 a quick tool's time on a small model. `add_model_hooks` registers one global
 forward pre-hook and one global forward hook (``always_call``) instead and
 maps each call back to the module's name; calls of modules outside the model
-are skipped.
+are skipped. When the session's bypass detector has a probe on every module
+of the model, the probes run the pair instead (`hookscope.hooks.observers`):
+no global hook, so every module call keeps PyTorch's fast path; ``pre`` then
+runs after the module's own forward pre-hooks.
 
 What differs from per-module hooks: global hooks run *before* the module's
 own hooks, so ``post`` sees the output as the module's ``forward`` returned
@@ -23,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from hookscope.hooks.observers import observe_post, observe_pre
 from hookscope.hooks.selection import module_names
 
 if TYPE_CHECKING:
@@ -46,11 +50,13 @@ def add_model_hooks(session: HookSession, pre: PreHook, post: PostHook) -> None:
     names = {key: aliases[0] for key, aliases in module_names(session.model).items()}
     pre_reg = session.record("forward_pre", pre, ("",), session.model)
     post_reg = session.record("forward", post, ("",), session.model)
+    lock = session.count_lock  # counted inline: this runs on every module call
 
     def pre_hook(module: nn.Module, args: tuple[Any, ...]) -> None:
         name = names.get(id(module))
         if name is not None and not pre_reg.disabled:
-            session.count(pre_reg)
+            with lock:
+                pre_reg.count += 1
             try:
                 pre(name, module, args)
             except Exception as exc:
@@ -61,12 +67,17 @@ def add_model_hooks(session: HookSession, pre: PreHook, post: PostHook) -> None:
         name = names.get(id(module))
         if name is not None and not post_reg.disabled:
             kwargs, output = rest if len(rest) == 2 else (None, None)
-            session.count(post_reg)
+            with lock:
+                post_reg.count += 1
             try:
                 post(name, module, args, kwargs, output)
             except Exception as exc:
                 session.failed(post_reg, exc)
 
+    if session.probes_every_module:  # the probes run them: module calls keep the fast path
+        pre_reg.handle = observe_pre(pre_hook)
+        post_reg.handle = observe_post(post_hook)
+        return
     hooks = torch.nn.modules.module
     pre_reg.handle = hooks.register_module_forward_pre_hook(pre_hook)
     post_reg.handle = handle = hooks.register_module_forward_hook(

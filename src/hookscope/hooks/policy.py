@@ -30,13 +30,14 @@ class HookRunner:
     def __init__(self, on_error: OnError) -> None:
         self.on_error: OnError = on_error
         self.errors: list[HookFailure] = []
-        self._lock = threading.Lock()
+        #: held around every ``Registration.count`` change
+        self.lock = threading.Lock()
 
     def wrap(self, reg: Registration) -> Callable[..., Any]:
         """The callable to register for ``reg``: ``wrapper(*args)`` calls ``reg.hook(name, *args)``."""
         hook = reg.hook
         name = reg.shown
-        lock = self._lock
+        lock = self.lock
 
         def wrapper(*args: Any) -> Any:
             if reg.disabled:
@@ -60,7 +61,7 @@ class HookRunner:
 
     def count(self, reg: Registration) -> None:
         """Count one firing of ``reg`` (thread-safe)."""
-        with self._lock:
+        with self.lock:
             reg.count += 1
 
     def failed(self, reg: Registration, exc: Exception) -> None:
@@ -76,7 +77,7 @@ class HookRunner:
                 kind=reg.kind,
             ) from exc
         failure = HookFailure(reg.shown, reg.hook_name, reg.kind, exc, traceback.format_exc())
-        with self._lock:
+        with self.lock:
             self.errors.append(failure)
             first = not reg.warned
             reg.warned = True

@@ -5,9 +5,10 @@ While any detector watches a module, the class that defines that module's
 source (``__wrapped__``) and globals. The probe looks at the frame that called
 it: ``nn.Module._call_impl`` (or its nested ``inner``, or ``_slow_forward``
 under ``torch.jit.trace``) means the module was *called* and its hooks ran;
-any other caller invoked ``.forward`` directly. The normal path costs one
-extra Python call and one ``sys._getframe``; nothing is stored on module
-instances, so ``copy.deepcopy``, ``pickle`` and ``state_dict`` see modules
+any other caller invoked ``.forward`` directly; a called module's probe
+also runs the call observers (`hookscope.hooks.observers`). The normal path
+costs one extra Python call and one ``sys._getframe``; nothing is stored on
+module instances, so ``copy.deepcopy``, ``pickle`` and ``state_dict`` see modules
 exactly as before. A class gets its original function back when the last
 detector watching one of its instances detaches.
 
@@ -30,10 +31,13 @@ import types
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 import torch
 from torch import nn
+
+from hookscope.hooks.observers import POST, PRE, observed_call
 
 #: Attribute on a probe holding the class's original ``forward``.
 ORIG_ATTR = "__hookscope_forward__"
@@ -90,6 +94,10 @@ class _Patch:
 # many detectors watch its instances).
 _LOCK = threading.RLock()
 _PATCHES: dict[type[nn.Module], _Patch] = {}
+#: original ``forward`` -> its probe, made once: a summary patches every class of its model
+_PROBES: weakref.WeakKeyDictionary[Callable[..., Any], Callable[..., Any]] = (
+    weakref.WeakKeyDictionary()
+)
 #: detectors watching the modules in their ``watched`` (looked up only on a bypass)
 _WATCHING: list[Watcher] = []
 _WATCH_ALL: list[Watcher] = []
@@ -105,6 +113,7 @@ def _make_probe(orig: Callable[..., Any]) -> Callable[..., Any]:
     _hs_call_impl, _hs_inner, _hs_slow = _CALL_IMPL, _INNER, _SLOW_FORWARD
     _hs_tracking = _TRACKING
     _hs_observe = _observe
+    _hs_pre, _hs_post, _hs_called = PRE, POST, observed_call
     # Under torch.compile, dynamo reads this as True and inlines the original
     # forward (it cannot trace sys._getframe); compiled regions are not watched.
     _hs_compiling = torch.compiler.is_compiling
@@ -114,6 +123,8 @@ def _make_probe(orig: Callable[..., Any]) -> Callable[..., Any]:
             return _hs_orig(self, *args, **kwargs)
         code = _hs_getframe(1).f_code
         if (code is _hs_call_impl or code is _hs_inner or code is _hs_slow) and not _hs_tracking[0]:
+            if _hs_pre or _hs_post:
+                return _hs_called(_hs_orig, self, args, kwargs)
             return _hs_orig(self, *args, **kwargs)
         return _hs_observe(_hs_orig, self, _hs_getframe(1), args, kwargs)
 
@@ -140,11 +151,15 @@ def _observe(
     orig: Callable[..., Any], module: Any, caller: types.FrameType, args: Any, kwargs: Any
 ) -> Any:
     code = caller.f_code
-    via_call = code is _CALL_IMPL or code is _INNER or code is _SLOW_FORWARD
-    via_call = via_call or _wrapped_call(module, caller) or _recomputing()
+    # called through ``__call__`` (hooks ran), directly or through a forward wrapper
+    called = code is _CALL_IMPL or code is _INNER or code is _SLOW_FORWARD
+    called = called or _wrapped_call(module, caller)
+    via_call = called or _recomputing()
     if not via_call and getattr(type(module).forward, ORIG_ATTR, None) is not orig:
         # super().forward(x) inside a subclass's forward: part of that forward's run.
         return orig(module, *args, **kwargs)
+    if called and (PRE or POST):
+        orig = partial(_with_observers, orig)
     detectors = _detectors_for(module)
     if not via_call:
         site = _outside_wrappers(module, caller)
@@ -164,6 +179,10 @@ def _observe(
         for activity in activities:
             activity.output_requires_grad += 1
     return output
+
+
+def _with_observers(orig: Callable[..., Any], module: Any, *args: Any, **kwargs: Any) -> Any:
+    return observed_call(orig, module, args, kwargs)
 
 
 def _wrapped_call(module: nn.Module, caller: types.FrameType) -> bool:
@@ -259,7 +278,10 @@ def patch(cls: type[nn.Module]) -> None:
         patch = _PATCHES.get(cls)
         if patch is None:
             orig = cls.__dict__["forward"]
-            patch = _PATCHES[cls] = _Patch(cls, orig, _make_probe(orig))
+            probe = _PROBES.get(orig)
+            if probe is None:
+                probe = _PROBES[orig] = _make_probe(orig)
+            patch = _PATCHES[cls] = _Patch(cls, orig, probe)
             cls.forward = patch.probe
         patch.users += 1
 
@@ -294,6 +316,11 @@ def watchable(
     if kind not in owners:
         owners[kind] = forward_owner(kind)
     return owners[kind]
+
+
+def has_no_forward(module: nn.Module) -> bool:
+    """True for a module whose ``forward`` is `nn.Module`'s own (``ModuleList``): calling it raises."""
+    return "forward" not in module.__dict__ and type(module).forward is nn.Module.forward
 
 
 def all_subclasses(root: type[nn.Module]) -> list[type[nn.Module]]:

@@ -11,6 +11,7 @@ again.
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable
 from types import TracebackType
@@ -147,6 +148,11 @@ class HookSession:
         return self._active
 
     @property
+    def probes_every_module(self) -> bool:
+        """Whether the bypass probe sees every call of every module (`hookscope.hooks.observers`)."""
+        return self._bypass is not None and self._bypass.every_module
+
+    @property
     def bypasses(self) -> list[Any]:
         """Bypass records (see `hookscope.hooks.bypass`); empty without ``detect_bypass``."""
         return [] if self._bypass is None else list(self._bypass.records)
@@ -189,8 +195,8 @@ class HookSession:
         ``post(name, module, args, kwargs, output) -> None``, also when the
         forward raised (then ``kwargs`` and ``output`` are None). Two
         process-wide hooks whatever the model's size, where per-module hooks
-        cost a registration each; they run before the module's own hooks and
-        only observe (see `hookscope.hooks.modelwide`).
+        cost a registration each (or, with ``detect_bypass``, run by the
+        bypass probes); they only observe (see `hookscope.hooks.modelwide`).
         """
         self._check_active()
         add_model_hooks(self, pre, post)
@@ -385,6 +391,11 @@ class HookSession:
     def count(self, reg: Registration) -> None:
         """Count one firing of ``reg`` (thread-safe)."""
         self._runner.count(reg)
+
+    @property
+    def count_lock(self) -> threading.Lock:
+        """The lock `count` holds: a hook that counts inline holds it too."""
+        return self._runner.lock
 
     def failed(self, reg: Registration, exc: Exception) -> None:
         """Apply the session's ``on_error`` policy to ``exc`` raised by ``reg``'s hook."""

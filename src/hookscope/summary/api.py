@@ -202,29 +202,33 @@ def _rows(
 ) -> tuple[SummaryRow, ...]:
     empty = ModuleParams(0, 0, "")
     rows: list[SummaryRow] = []
+    module_name = names.module
     for rec in collected.records:
         if rec.module_id in names.wrappers:
             continue  # the row of the module it wraps has the same name and numbers
         level = rec.depth - names.wrappers_above(rec.name) if names.wrappers else rec.depth
         if depth is not None and level > depth:
             continue
-        stats = per_module.get(rec.module_id, empty)
+        own, total, trainable = per_module.get(rec.module_id, empty)
+        # positional, in field order (index, name, type, depth, call, input and output
+        # shapes, own params, params, trainable, macs, own macs, output bytes, leaf):
+        # one row per module call, and keywords cost a fifth more
         rows.append(
             SummaryRow(
-                index=len(rows),
-                name=names.module(rec.name),
-                type=rec.type_name,
-                depth=level,
-                call=rec.call,
-                input_shapes=rec.input_shapes,
-                output_shapes=rec.output_shapes,
-                own_params=stats.own,
-                params=stats.total,
-                trainable=stats.trainable,
-                macs=rec.macs,
-                own_macs=rec.own_macs,
-                output_bytes=rec.output_bytes,
-                leaf=not rec.children,
+                len(rows),
+                module_name(rec.name),
+                rec.type_name,
+                level,
+                rec.call,
+                rec.input_shapes,
+                rec.output_shapes,
+                own,
+                total,
+                trainable,
+                rec.macs,
+                rec.own_macs,
+                rec.output_bytes,
+                not rec.children,
             )
         )
     return tuple(rows)

@@ -60,7 +60,8 @@ def stand_ins(model: nn.Module, device: torch.device) -> Iterator[None]:
     A tensor tied into several places gets one stand-in, so ties hold.
     """
     saved: list[tuple[dict[str, torch.Tensor | None], str, torch.Tensor]] = []
-    replacements: dict[int, torch.Tensor] = {}
+    # On meta, `_meta_stand_in` itself gives a tied tensor its one stand-in.
+    replacements: dict[int, torch.Tensor] | None = None if device.type == "meta" else {}
     make = _meta_stand_in if device.type == "meta" else partial(_real_stand_in, device=device)
     try:
         for _, module in walk(model):  # each module once
@@ -70,9 +71,12 @@ def stand_ins(model: nn.Module, device: torch.device) -> Iterator[None]:
                 for name, tensor in store.items():  # values replaced, no key added or removed
                     if tensor is None:
                         continue
-                    new = replacements.get(id(tensor))
-                    if new is None:
-                        new = replacements[id(tensor)] = make(tensor, is_param)
+                    if replacements is None:
+                        new = make(tensor, is_param)
+                    else:
+                        new = replacements.get(id(tensor))
+                        if new is None:
+                            new = replacements[id(tensor)] = make(tensor, is_param)
                     if new is not tensor:
                         saved.append((store, name, tensor))  # type: ignore[arg-type]
                         store[name] = new  # type: ignore[assignment]
