@@ -5,6 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
+# No wheel cache: a CI disk once filled up during setup; the venv alone is ~1.6 GB.
+export PIP_NO_CACHE_DIR := 1
 
 .PHONY: setup demo test lint typecheck pytest browser clean
 
