@@ -21,7 +21,7 @@ from hookscope.lint.callers import MAX_IMPORTERS, importers
 from hookscope.lint.classes import base_names
 from hookscope.lint.crossfile import foreign_file
 from hookscope.lint.kinds import Kind, Resolved, agreed
-from hookscope.lint.methods import find_method
+from hookscope.lint.methods import find_method, is_staticmethod
 from hookscope.lint.pyfile import PyFile, Scope
 
 if TYPE_CHECKING:
@@ -128,6 +128,8 @@ def _given_to_method(
     cls = scope.cls
     if cls is None or cls not in resolver.file.tree.body or scope.method is not func:
         return None
+    static = is_staticmethod(func)  # ``Cls.check(model)`` or ``self.check(model)``
+    skip = 0 if static else 1
     types = _related(resolver, cls, func.name)
     files = sorted({f for t in types for f in importers(resolver.index, t)})
     if len(files) > MAX_IMPORTERS:
@@ -145,10 +147,11 @@ def _given_to_method(
             receiver = other.resolve(call.func.value, caller, depth + 1)
             if receiver.cls and not receiver.is_class and receiver.cls not in types:
                 continue  # a method of the same name on another class
-            if receiver.is_class or receiver.cls not in types:
+            on_class = static and receiver.is_class and receiver.name in types
+            if not on_class and (receiver.is_class or receiver.cls not in types):
                 return None  # ``Cls.method(obj, x)``, or a receiver of unknown type
-            argument = argument_for(func, 1, call, name)
-            if argument is None and left_none(func, 1, call, name):
+            argument = argument_for(func, skip, call, name)
+            if argument is None and left_none(func, skip, call, name):
                 continue
             result = None if argument is None else passed(other, argument, call, caller, depth)
             if result is None or result.kind is Kind.UNKNOWN or result.is_class:

@@ -29,7 +29,7 @@ from hookscope.lint.callers import given_in_other_files
 from hookscope.lint.crossfile import foreign_function
 from hookscope.lint.instances import given_to_forward, given_to_instances, given_to_method
 from hookscope.lint.kinds import UNKNOWN, Kind, Resolved, agreed
-from hookscope.lint.methods import find_method
+from hookscope.lint.methods import find_method, is_staticmethod
 from hookscope.lint.pyfile import CallSite, PyFile, Scope
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def given_by_callers(resolver: Resolver, func: Function, name: str, depth: int) 
         # its subclasses' constructions, here and elsewhere (`constructors`)
     # Neither called nor used in this file (its docstring may say its name): the calls
     # are in other files.
-    if scope.self_name and func.name != "__init__":
+    if (scope.self_name or is_staticmethod(func)) and func.name != "__init__":
         return given_to_method(resolver, func, scope, name, depth)
     return given_in_other_files(resolver, func, scope, name, depth)
 
