@@ -40,7 +40,7 @@ from hookscope.lint.resolve import Resolver
 
 def from_context(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolved | None:
     """The receiver's kind from its use or its owner; ``None`` when nothing is said."""
-    used = _used_as_module(resolver, receiver, site.scope) or _used_by_siblings(
+    used = used_as_module(resolver, receiver, site.scope) or _used_by_siblings(
         resolver, receiver, site.scope
     )
     if used is not None:
@@ -94,7 +94,7 @@ def _used_by_siblings(resolver: Resolver, receiver: ast.expr, scope: Scope) -> R
     return None
 
 
-def _used_as_module(resolver: Resolver, receiver: ast.expr, scope: Scope) -> Resolved | None:
+def used_as_module(resolver: Resolver, receiver: ast.expr, scope: Scope) -> Resolved | None:
     """A module-only method called on the receiver, the receiver wrapped as a module, or
     passed to a parameter declared a module."""
     path = _spelled(receiver)

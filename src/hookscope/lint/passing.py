@@ -297,18 +297,23 @@ def parameter_of(func: Function, skip: int, call: ast.Call, argument: ast.expr) 
 def passed(
     resolver: Resolver, argument: ast.expr, call: ast.Call, caller: Scope, depth: int
 ) -> Resolved:
-    """What ``argument`` of ``call`` is: resolved, or else an attribute of a module
-    (``self.encoder`` of an ``nn.Module``), which the callee's ``.forward(...)`` on it shows
-    to have a ``forward``: a submodule, as `evidence` reads ``self.encoder.forward(x)``."""
+    """What ``argument`` of ``call`` is: resolved; or else a module by the caller's own
+    module-only use of it (``model.parameters()`` in the calling function, `evidence`); or
+    else an attribute of a module (``self.encoder`` of an ``nn.Module``), which the callee's
+    ``.forward(...)`` on it shows to have a ``forward``: a submodule, as `evidence` reads
+    ``self.encoder.forward(x)``."""
     result = resolver.resolve(argument, caller, depth + 1)
-    if (
-        result.kind is not Kind.UNKNOWN
-        or result.is_class
-        or not isinstance(argument, ast.Attribute)
-    ):
+    if result.kind is not Kind.UNKNOWN or result.is_class:
         return result
-    from hookscope.lint.evidence import submodule  # (evidence imports this module)
+    from hookscope.lint.evidence import submodule, used_as_module  # (they import this module)
 
+    if isinstance(argument, (ast.Name, ast.Attribute)):
+        # ``model.train()`` ... ``self.train_step(model, batch)``: the caller's own use
+        used = used_as_module(resolver, argument, caller)
+        if used is not None:
+            return used
+    if not isinstance(argument, ast.Attribute):
+        return result
     site = CallSite(call, call, caller, (), None)
     return submodule(resolver, argument, site) or result
 

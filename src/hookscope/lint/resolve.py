@@ -80,6 +80,12 @@ _COLLECTIONS = (
 )
 
 
+def _is_none(binding: Binding) -> bool:
+    """``x = None``: a placeholder that no ``.forward(...)`` call can have reached."""
+    expr = binding.expr
+    return binding.kind == "value" and isinstance(expr, ast.Constant) and expr.value is None
+
+
 class Resolver(ClassKinds):
     """Resolves expressions of one file against the project-wide class index."""
 
@@ -227,6 +233,10 @@ class Resolver(ClassKinds):
         if base.cls and not base.is_class:
             owner, bindings = self._class_attr(base.cls, expr.attr)
             bindings = settled(bindings, scope.method)
+            if bindings and all(_is_none(b) for b in bindings):
+                held = in_subclasses(self, base.cls, expr.attr, depth + 1, placeholder=True)
+                if held is not None:  # ``self.clas = None``, built by every subclass
+                    return replace(held, name=expr.attr)
             if bindings:
                 label = f"{base.name}.{expr.attr}" if base.name else expr.attr
                 return replace(owner.combine(bindings, depth + 1, label), name=expr.attr)
