@@ -175,3 +175,71 @@ def test_torch_legacy_classes_are_not_modules(tmp_path: Path) -> None:
         """,
     )
     assert found(tmp_path, path, CONFIDENT) == expected_codes(path)
+
+
+def test_callers_in_files_that_only_override_or_mention_the_method(tmp_path: Path) -> None:
+    """A subclass file that only overrides the method (``def eval_dis``), and a docstring
+    that names it, neither call nor hand it on: the other calls still decide."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    base = write_source(
+        tmp_path,
+        "pkg/base.py",
+        '''\
+        import torch
+
+
+        class Instructor:
+            """Call ``eval_dis`` after each epoch."""
+
+            @staticmethod
+            def eval_dis(model, loader):
+                return [model.forward(x) for x in loader]  # HS101
+
+            @staticmethod
+            def eval_plain(helper, loader):
+                return [helper.forward(x) for x in loader]
+        ''',
+    )
+    write_source(
+        tmp_path,
+        "pkg/gan.py",
+        """\
+        from torch import nn
+
+        from pkg.base import Instructor
+
+
+        class Disc(nn.Module):
+            def forward(self, x):
+                return x
+
+
+        class GanInstructor(Instructor):
+            def __init__(self):
+                self.dis = Disc()
+
+            def run(self, loader):
+                return self.eval_dis(self.dis, loader)
+        """,
+    )
+    write_source(
+        tmp_path,
+        "pkg/other.py",
+        """\
+        from pkg.base import Instructor
+
+
+        class OwnEval(Instructor):
+            def eval_dis(self, model, pos, neg):
+                return pos
+
+            def eval_plain(self, helper, loader):
+                return loader
+
+            def run(self, helper, loader):
+                handed = self.eval_plain
+                return handed(helper, loader)
+        """,
+    )
+    assert found(tmp_path, base, CONFIDENT) == expected_codes(base)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -135,11 +136,11 @@ def _given_to_method(
     if len(files) > MAX_IMPORTERS:
         return None
     results: list[tuple[ast.Call, str, Resolved]] = []
-    for other in (foreign_file(resolver, where) for where in files):
+    for other in (_file_of(resolver, where) for where in files):
         if other is None:
             return None
         calls = other.calls_named(func.name)
-        if not calls and func.name in other.file.text:
+        if not calls and _used_in(other, func.name):
             return None  # handed on or called some other way
         for call, caller in calls:
             if not isinstance(call.func, ast.Attribute):
@@ -158,6 +159,24 @@ def _given_to_method(
                 return None
             results.append((call, other.file.path, result))
     return agreed(results, f"every call of {cls.name}.{func.name}", name)
+
+
+def _file_of(resolver: Resolver, where: str) -> Resolver | None:
+    """The resolver of the project file ``where``: this one's own, or another's."""
+    path = os.path.join(resolver.index.root, where) if resolver.index.root else where
+    if os.path.abspath(path) == os.path.abspath(resolver.file.path):
+        return resolver
+    return foreign_file(resolver, where)
+
+
+def _used_in(other: Resolver, name: str) -> bool:
+    """Whether the file of ``other`` names ``name`` other than as a callee (where its calls
+    cannot all be seen): not in ``def name(``, a docstring or a string."""
+    from hookscope.lint.passing import used_here  # (passing imports this module)
+
+    if name not in other.file.text:
+        return False
+    return not other.complete or used_here(other, name)
 
 
 def _related(resolver: Resolver, cls: ast.ClassDef, method: str = "__call__") -> set[str]:
