@@ -243,3 +243,33 @@ def test_callers_in_files_that_only_override_or_mention_the_method(tmp_path: Pat
         """,
     )
     assert found(tmp_path, base, CONFIDENT) == expected_codes(base)
+
+
+def test_alias_of_a_name_used_as_a_module(tmp_path: Path) -> None:
+    path = write_source(
+        tmp_path,
+        "extract.py",
+        """\
+        import torch
+
+
+        def encoder(name, build, loader):
+            model = build(name)
+            model.eval()
+            if name == "simclr":
+                _model = model
+                model = lambda x: _model.forward(x)[0]  # HS101
+            elif name == "dino":
+                _model = model
+                model = lambda x: _model.forward(x)  # HS101
+            return model
+
+
+        def scorer(name, build):
+            metric = build(name)
+            metric.reset()
+            _metric = metric
+            return lambda x: _metric.forward(x)
+        """,
+    )
+    assert found(tmp_path, path, CONFIDENT) == expected_codes(path)
