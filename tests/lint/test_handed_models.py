@@ -273,3 +273,54 @@ def test_alias_of_a_name_used_as_a_module(tmp_path: Path) -> None:
         """,
     )
     assert found(tmp_path, path, CONFIDENT) == expected_codes(path)
+
+
+def test_function_imported_but_unused_in_a_file(tmp_path: Path) -> None:
+    """A file importing the function and naming it only in a comment neither calls nor
+    hands it on; a file handing it on as a callback still stops the look-up."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    apis = write_source(
+        tmp_path,
+        "pkg/apis.py",
+        """\
+        import torch
+
+
+        def infer(model, x):
+            with torch.no_grad():
+                return model.forward(x)  # HS101
+
+
+        def score(model, x):
+            return model.forward(x)
+        """,
+    )
+    write_source(
+        tmp_path,
+        "pkg/demo.py",
+        """\
+        from torch import nn
+
+        from pkg.apis import infer, score
+
+
+        def main(x):
+            net = nn.Linear(2, 2)
+            infer(net, x)
+            return score(net, x)
+        """,
+    )
+    write_source(
+        tmp_path,
+        "pkg/old.py",
+        """\
+        from pkg.apis import infer, score
+
+
+        def run(pool, items):
+            # result = infer(model, image)
+            return pool.map(score, items)
+        """,
+    )
+    assert found(tmp_path, apis, CONFIDENT) == expected_codes(apis)
