@@ -324,3 +324,54 @@ def test_function_imported_but_unused_in_a_file(tmp_path: Path) -> None:
         """,
     )
     assert found(tmp_path, apis, CONFIDENT) == expected_codes(apis)
+
+
+def test_method_callers_through_the_module_of_the_class(tmp_path: Path) -> None:
+    """``from pkg import rollout`` and ``rollout.Rollout(...).get_reward(x, dis)``."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    rollout = write_source(
+        tmp_path,
+        "pkg/rollout.py",
+        """\
+        import torch
+
+
+        class Rollout:
+            def __init__(self, gen):
+                self.gen = gen
+
+            def get_reward(self, samples, dis):
+                with torch.no_grad():
+                    return dis.forward(samples)  # HS101
+
+            def get_score(self, samples, meter):
+                return meter.forward(samples)
+        """,
+    )
+    write_source(
+        tmp_path,
+        "pkg/train.py",
+        """\
+        from torch import nn
+
+        from pkg import rollout
+
+
+        class Disc(nn.Module):
+            def forward(self, x):
+                return x
+
+
+        class Meter:
+            def forward(self, x):
+                return x
+
+
+        def train(gen, samples):
+            rollout_func = rollout.Rollout(gen)
+            rollout_func.get_score(samples, Meter())
+            return rollout_func.get_reward(samples, Disc())
+        """,
+    )
+    assert found(tmp_path, rollout, CONFIDENT) == expected_codes(rollout)

@@ -132,7 +132,11 @@ def _given_to_method(
     static = is_staticmethod(func)  # ``Cls.check(model)`` or ``self.check(model)``
     skip = 0 if static else 1
     types = _related(resolver, cls, func.name)
-    files = sorted({f for t in types for f in importers(resolver.index, t)})
+    # ``from pkg.mod import Cls``, or ``from pkg import mod`` and ``mod.Cls(...)``
+    stem = os.path.basename(resolver.file.path).removesuffix(".py")
+    through = importers(resolver.index, stem) if stem != "__init__" else []
+    named = {f for t in types for f in importers(resolver.index, t)}
+    files = sorted({*named, *(through if len(through) <= MAX_IMPORTERS else ())})
     if len(files) > MAX_IMPORTERS:
         return None
     results: list[tuple[ast.Call, str, Resolved]] = []
