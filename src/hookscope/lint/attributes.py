@@ -90,6 +90,12 @@ def _indexed_attr(
 MAX_SUBCLASSES = 20
 
 
+def is_none_binding(binding: Binding) -> bool:
+    """``x = None``: a placeholder that no ``.forward(...)`` call can have reached."""
+    expr = binding.expr
+    return binding.kind == "value" and isinstance(expr, ast.Constant) and expr.value is None
+
+
 def in_subclasses(
     resolver: Resolver, cls_name: str, attr: str, depth: int, *, placeholder: bool = False
 ) -> Resolved | None:

@@ -30,6 +30,7 @@ from hookscope.lint.crossfile import foreign_function
 from hookscope.lint.instances import given_to_forward, given_to_instances, given_to_method
 from hookscope.lint.kinds import UNKNOWN, Kind, Resolved, agreed
 from hookscope.lint.methods import find_method, is_staticmethod
+from hookscope.lint.partials import bound_by_partials
 from hookscope.lint.pyfile import CallSite, PyFile, Scope
 
 if TYPE_CHECKING:
@@ -108,7 +109,7 @@ def _given_here(
     skip = 1 if scope.self_name else 0
     calls = resolver.calls_named(callee)
     if not calls and not skip:
-        return _bound_by_partials(resolver, func, name, depth)
+        return bound_by_partials(resolver, func, name, depth)
     if not calls or not all(_callee_is(resolver, c, func, callee) for c in calls):
         return None  # a call that may be another function's or may run this one unseen
     results = []
@@ -125,38 +126,6 @@ def _given_here(
             return None
         results.append((call, resolver.file.path, result))
     return agreed(results, "every call", name)
-
-
-def _bound_by_partials(
-    resolver: Resolver, func: Function, name: str, depth: int
-) -> Resolved | None:
-    """A parameter of a module-level function used only as ``partial(func, value, ...)``
-    (``functools.partial(_gradient, implicit_function)``): what every ``partial`` binds
-    to it, when they all bind the same kind."""
-    partials = [
-        (call, caller)
-        for call, caller in resolver.calls_named("partial")
-        if call.args and isinstance(call.args[0], ast.Name) and call.args[0].id == func.name
-    ]
-    if not partials:
-        return None
-    uses = sum(isinstance(n, ast.Name) and n.id == func.name for n in ast.walk(resolver.file.tree))
-    if uses != len(partials):
-        return None  # also called or handed on some other way
-    results = []
-    for call, caller in partials:
-        bound = ast.Call(func=call.args[0], args=call.args[1:], keywords=call.keywords)
-        argument = argument_for(func, 0, bound, name)
-        if argument is None:
-            return None
-        result = resolver.resolve(argument, caller, depth + 1)
-        if result.kind is Kind.UNKNOWN or result.is_class:
-            return None
-        results.append(result)
-    if len({(r.kind, r.container, r.elem) for r in results}) != 1:
-        return None
-    where = f"{resolver.file.path}:{partials[0][0].lineno}"
-    return replace(results[0], name=name, via=f"partial({func.name}, ...) binds it at {where}")
 
 
 def unpacked(

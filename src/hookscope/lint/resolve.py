@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from hookscope.lint import known
 from hookscope.lint.appends import appended
-from hookscope.lint.attributes import class_attr, in_subclasses
+from hookscope.lint.attributes import class_attr, in_subclasses, is_none_binding
 from hookscope.lint.bindings import (
     Binding,
     dotted,
@@ -78,12 +78,6 @@ _COLLECTIONS = (
     ast.GeneratorExp,
     ast.DictComp,
 )
-
-
-def _is_none(binding: Binding) -> bool:
-    """``x = None``: a placeholder that no ``.forward(...)`` call can have reached."""
-    expr = binding.expr
-    return binding.kind == "value" and isinstance(expr, ast.Constant) and expr.value is None
 
 
 class Resolver(ClassKinds):
@@ -233,7 +227,7 @@ class Resolver(ClassKinds):
         if base.cls and not base.is_class:
             owner, bindings = self._class_attr(base.cls, expr.attr)
             bindings = settled(bindings, scope.method)
-            if bindings and all(_is_none(b) for b in bindings):
+            if bindings and all(is_none_binding(b) for b in bindings):
                 held = in_subclasses(self, base.cls, expr.attr, depth + 1, placeholder=True)
                 if held is not None:  # ``self.clas = None``, built by every subclass
                     return replace(held, name=expr.attr)
