@@ -33,7 +33,7 @@ def test_project_wide_class_index_resolves_across_files() -> None:
     expected = {
         (p.name, line, code) for p in project.glob("*.py") for line, code in expected_codes(p)
     }
-    assert len(expected) == 99
+    assert len(expected) == 100
     assert found(project) == expected
 
 

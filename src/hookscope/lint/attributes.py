@@ -90,15 +90,27 @@ def _indexed_attr(
 MAX_SUBCLASSES = 20
 
 
-def in_subclasses(resolver: Resolver, cls_name: str, attr: str, depth: int) -> Resolved | None:
+def is_none_binding(binding: Binding) -> bool:
+    """``x = None``: a placeholder that no ``.forward(...)`` call can have reached."""
+    expr = binding.expr
+    return binding.kind == "value" and isinstance(expr, ast.Constant) and expr.value is None
+
+
+def in_subclasses(
+    resolver: Resolver, cls_name: str, attr: str, depth: int, *, placeholder: bool = False
+) -> Resolved | None:
     """``attr`` that neither ``cls_name`` nor its bases bind, on an instance typed as
     ``cls_name``: what the project subclasses that bind it hold (``self.decoder_obj`` of an
     output-feature base, assigned by each feature class in its own file), when each of
-    them resolves and all agree; ``None`` otherwise (also when one cannot be read)."""
+    them resolves and all agree; ``None`` otherwise (also when one cannot be read).
+    ``placeholder``: the class binds ``attr`` only to ``None`` (``self.clas = None`` in a
+    base whose subclasses build it), which no ``.forward(...)`` call can have reached."""
     name = re.escape(attr)  # ``self.x = ...``, ``x: T`` or ``def x(`` in this file's text:
     bound_here = re.compile(rf"\.{name}\s*(?::[^=\n]*)?=[^=]|\b{name}\s*:[^\n]|def\s+{name}\s*\(")
-    if bound_here.search(resolver.file.text) or find_method(resolver, cls_name, attr) is not None:
-        return None  # bound or defined here (a masked parse may lack it), or a method
+    if find_method(resolver, cls_name, attr) is not None:
+        return None  # a method
+    if not placeholder and bound_here.search(resolver.file.text):
+        return None  # bound or defined here (a masked parse may lack it)
     subclasses = descendants(resolver.index, cls_name, MAX_SUBCLASSES)
     if subclasses is None or depth >= MAX_DEPTH:
         return None

@@ -206,7 +206,9 @@ def _calls_in(other: Resolver, name: str, where: str) -> list[tuple[ast.Call, Sc
     calls: list[tuple[ast.Call, Scope]] = []
     if plain or not elsewhere:
         calls = list(other.calls_named(name))
-        if not calls and (plain or (name in other.file.text and used_here(other, name))):
+        # imported or named, never called: handed on, unless no code uses it (an import
+        # that only a comment or a string mentions again)
+        if not calls and name in other.file.text and (not other.complete or used_here(other, name)):
             return None
     for local in sorted(aliases):
         by_alias = other.calls_named(local)

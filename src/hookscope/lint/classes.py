@@ -94,6 +94,8 @@ class ClassKinds:
         module = module or prefix
         if module.partition(".")[0] in libraries.HOOKLESS_LIBRARIES:
             return Kind.HOOKLESS, False
+        if libraries.not_module_package(module):
+            return Kind.OTHER, False  # not the project's class of the same name
         if libraries.library_model_class(module, last):
             return Kind.MODULE, False
         key = f"{module}:{last}"

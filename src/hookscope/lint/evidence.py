@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from hookscope.lint import known
+from hookscope.lint.aliases import alias_used_as_module
 from hookscope.lint.bindings import Binding, class_attributes, dotted
 from hookscope.lint.classes import base_names
 from hookscope.lint.crossfile import import_origin, imported_file
@@ -40,8 +41,10 @@ from hookscope.lint.resolve import Resolver
 
 def from_context(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolved | None:
     """The receiver's kind from its use or its owner; ``None`` when nothing is said."""
-    used = _used_as_module(resolver, receiver, site.scope) or _used_by_siblings(
-        resolver, receiver, site.scope
+    used = (
+        used_as_module(resolver, receiver, site.scope)
+        or _used_by_siblings(resolver, receiver, site.scope)
+        or alias_used_as_module(resolver, receiver, site.scope)
     )
     if used is not None:
         return used
@@ -94,7 +97,7 @@ def _used_by_siblings(resolver: Resolver, receiver: ast.expr, scope: Scope) -> R
     return None
 
 
-def _used_as_module(resolver: Resolver, receiver: ast.expr, scope: Scope) -> Resolved | None:
+def used_as_module(resolver: Resolver, receiver: ast.expr, scope: Scope) -> Resolved | None:
     """A module-only method called on the receiver, the receiver wrapped as a module, or
     passed to a parameter declared a module."""
     path = _spelled(receiver)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -21,7 +22,7 @@ from hookscope.lint.callers import MAX_IMPORTERS, importers
 from hookscope.lint.classes import base_names
 from hookscope.lint.crossfile import foreign_file
 from hookscope.lint.kinds import Kind, Resolved, agreed
-from hookscope.lint.methods import find_method
+from hookscope.lint.methods import find_method, is_staticmethod
 from hookscope.lint.pyfile import PyFile, Scope
 
 if TYPE_CHECKING:
@@ -128,16 +129,22 @@ def _given_to_method(
     cls = scope.cls
     if cls is None or cls not in resolver.file.tree.body or scope.method is not func:
         return None
+    static = is_staticmethod(func)  # ``Cls.check(model)`` or ``self.check(model)``
+    skip = 0 if static else 1
     types = _related(resolver, cls, func.name)
-    files = sorted({f for t in types for f in importers(resolver.index, t)})
+    # ``from pkg.mod import Cls``, or ``from pkg import mod`` and ``mod.Cls(...)``
+    stem = os.path.basename(resolver.file.path).removesuffix(".py")
+    through = importers(resolver.index, stem) if stem != "__init__" else []
+    named = {f for t in types for f in importers(resolver.index, t)}
+    files = sorted({*named, *(through if len(through) <= MAX_IMPORTERS else ())})
     if len(files) > MAX_IMPORTERS:
         return None
     results: list[tuple[ast.Call, str, Resolved]] = []
-    for other in (foreign_file(resolver, where) for where in files):
+    for other in (_file_of(resolver, where) for where in files):
         if other is None:
             return None
         calls = other.calls_named(func.name)
-        if not calls and func.name in other.file.text:
+        if not calls and _used_in(other, func.name):
             return None  # handed on or called some other way
         for call, caller in calls:
             if not isinstance(call.func, ast.Attribute):
@@ -145,16 +152,35 @@ def _given_to_method(
             receiver = other.resolve(call.func.value, caller, depth + 1)
             if receiver.cls and not receiver.is_class and receiver.cls not in types:
                 continue  # a method of the same name on another class
-            if receiver.is_class or receiver.cls not in types:
+            on_class = static and receiver.is_class and receiver.name in types
+            if not on_class and (receiver.is_class or receiver.cls not in types):
                 return None  # ``Cls.method(obj, x)``, or a receiver of unknown type
-            argument = argument_for(func, 1, call, name)
-            if argument is None and left_none(func, 1, call, name):
+            argument = argument_for(func, skip, call, name)
+            if argument is None and left_none(func, skip, call, name):
                 continue
             result = None if argument is None else passed(other, argument, call, caller, depth)
             if result is None or result.kind is Kind.UNKNOWN or result.is_class:
                 return None
             results.append((call, other.file.path, result))
     return agreed(results, f"every call of {cls.name}.{func.name}", name)
+
+
+def _file_of(resolver: Resolver, where: str) -> Resolver | None:
+    """The resolver of the project file ``where``: this one's own, or another's."""
+    path = os.path.join(resolver.index.root, where) if resolver.index.root else where
+    if os.path.abspath(path) == os.path.abspath(resolver.file.path):
+        return resolver
+    return foreign_file(resolver, where)
+
+
+def _used_in(other: Resolver, name: str) -> bool:
+    """Whether the file of ``other`` names ``name`` other than as a callee (where its calls
+    cannot all be seen): not in ``def name(``, a docstring or a string."""
+    from hookscope.lint.passing import used_here  # (passing imports this module)
+
+    if name not in other.file.text:
+        return False
+    return not other.complete or used_here(other, name)
 
 
 def _related(resolver: Resolver, cls: ast.ClassDef, method: str = "__call__") -> set[str]:

@@ -14,6 +14,17 @@ import re
 # their classes skips nothing that calling would run.
 HOOKLESS_LIBRARIES = frozenset({"gpytorch"})
 
+# Packages whose classes are not torch modules whatever their names: ``torch.legacy`` (the
+# Lua-torch port of torch < 1.0; ``torch.legacy.nn.SpatialCrossMapLRN`` derives from
+# ``torch.legacy.nn.Module``, a plain class with its own ``forward``/``backward``).
+NOT_MODULE_PACKAGES = ("torch.legacy",)
+
+
+def not_module_package(module: str) -> bool:
+    """Whether ``module`` is (under) one of `NOT_MODULE_PACKAGES`."""
+    return any(module == p or module.startswith(f"{p}.") for p in NOT_MODULE_PACKAGES)
+
+
 # Model libraries whose public model classes are torch modules and say so in their
 # names: ``BertModel``, ``GPT2LMHeadModel``, ``AutoModelForCausalLM``,
 # ``T5ForConditionalGeneration`` (transformers), ``PeftModel`` (peft),

@@ -29,7 +29,8 @@ from hookscope.lint.callers import given_in_other_files
 from hookscope.lint.crossfile import foreign_function
 from hookscope.lint.instances import given_to_forward, given_to_instances, given_to_method
 from hookscope.lint.kinds import UNKNOWN, Kind, Resolved, agreed
-from hookscope.lint.methods import find_method
+from hookscope.lint.methods import find_method, is_staticmethod
+from hookscope.lint.partials import bound_by_partials
 from hookscope.lint.pyfile import CallSite, PyFile, Scope
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ def given_by_callers(resolver: Resolver, func: Function, name: str, depth: int) 
         # its subclasses' constructions, here and elsewhere (`constructors`)
     # Neither called nor used in this file (its docstring may say its name): the calls
     # are in other files.
-    if scope.self_name and func.name != "__init__":
+    if (scope.self_name or is_staticmethod(func)) and func.name != "__init__":
         return given_to_method(resolver, func, scope, name, depth)
     return given_in_other_files(resolver, func, scope, name, depth)
 
@@ -108,7 +109,7 @@ def _given_here(
     skip = 1 if scope.self_name else 0
     calls = resolver.calls_named(callee)
     if not calls and not skip:
-        return _bound_by_partials(resolver, func, name, depth)
+        return bound_by_partials(resolver, func, name, depth)
     if not calls or not all(_callee_is(resolver, c, func, callee) for c in calls):
         return None  # a call that may be another function's or may run this one unseen
     results = []
@@ -125,38 +126,6 @@ def _given_here(
             return None
         results.append((call, resolver.file.path, result))
     return agreed(results, "every call", name)
-
-
-def _bound_by_partials(
-    resolver: Resolver, func: Function, name: str, depth: int
-) -> Resolved | None:
-    """A parameter of a module-level function used only as ``partial(func, value, ...)``
-    (``functools.partial(_gradient, implicit_function)``): what every ``partial`` binds
-    to it, when they all bind the same kind."""
-    partials = [
-        (call, caller)
-        for call, caller in resolver.calls_named("partial")
-        if call.args and isinstance(call.args[0], ast.Name) and call.args[0].id == func.name
-    ]
-    if not partials:
-        return None
-    uses = sum(isinstance(n, ast.Name) and n.id == func.name for n in ast.walk(resolver.file.tree))
-    if uses != len(partials):
-        return None  # also called or handed on some other way
-    results = []
-    for call, caller in partials:
-        bound = ast.Call(func=call.args[0], args=call.args[1:], keywords=call.keywords)
-        argument = argument_for(func, 0, bound, name)
-        if argument is None:
-            return None
-        result = resolver.resolve(argument, caller, depth + 1)
-        if result.kind is Kind.UNKNOWN or result.is_class:
-            return None
-        results.append(result)
-    if len({(r.kind, r.container, r.elem) for r in results}) != 1:
-        return None
-    where = f"{resolver.file.path}:{partials[0][0].lineno}"
-    return replace(results[0], name=name, via=f"partial({func.name}, ...) binds it at {where}")
 
 
 def unpacked(
@@ -297,18 +266,23 @@ def parameter_of(func: Function, skip: int, call: ast.Call, argument: ast.expr) 
 def passed(
     resolver: Resolver, argument: ast.expr, call: ast.Call, caller: Scope, depth: int
 ) -> Resolved:
-    """What ``argument`` of ``call`` is: resolved, or else an attribute of a module
-    (``self.encoder`` of an ``nn.Module``), which the callee's ``.forward(...)`` on it shows
-    to have a ``forward``: a submodule, as `evidence` reads ``self.encoder.forward(x)``."""
+    """What ``argument`` of ``call`` is: resolved; or else a module by the caller's own
+    module-only use of it (``model.parameters()`` in the calling function, `evidence`); or
+    else an attribute of a module (``self.encoder`` of an ``nn.Module``), which the callee's
+    ``.forward(...)`` on it shows to have a ``forward``: a submodule, as `evidence` reads
+    ``self.encoder.forward(x)``."""
     result = resolver.resolve(argument, caller, depth + 1)
-    if (
-        result.kind is not Kind.UNKNOWN
-        or result.is_class
-        or not isinstance(argument, ast.Attribute)
-    ):
+    if result.kind is not Kind.UNKNOWN or result.is_class:
         return result
-    from hookscope.lint.evidence import submodule  # (evidence imports this module)
+    from hookscope.lint.evidence import submodule, used_as_module  # (they import this module)
 
+    if isinstance(argument, (ast.Name, ast.Attribute)):
+        # ``model.train()`` ... ``self.train_step(model, batch)``: the caller's own use
+        used = used_as_module(resolver, argument, caller)
+        if used is not None:
+            return used
+    if not isinstance(argument, ast.Attribute):
+        return result
     site = CallSite(call, call, caller, (), None)
     return submodule(resolver, argument, site) or result
 

@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from hookscope.lint import known
 from hookscope.lint.appends import appended
-from hookscope.lint.attributes import class_attr, in_subclasses
+from hookscope.lint.attributes import class_attr, in_subclasses, is_none_binding
 from hookscope.lint.bindings import (
     Binding,
     dotted,
@@ -227,6 +227,10 @@ class Resolver(ClassKinds):
         if base.cls and not base.is_class:
             owner, bindings = self._class_attr(base.cls, expr.attr)
             bindings = settled(bindings, scope.method)
+            if bindings and all(is_none_binding(b) for b in bindings):
+                held = in_subclasses(self, base.cls, expr.attr, depth + 1, placeholder=True)
+                if held is not None:  # ``self.clas = None``, built by every subclass
+                    return replace(held, name=expr.attr)
             if bindings:
                 label = f"{base.name}.{expr.attr}" if base.name else expr.attr
                 return replace(owner.combine(bindings, depth + 1, label), name=expr.attr)

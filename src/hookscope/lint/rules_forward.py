@@ -6,9 +6,10 @@ import ast
 import re
 from collections.abc import Iterator
 
-from hookscope.lint import known, libraries
+from hookscope.lint import known
 from hookscope.lint.analysis import Analysis, PythonRule, self_names
 from hookscope.lint.bindings import dotted
+from hookscope.lint.entry import entry_methods, is_super_call
 from hookscope.lint.evidence import from_context
 from hookscope.lint.findings import Edit, Finding
 from hookscope.lint.kinds import Kind, Resolved, looks_like_module
@@ -25,13 +26,6 @@ def forward_calls(analysis: Analysis) -> Iterator[tuple[CallSite, ast.Attribute]
         func = site.node.func
         if isinstance(func, ast.Attribute) and func.attr == "forward":
             yield site, func
-
-
-def is_super_call(node: ast.expr) -> bool:
-    """``super()`` or ``super(...)``."""
-    return (
-        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
-    )
 
 
 def drop_forward(pyfile: PyFile, func: ast.Attribute) -> tuple[Edit, ...]:
@@ -89,9 +83,11 @@ class GuessedForwardCallRule(PythonRule):
         for site, func, resolved in receivers(analysis):
             if resolved.kind is Kind.UNKNOWN and _heuristic_applies(resolved.name, site, analysis):
                 yield self._guess(analysis, site, func.value, "its type was not resolved")
-        for site, func in _self_forward_calls(analysis):
+        for site, func, replaced in _self_forward_calls(analysis):
             cls = site.scope.cls
             assert cls is not None  # _self_forward_calls yields methods only
+            if replaced:
+                continue  # only a module's own ``__call__`` replaces its hooks
             kind, _ = analysis.resolver.class_kind(cls.name)
             if kind is Kind.UNKNOWN and analysis.resolver.class_looks_like_module(cls):
                 why = f"the bases of `{cls.name}` were not resolved"
@@ -224,23 +220,36 @@ def _is_self(node: ast.expr, site: CallSite) -> bool:
 
 @register
 class SelfForwardRule(PythonRule):
-    """HS102: ``self.forward(x)`` outside ``forward``/``__call__`` skips the module's own hooks."""
+    """HS102: ``self.forward(x)`` outside ``forward``/``__call__`` skips the module's own hooks
+    (and inside an own ``__call__`` that replaces ``Module.__call__``: see `entry`)."""
 
     code = "HS102"
     name = "self-forward-call"
-    message = (
-        "`self.forward(...)` in `{method}` skips this module's own hooks whenever `{method}` "
-        "is the entry point. Call `self(...)` instead."
-    )
+    message = "`self.forward(...)` in `{method}` skips this module's own hooks {why}. {advice}"
     severity = "warning"
     fixable = True
 
     def check(self, analysis: Analysis) -> Iterator[Finding]:
-        for site, func in _self_forward_calls(analysis):
+        for site, func, replaced in _self_forward_calls(analysis):
             cls, method = site.scope.cls, site.scope.method
             assert cls is not None and method is not None  # methods only
             kind, _ = analysis.resolver.class_kind(cls.name)
             resolution = analysis.resolver.class_origin(cls.name)
+            if replaced:
+                if kind is not Kind.MODULE:
+                    continue  # a plain class's (or a mixin's) own ``__call__``: no hooks
+                how = "" if method.name == "__call__" else f", which runs `{method.name}`"
+                yield analysis.finding(
+                    type(self),
+                    site.node,
+                    resolution=resolution,
+                    method=method.name,
+                    why=f"on every call: its own `__call__`{how} replaces `Module.__call__`, "
+                    "which runs them",
+                    advice="Remove the `__call__` override (`Module.__call__` runs `forward`) "
+                    "or call `super().__call__(...)` there.",
+                )
+                continue
             if kind is Kind.OTHER and (users := module_mixin(analysis.resolver, cls.name)):
                 kind = Kind.MODULE
                 resolution += f", a mixin that only modules subclass ({', '.join(users[:3])})"
@@ -252,92 +261,31 @@ class SelfForwardRule(PythonRule):
                     edits=edits,
                     resolution=resolution,
                     method=method.name,
+                    why=f"whenever `{method.name}` is the entry point",
+                    advice="Call `self(...)` instead.",
                 )
 
 
-def _self_forward_calls(analysis: Analysis) -> Iterator[tuple[CallSite, ast.Attribute]]:
-    """``self.forward(...)`` in methods other than the entry methods of their class."""
+def _self_forward_calls(analysis: Analysis) -> Iterator[tuple[CallSite, ast.Attribute, bool]]:
+    """``self.forward(...)`` in methods other than the entry methods of their class, each
+    with whether the method is an entry only through an own ``__call__`` that replaces
+    ``Module.__call__`` (`entry.replaced_call`)."""
     for site, func in forward_calls(analysis):
         scope = site.scope
         if scope.cls is None or scope.method is None or not _is_self(func.value, site):
             continue
-        if scope.method.name in _entry_methods(analysis, scope.cls):
-            continue
+        name = scope.method.name
+        replaced = False
+        if name in entry_methods(analysis, scope.cls):
+            if name in entry_methods(analysis, scope.cls, own_call=False):
+                continue
+            replaced = True
         if in_scripting_branch(site) or in_torchscript(site):
             continue  # compiled TorchScript, where ``.forward()`` is the required form
         kind, _ = analysis.resolver.class_kind(scope.cls.name)
         if kind is Kind.MODULE or kind is Kind.UNKNOWN:
             analysis.unsure()  # the entry-method closure needs every method
-        yield site, func
-
-
-def _entry_methods(analysis: Analysis, cls: ast.ClassDef) -> set[str]:
-    """``forward``, ``__call__``, methods aliased to ``__call__`` and what they call on self.
-
-    A method reached from ``__call__`` (``nn.Module._call_impl`` → ``_slow_forward``)
-    runs inside the hook machinery, so its ``self.forward`` call skips nothing. An own
-    ``__call__`` that also calls ``super().__call__(...)`` is not that machinery: the
-    methods it calls on its other paths (a CUDA-graph capture) skip the hooks.
-    """
-    key = f"entry:{id(cls)}"
-    cached = analysis.cache.get(key)
-    if isinstance(cached, set):
-        return cached
-    methods = {
-        n.name: n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-    }
-    entry = {"forward", "__call__"}
-    if libraries.keras_file(analysis.file.tree, analysis.file.imports_torch):
-        entry.add("call")  # Keras's ``Layer.__call__`` runs ``call``: the entry point there
-    for stmt in cls.body:
-        target = (
-            stmt.targets[0]
-            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
-            else getattr(stmt, "target", None)
-        )
-        value = getattr(stmt, "value", None)
-        if isinstance(target, ast.Name) and target.id == "__call__" and isinstance(value, ast.Name):
-            entry.add(value.id)
-    todo = [m for m in entry if m in methods]
-    if "__call__" in methods and any(
-        isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Attribute)
-        and n.func.attr == "__call__"
-        and is_super_call(n.func.value)
-        for n in ast.walk(methods["__call__"])
-    ):
-        todo.remove("__call__")
-    while todo:
-        method = methods[todo.pop()]
-        own = self_names_of(method)
-        for node in ast.walk(method):
-            if (
-                isinstance(node, ast.Attribute)
-                and node.attr in methods
-                and node.attr not in entry
-                and _on_self(node.value, own)
-            ):
-                entry.add(node.attr)
-                todo.append(node.attr)
-    analysis.cache[key] = entry
-    return entry
-
-
-def self_names_of(method: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
-    """The name a method's instance goes by: its first parameter."""
-    args = [*method.args.posonlyargs, *method.args.args]
-    return frozenset({args[0].arg}) if args else frozenset()
-
-
-def _on_self(node: ast.expr, own: frozenset[str]) -> bool:
-    """``self``, ``self.__class__``, ``type(self)`` or the class itself by name: what a
-    method of this class is reached through (``self.ema.model.extract_features`` is another
-    object's method of the same name)."""
-    if isinstance(node, ast.Attribute) and node.attr == "__class__":
-        node = node.value
-    elif isinstance(node, ast.Call) and dotted(node.func) == "type" and len(node.args) == 1:
-        node = node.args[0]
-    return isinstance(node, ast.Name) and (node.id in own or node.id[:1].isupper())
+        yield site, func, replaced
 
 
 @register
