@@ -267,6 +267,8 @@ def _dense(tensor: torch.Tensor) -> bool:
     """True when the elements fill one block of memory in some order (e.g. channels-last)."""
     if tensor.is_contiguous():
         return True
+    if tensor.dim() == 4 and tensor.is_contiguous(memory_format=torch.channels_last):
+        return True  # inductor's and oneDNN's convolution outputs: no sort of the strides
     expected = 1
     for stride, size in sorted(zip(tensor.stride(), tensor.shape, strict=True)):
         if size == 1:
