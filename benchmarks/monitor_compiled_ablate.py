@@ -26,10 +26,6 @@ is set to False and the row function swapped through
 * ``python rows``: the defaults but each extern op's row handed back to
   Python and merged there, as until the tenth session
   (``rowop.KERNEL_ROWS`` off during its steps);
-* ``param hooks``: the defaults but each parameter gradient reduced in its
-  own hook, as until the tenth session (``Collector.param_grads.enabled``
-  off), not after the backward;
-* ``before``: both of the above, the defaults as they were before the tenth session;
 * ``grad ops``: the defaults but gradient rows as tensor ops that inductor
   fuses into the backward's kernels (``TracedCollector.grad_extern`` off);
 * ``grads=False``, ``params=False``: the defaults without gradient rows, or
@@ -135,8 +131,6 @@ VARIANTS: dict[str, tuple[dict[str, bool] | None, Row | None]] = {
     "norm outputs": ({}, None),
     "affine scratch": ({}, None),
     "python rows": ({}, None),
-    "param hooks": ({}, None),
-    "before": ({}, None),
     "grad ops": ({}, None),
     "grads=False": ({"grads": False}, None),
     "params=False": ({"params": False}, None),
@@ -213,8 +207,6 @@ def main() -> None:
             traced.norm_from_input = name != "norm outputs"
             if name == "grad ops":
                 traced.grad_extern = False
-            if name in ("param hooks", "before"):
-                mons[name]._collector.param_grads.enabled = False
         runs[name] = torch.compile(model)
         opts[name] = torch.optim.SGD(model.parameters(), lr=1e-3)
     times: dict[str, dict[str, list[float]]] = {n: {p: [] for p in PHASES} for n in names}
@@ -223,7 +215,7 @@ def main() -> None:
         t0 = clock()
         with (
             affine_scratch(name == "affine scratch"),
-            python_rows(name in ("python rows", "before")),
+            python_rows(name == "python rows"),
         ):
             loss = runs[name](x).square().mean()
             t1 = clock()

@@ -46,7 +46,6 @@ from torch import nn
 from hookscope.hooks.compiled import tracing
 from hookscope.hooks.globals import TensorGradHooks
 from hookscope.hooks.handles import Registration
-from hookscope.monitor.paramgrads import ParamGrads
 from hookscope.monitor.records import Phase
 from hookscope.shards import local_tensor
 from hookscope.stats import Plan, Reduction, accuracy, reduce_tensor, reduce_with_relu, tensors_in
@@ -126,12 +125,9 @@ class Collector:
         #: ``grads="reduced"``: called from gradient hooks instead of reducing
         #: parameter gradients there (`hookscope.monitor.ranks.GradReader.schedule`).
         self.after_backward: Callable[[], None] | None = None
-        self.param_grads = ParamGrads(self.flush_param_grads)
 
     def take(self) -> list[Entry]:
         """Hand over this step's entries (compiled graphs' too) and start a new step."""
-        if self.param_grads.pending:  # a backward that never finished (it raised)
-            self.flush_param_grads()
         entries, self.entries = self.entries, []
         if self.traced is not None:
             forward, backward = self.traced.take()
@@ -214,39 +210,17 @@ class Collector:
         return None
 
     def on_param_grad(self, name: str, param: torch.Tensor) -> None:
-        """Post-accumulate-grad hook: ``(name, param) -> None``.
-
-        Where nothing else can touch the gradient before the backward ends
-        (`ParamGrads.defers`) it is reduced then, with the others, in one loop.
-        """
-        grad = param.grad
-        if not self.recording or grad is None:
+        """Post-accumulate-grad hook: ``(name, param) -> None``."""
+        if not self.recording or param.grad is None:
             return
         if self.after_backward is not None:
             self.after_backward()
             return
-        if self.param_grads.defers(param, grad):
-            self.param_grads.pending.append((name, param, grad, grad._version))
-            return
-        self._param_entry(name, grad)
-
-    def _param_entry(self, name: str, grad: torch.Tensor) -> None:
+        grad = param.grad
         red = _reduce_local(grad, GRAD_PLAN)
         self.entries.append(
             Entry("param", [(name, "grad", True)], red, tuple(grad.shape), grad.dtype)
         )
-
-    def flush_param_grads(self) -> None:
-        """Reduce the parameter gradients put off to the end of the backward, in hook order."""
-        pending, self.param_grads.pending = self.param_grads.pending, []
-        for name, param, grad, version in pending:
-            now = param.grad
-            if now is not grad or grad._version != version:
-                # changed after its hook (`ParamGrads.defers` rules out every known cause)
-                if now is None:
-                    continue
-                grad = now
-            self._param_entry(name, grad)
 
     # -- internals -----------------------------------------------------------------
 
