@@ -23,6 +23,9 @@ is set to False and the row function swapped through
 * ``affine scratch``: the defaults but a BatchNorm's row made as in the
   sixth session: its output rebuilt in a scratch tensor by three torch ops,
   then reduced (``native.moments_affine`` swapped out during its steps);
+* ``python rows``: the defaults but each extern op's row handed back to
+  Python and merged there, as until the tenth session
+  (``rowop.KERNEL_ROWS`` off during its steps);
 * ``grad ops``: the defaults but gradient rows as tensor ops that inductor
   fuses into the backward's kernels (``TracedCollector.grad_extern`` off);
 * ``grads=False``, ``params=False``: the defaults without gradient rows, or
@@ -62,7 +65,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from monitor_compiled import median_ci_text
 
 import hookscope
-from hookscope.stats import Plan, native
+from hookscope.stats import Plan, native, rowop
 from hookscope.stats.traced import reduce_row
 from hookscope.zoo import SmallCNN
 
@@ -127,11 +130,23 @@ VARIANTS: dict[str, tuple[dict[str, bool] | None, Row | None]] = {
     "tensor ops": ({}, reduce_row),
     "norm outputs": ({}, None),
     "affine scratch": ({}, None),
+    "python rows": ({}, None),
     "grad ops": ({}, None),
     "grads=False": ({"grads": False}, None),
     "params=False": ({"params": False}, None),
     "defaults": ({}, None),
 }
+
+
+@contextlib.contextmanager
+def python_rows(on: bool) -> Iterator[None]:
+    """With ``on``, the extern ops merge rows in Python (`hookscope.stats.rowop.KERNEL_ROWS` off)."""
+    real = rowop.KERNEL_ROWS
+    rowop.KERNEL_ROWS = real and not on
+    try:
+        yield
+    finally:
+        rowop.KERNEL_ROWS = real
 
 
 @contextlib.contextmanager
@@ -198,11 +213,14 @@ def main() -> None:
 
     def step(name: str) -> None:
         t0 = clock()
-        with affine_scratch(name == "affine scratch"):
+        with (
+            affine_scratch(name == "affine scratch"),
+            python_rows(name == "python rows"),
+        ):
             loss = runs[name](x).square().mean()
-        t1 = clock()
-        loss.backward()
-        t2 = clock()
+            t1 = clock()
+            loss.backward()
+            t2 = clock()
         opts[name].step()
         opts[name].zero_grad()
         t3 = clock()

@@ -867,3 +867,108 @@ int hs_reduce_affine(const float *x, int64_t n, int64_t stride, int64_t channels
     free(pattern);
     return 0;
 }
+
+/* ---- rows of the compiled Monitor (hookscope.stats.rowop) ---------------
+ * The same reductions, written straight into a float64 row of a statistics
+ * buffer instead of handed back to Python: one call per row, no result
+ * objects. A forward row is FIELDS (hookscope.stats.traced): calls, numel,
+ * sum, sum of squares, min, max, non-zeros, NaNs, Infs. The unshifted sums
+ * are native.Moments.sum and .sumsq, the merge rowop's: the same operations
+ * in the same order, none contracted, so the rows are bit for bit those of
+ * the Python path. Each returns 0; 1 when the sums are not finite (a NaN or
+ * Inf: the row is untouched and the caller counts them exactly); -1 when
+ * the kernel does not take the tensor. */
+
+/* Moments of a finite tensor as (ssum, ssumsq, min, max, nonzero, shift) -> a row's parts. */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("fp-contract=off")))
+#endif
+static void unshift(int64_t n, const double *m, double *sum, double *sumsq) {
+#ifdef __clang__
+#pragma clang fp contract(off)
+#endif
+    double dn = (double)n, c = m[5];
+    *sum = m[0] + dn * c;
+    *sumsq = m[1] + c * (2.0 * m[0] + dn * c);
+}
+
+static void merge_into(double *row, int64_t n, const double *m) {
+    double sum, sumsq;
+    unshift(n, m, &sum, &sumsq);
+    row[0] += 1.0;
+    row[1] += (double)n;
+    row[2] += sum;
+    row[3] += sumsq;
+    if (m[2] < row[4]) row[4] = m[2]; /* Python's min(old, new) and max(old, new) */
+    if (m[3] > row[5]) row[5] = m[3];
+    row[6] += m[4];
+    row[7] += 0.0;
+    row[8] += 0.0;
+}
+
+static void set_row(double *row, int64_t n, const double *m) {
+    double sum, sumsq;
+    unshift(n, m, &sum, &sumsq);
+    double values[9] = {1.0, (double)n, sum, sumsq, m[2], m[3], m[4], 0.0, 0.0};
+    memcpy(row, values, sizeof values);
+}
+
+/* relu(x)'s moments from a ReLU pass's nine values (native._relu_moments). */
+static void relu_part(int64_t n, const double *v, double *m) {
+    double positive = v[8];
+    m[0] = v[6];
+    m[1] = v[7];
+    m[2] = positive < (double)n ? 0.0 : v[2];
+    m[3] = 0.0 > v[3] ? 0.0 : v[3];
+    m[4] = positive;
+    m[5] = 0.0 > v[5] ? 0.0 : v[5];
+}
+
+static int finite_sums(const double *m) { return isfinite(m[0]) && isfinite(m[1]); }
+
+/* Merge the row of x (with relu: of max(x, 0), float32 only) into row[9]. */
+int hs_merge_row(int dtype, const void *data, int64_t n, int threads, int relu, double *row) {
+    double v[9];
+    if (relu ? hs_reduce_relu(dtype, data, n, threads, NAN, v) : hs_reduce(dtype, data, n, threads, NAN, v))
+        return -1;
+    if (!finite_sums(v)) return 1;
+    if (!relu) {
+        merge_into(row, n, v);
+        return 0;
+    }
+    double r[6];
+    relu_part(n, v, r);
+    if (!finite_sums(r)) return 1;
+    merge_into(row, n, r);
+    return 0;
+}
+
+/* A gradient row (GRAD_FIELDS: numel, sum of squares, NaNs, Infs) of g into out[4]. */
+int hs_grad_row(int dtype, const void *data, int64_t n, int threads, double *out) {
+    double v[6];
+    if (hs_reduce(dtype, data, n, threads, 0.0, v)) return -1;
+    if (!isfinite(v[1])) return 1;
+    double sum, sumsq;
+    unshift(n, v, &sum, &sumsq);
+    out[0] = (double)n;
+    out[1] = sumsq;
+    out[2] = 0.0;
+    out[3] = 0.0;
+    return 0;
+}
+
+/* hs_reduce_affine's y merged into row[9]; with relu, relu(y)'s row replaces spare[9]. */
+int hs_affine_row(const float *x, int64_t n, int64_t stride, int64_t channels, const float *mean,
+                  const float *scale, const float *bias, int relu, int threads, double *row,
+                  double *spare) {
+    double v[9], r[6];
+    if (hs_reduce_affine(x, n, stride, channels, mean, scale, bias, relu, threads, v)) return -1;
+    if (!finite_sums(v)) return 1;
+    if (relu) {
+        relu_part(n, v, r);
+        if (!finite_sums(r)) return 1;
+    }
+    merge_into(row, n, v);
+    if (relu) set_row(spare, n, r);
+    return 0;
+}

@@ -33,30 +33,26 @@ statistics themselves stay pure.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import math
 import os
-import platform
 import shutil
-import subprocess
-import sys
-import tempfile
 import threading
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from pathlib import Path
 
 import torch
+
+from hookscope.stats._build import build as _build
+from hookscope.stats._build import cache_dir as _cache_dir
+from hookscope.stats._build import key as _key
+from hookscope.stats._build import open_library as _open
 
 #: Type codes shared with ``_kernel.c``.
 _CODES = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2, torch.float64: 3}
 #: Flag sets tried in order until one compiles.
 _FLAG_SETS = (("-march=native",), ())
-_BASE_FLAGS = ("-O3", "-shared", "-fPIC", "-pthread", "-w")
-#: Functions a usable library exports.
-_SYMBOLS = ("hs_reduce", "hs_reduce_relu", "hs_reduce_affine", "hs_supports", "hs_set_helpers")
 #: ``$HOOKSCOPE_KERNEL_HELPERS`` values, as ``hs_set_helpers`` codes.
 _HELPER_MODES = {"auto": 0, "always": 1, "never": 2}
 
@@ -164,6 +160,12 @@ def moments(tensor: torch.Tensor, shift: float | None = None) -> Moments | None:
     return Moments(out[:], n)
 
 
+def loaded() -> tuple[ctypes.CDLL, dict[torch.dtype, int]] | None:
+    """The kernel library and its dtype codes (loading it if needed), or None; for `rowop`."""
+    lib = _library()
+    return None if lib is None else (lib, _state.codes)
+
+
 def takes(tensor: torch.Tensor) -> bool:
     """True when `moments` can reduce ``tensor``: dense, on the CPU, a dtype the kernel has."""
     return (
@@ -265,6 +267,8 @@ def _dense(tensor: torch.Tensor) -> bool:
     """True when the elements fill one block of memory in some order (e.g. channels-last)."""
     if tensor.is_contiguous():
         return True
+    if tensor.dim() == 4 and tensor.is_contiguous(memory_format=torch.channels_last):
+        return True  # inductor's and oneDNN's convolution outputs: no sort of the strides
     expected = 1
     for stride, size in sorted(zip(tensor.stride(), tensor.shape, strict=True)):
         if size == 1:
@@ -330,115 +334,3 @@ def _load() -> ctypes.CDLL:
                 continue
         return lib
     raise _Unavailable("could not build the kernel: " + "; ".join(errors)[:500])
-
-
-def _open(path: Path) -> ctypes.CDLL | None:
-    """The library at ``path`` with its signatures set, or None if it is not ours."""
-    try:
-        lib = ctypes.CDLL(str(path))
-    except OSError:
-        return None
-    if not all(hasattr(lib, name) for name in _SYMBOLS):
-        return None
-    for fn in (lib.hs_reduce, lib.hs_reduce_relu):
-        fn.argtypes = [
-            ctypes.c_int,
-            ctypes.c_void_p,
-            ctypes.c_int64,
-            ctypes.c_int,
-            ctypes.c_double,
-            ctypes.POINTER(ctypes.c_double),
-        ]
-        fn.restype = ctypes.c_int
-    lib.hs_reduce_affine.argtypes = [
-        ctypes.c_void_p,
-        ctypes.c_int64,
-        ctypes.c_int64,
-        ctypes.c_int64,
-        ctypes.c_void_p,
-        ctypes.c_void_p,
-        ctypes.c_void_p,
-        ctypes.c_int,
-        ctypes.c_int,
-        ctypes.POINTER(ctypes.c_double),
-    ]
-    lib.hs_reduce_affine.restype = ctypes.c_int
-    lib.hs_supports.argtypes = [ctypes.c_int]
-    lib.hs_set_helpers.argtypes = [ctypes.c_int]
-    return lib
-
-
-def _cache_dir() -> Path | None:
-    """The writable kernel cache directory, or None (the kernel is then not cached)."""
-    base = os.environ.get("HOOKSCOPE_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "hookscope"
-    )
-    path = Path(base) / "kernels"
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None
-    return path if path.is_dir() and os.access(path, os.W_OK) else None
-
-
-def _key(source: bytes, compiler: str, flags: tuple[str, ...]) -> str:
-    digest = hashlib.sha256(source)
-    for part in (compiler, *flags, platform.machine(), sys.platform, _cpu_signature()):
-        digest.update(b"\0" + part.encode())
-    return digest.hexdigest()[:16]
-
-
-def _cpu_signature() -> str:
-    """The CPU's feature flags (``-march=native`` code must not run on another CPU)."""
-    try:
-        with open("/proc/cpuinfo") as info:
-            for line in info:
-                if line.startswith(("flags", "Features")):
-                    return line
-    except OSError:
-        pass
-    return platform.processor()
-
-
-def _build(
-    source: bytes, compiler: str, flags: tuple[str, ...], target: Path | None
-) -> tuple[ctypes.CDLL | None, str]:
-    """Compile, load from the build directory, then publish to ``target`` atomically if possible.
-
-    The library is loaded from its private build directory (removed after;
-    the mapping stays), never from ``target``: a process that had loaded a
-    bad file from ``target`` would get that same handle back. Returns the
-    library, or None and the error text.
-    """
-    with tempfile.TemporaryDirectory(prefix="hookscope-build-") as tmp:
-        src = Path(tmp) / "kernel.c"
-        src.write_bytes(source)
-        built = Path(tmp) / "kernel.so"
-        try:
-            done = subprocess.run(
-                [compiler, *_BASE_FLAGS, *flags, str(src), "-o", str(built)],
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return None, str(exc)
-        if done.returncode != 0:
-            lines = (done.stderr or done.stdout).strip().splitlines()
-            return None, lines[-1] if lines else f"exit status {done.returncode}"
-        lib = _open(built)
-        if lib is None:
-            return None, "built, but not loadable"
-        if target is not None:
-            _publish(built, target)
-    return lib, ""
-
-
-def _publish(built: Path, target: Path) -> None:
-    """Put ``built`` at ``target`` whole or not at all (other processes load it)."""
-    staged = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-    try:
-        shutil.copyfile(built, staged)
-        os.replace(staged, target)
-    except OSError:  # e.g. a directory at ``target``: this process still has its kernel
-        staged.unlink(missing_ok=True)

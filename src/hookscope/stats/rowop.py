@@ -100,6 +100,8 @@ def _merge_row_(
     if not x.numel():  # only the call counts (aminmax of nothing would raise)
         rows[index, _CALLS] += 1
         return
+    if _kernel_merge(rows, index, x, relu):
+        return
     values = None
     if rows.is_cpu:
         values = relu_row_values(x) if relu else row_values(x)
@@ -142,6 +144,8 @@ def _affine_row_(
     (no fresh pages each call) and reduced as any other tensor.
     """
     relu = relu_index >= 0
+    if _kernel_affine(rows, index, x, (mean, scale, bias), relu_index):
+        return
     got = (
         native.moments_affine(x, mean, scale, bias, relu=relu)
         if rows.is_cpu and x.numel()
@@ -189,6 +193,90 @@ def _move_row_(rows: torch.Tensor, source: int, index: int) -> None:
     view[source] = _EMPTY
 
 
+#: Rows written by the C kernel straight into the buffer (``hs_merge_row``,
+#: ``hs_grad_row``, ``hs_affine_row``): no result objects and no NumPy view per
+#: call, the same values bit for bit. False: the Python path (benchmarks compare).
+KERNEL_ROWS = True
+
+
+def _row_address(rows: torch.Tensor, index: int) -> int | None:
+    """The address of ``rows[index]`` for the kernel: a float64 CPU buffer, ``index`` in range."""
+    if not (rows.dtype == torch.float64 and rows.is_cpu and rows.is_contiguous()):
+        return None
+    if not 0 <= index < rows.shape[0]:
+        return None
+    return rows.data_ptr() + index * rows.stride(0) * 8
+
+
+def _kernel_merge(rows: torch.Tensor, index: int, x: torch.Tensor, relu: bool) -> bool:
+    """`_merge_row_` by the C kernel, into the buffer itself; False where it does not apply."""
+    got = native.loaded() if KERNEL_ROWS else None
+    if got is None or (relu and x.dtype != torch.float32) or not native.takes(x):
+        return False
+    address = _row_address(rows, index)
+    if address is None:
+        return False
+    lib, codes = got
+    threads = torch.get_num_threads()
+    return lib.hs_merge_row(codes[x.dtype], x.data_ptr(), x.numel(), threads, relu, address) == 0
+
+
+def _kernel_grad(out: torch.Tensor, index: int, g: torch.Tensor) -> bool:
+    """`_grad_rows`' row by the C kernel, into ``out[index]``; False where it does not apply."""
+    got = native.loaded() if KERNEL_ROWS else None
+    if got is None or not g.numel() or not native.takes(g):
+        return False
+    address = _row_address(out, index)
+    if address is None:
+        return False
+    lib, codes = got
+    threads = torch.get_num_threads()
+    return lib.hs_grad_row(codes[g.dtype], g.data_ptr(), g.numel(), threads, address) == 0
+
+
+def _kernel_affine(
+    rows: torch.Tensor,
+    index: int,
+    x: torch.Tensor,
+    params: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    relu_index: int,
+) -> bool:
+    """`_affine_row_` by the C kernel, into the buffer itself; False where it does not apply.
+
+    The same conditions as `native.moments_affine`, which it replaces here.
+    """
+    got = native.loaded() if KERNEL_ROWS else None
+    if got is None or x.dtype != torch.float32 or x.dim() < 2 or not x.numel():
+        return False
+    if not native.takes(x):
+        return False
+    channels = x.shape[1]
+    if any(t.dtype != torch.float32 or not t.is_cpu or t.numel() != channels for t in params):
+        return False
+    address = _row_address(rows, index)
+    relu = relu_index >= 0
+    spare = _row_address(rows, relu_index) if relu else 0
+    if address is None or spare is None or spare == address:
+        return False
+    mean, scale, bias = (t.contiguous() for t in params)
+    stride = x.stride(1) if channels > 1 else 1  # a size-1 dim's stride may be anything
+    lib = got[0]
+    failed = lib.hs_affine_row(
+        x.data_ptr(),
+        x.numel(),
+        stride,
+        channels,
+        mean.data_ptr(),
+        scale.data_ptr(),
+        bias.data_ptr(),
+        relu,
+        torch.get_num_threads(),
+        address,
+        spare,
+    )
+    return failed == 0
+
+
 _SCRATCH = threading.local()
 
 
@@ -209,6 +297,8 @@ def _merge_row_fake(*_args: object, **_kwargs: object) -> None:
 def _grad_rows(g: torch.Tensor, index: int, rows: int, dtype: torch.dtype) -> torch.Tensor:
     """A ``(rows, len(GRAD_FIELDS))`` tensor of zeros but for ``g``'s gradient row at ``index``."""
     out = torch.zeros(rows, len(GRAD_FIELDS), dtype=dtype, device=g.device)
+    if _kernel_grad(out, index, g):
+        return out
     values = grad_row_values(g) if out.is_cpu else None
     if values is None:
         out[index] = grad_row(g, dtype)

@@ -1,0 +1,114 @@
+"""`hookscope.stats.rowop`: rows the C kernel writes into the buffer equal the Python path's bit for bit."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+import torch
+
+from hookscope.stats import native, rowop
+from hookscope.stats.rowop import affine_row_op, grad_rows_op, merge_row_op
+from hookscope.stats.traced import empty_rows
+
+pytestmark = pytest.mark.skipif(
+    not native.available(), reason=f"native kernel unavailable: {native.why_unavailable()}"
+)
+_SEED = torch.Generator().manual_seed(0)
+
+
+def _randn(*shape: int) -> torch.Tensor:
+    return torch.randn(*shape, generator=_SEED)
+
+
+TENSORS = {
+    "nchw": _randn(8, 16, 20, 20),
+    "channels-last": _randn(8, 16, 20, 20).to(memory_format=torch.channels_last),
+    "large mean": _randn(7, 3) + 100.0,
+    "float64": _randn(1000).double(),
+    "float16": _randn(300).half(),
+    "bfloat16": _randn(300).bfloat16(),
+    "all negative": -torch.rand(100, generator=_SEED),
+    "nan": torch.tensor([1.0, float("nan"), 2.0]),
+    "inf": torch.tensor([float("inf"), 2.0]),
+    "huge": _randn(5) * 1e30,
+}
+
+
+@pytest.fixture
+def paths() -> Iterator[Callable[[bool], None]]:
+    """``set(kernel)``: rows from the kernel (True) or merged in Python (False)."""
+    real = rowop.KERNEL_ROWS
+
+    def choose(kernel: bool) -> None:
+        rowop.KERNEL_ROWS = kernel
+
+    yield choose
+    rowop.KERNEL_ROWS = real
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal bit for bit, NaN where NaN."""
+    return bool((a.isnan() == b.isnan()).all()) and torch.equal(a.nan_to_num(), b.nan_to_num())
+
+
+def _buffer() -> torch.Tensor:
+    rows = empty_rows(4)
+    rows[1] = torch.arange(9.0)  # a row with something merged in already
+    return rows
+
+
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("name", list(TENSORS))
+def test_merged_and_gradient_rows_match_the_python_path(
+    name: str, relu: bool, paths: Callable[[bool], None]
+) -> None:
+    x = TENSORS[name]
+    got = []
+    for kernel in (True, False):
+        paths(kernel)
+        rows = _buffer()
+        for index in (0, 1, 0):
+            merge_row_op(rows, index, x, True, True, True, relu)
+        got.append((rows, grad_rows_op(x, 2, 4, torch.float64)))
+    (rows_k, grad_k), (rows_p, grad_p) = got
+    assert _same(rows_k, rows_p)
+    assert _same(grad_k, grad_p)
+
+
+@pytest.mark.parametrize("relu_index", [-1, 3])
+@pytest.mark.parametrize(
+    "x",
+    [
+        _randn(8, 16, 20, 20),
+        _randn(8, 16, 20, 20).to(memory_format=torch.channels_last),
+        _randn(32, 512) + 3.0,
+        _randn(4, 3, 5),
+    ],
+)
+def test_affine_rows_match_the_python_path(
+    x: torch.Tensor, relu_index: int, paths: Callable[[bool], None]
+) -> None:
+    channels = x.shape[1]
+    mean, bias = _randn(channels), _randn(channels)
+    scale = torch.rand(channels, generator=_SEED) + 0.5
+    got = []
+    for kernel in (True, False):
+        paths(kernel)
+        rows = _buffer()
+        for index in (1, 0):
+            affine_row_op(rows, index, x, mean, scale, bias, True, True, True, relu_index)
+        got.append(rows)
+    assert torch.equal(got[0], got[1])
+
+
+def test_the_kernel_writes_finite_dense_rows_and_leaves_the_rest_to_python() -> None:
+    x = TENSORS["channels-last"]
+    rows = empty_rows(4)
+    assert rowop._kernel_merge(rows, 2, x, relu=True)
+    assert rowop._kernel_grad(torch.zeros(4, 4, dtype=torch.float64), 3, x)
+    assert not rowop._kernel_merge(rows, 2, TENSORS["nan"], relu=False)  # counted by tensor ops
+    assert not rowop._kernel_merge(rows, 2, x[:, :, ::2], relu=False)  # not dense
+    assert not rowop._kernel_merge(rows, 4, x, relu=False)  # out of range: Python raises
+    assert not rowop._kernel_merge(rows.float(), 0, x, relu=False)  # not a float64 buffer
+    assert not rowop._kernel_grad(torch.zeros(4, 4), 0, x)
