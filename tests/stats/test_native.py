@@ -228,7 +228,8 @@ def test_any_loading_failure_falls_back_once_with_a_reason(tmp_path: Path) -> No
         {"HOOKSCOPE_CACHE_DIR": str(tmp_path / "cache"), "CC": str(fake_cc)}, COUNTED_PROBE
     )
     assert not got["available"] and "refuses to build" in str(got["why"])
-    assert got["builds"] == 2  # each flag set once, then eager reductions for good
+    # each flag set once (an OpenMP build first where torch runs on libgomp), then eager for good
+    assert got["builds"] == len(native._flag_sets())
     assert got["means"] == run_fresh({"HOOKSCOPE_NATIVE": "0"}, PROBE)["means"]
 
 
@@ -259,6 +260,36 @@ def test_forked_children_start_their_own_helpers(tmp_path: Path) -> None:
     got = run_fresh(env, FORK_PROBE)
     assert got["children"] == [got["parent"], got["parent"]]  # same parts: bit-identical
     assert got["codes"] == [0, 0]
+
+
+def test_where_torch_runs_on_libgomp_the_kernel_shares_its_openmp_workers() -> None:
+    if not native._torch_libgomp():
+        pytest.skip("this torch does not run on its own libgomp")
+    loaded = native.loaded()
+    assert loaded is not None, native.why_unavailable()
+    lib, _ = loaded
+    # dlsym on the kernel's handle searches its dependencies: it links libgomp...
+    assert hasattr(lib, "omp_get_max_threads")
+    # ...and that is torch's copy, the only OpenMP runtime in the process
+    with open("/proc/self/maps", encoding="utf-8") as maps:
+        runtimes = {line.split()[-1] for line in maps if "libgomp" in line or "libiomp" in line}
+    assert len(runtimes) == 1 and next(iter(runtimes)).startswith(os.path.dirname(torch.__file__))
+    t = torch.randn(1_000_003)
+    native.set_helpers("never")
+    try:
+        alone = native.moments(t)
+        native.set_helpers("always")  # torch's workers take parts, whatever else runs
+        shared = native.moments(t)
+    finally:
+        native.set_helpers("auto")
+    assert alone is not None and shared is not None
+    assert (alone.shifted_sum, alone.shifted_sumsq, alone.min, alone.max, alone.nonzero) == (
+        shared.shifted_sum,
+        shared.shifted_sumsq,
+        shared.min,
+        shared.max,
+        shared.nonzero,
+    )
 
 
 #: Start of a probe that counts this process's threads (``tasks()``); ``before`` is the count.

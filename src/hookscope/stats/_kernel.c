@@ -21,7 +21,9 @@
  * once, sleeping on a condition
  * variable, never spinning); the caller claims parts too and waits only for
  * parts a helper has already started, never for a helper that has not been
- * scheduled (on busy cores it may not be for milliseconds).
+ * scheduled (on busy cores it may not be for milliseconds). Where torch runs on
+ * libgomp, the library is built with -fopenmp and the parts go to torch's own
+ * OpenMP workers instead (run_parallel), under the same idle-core rule.
  *
  * Where the compiler targets AVX-512 (-march=native on such a CPU), float32
  * runs 16 lanes per instruction instead of 8, about 1.7x faster, with results
@@ -583,6 +585,9 @@ static struct {
 /* One caller at a time uses the helpers; a concurrent caller runs alone. */
 static pthread_mutex_t owner = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+/* Set in a forked child: libgomp's thread pool does not survive fork() (a parallel
+ * region there can hang), so a child uses this file's own helpers instead. */
+static int in_forked_child = 0;
 
 static void run_part(const job_t *job, int64_t k) {
     int64_t a = k * job->part;
@@ -631,6 +636,7 @@ static void after_fork_parent(void) {
     pthread_mutex_unlock(&owner);
 }
 static void after_fork_child(void) {
+    in_forked_child = 1;
     pool.started = 0;
     pool.invited = 0;
     pthread_cond_init(&pool.wake, NULL);
@@ -638,6 +644,8 @@ static void after_fork_child(void) {
     pthread_mutex_unlock(&owner);
 }
 static void register_atfork(void) { pthread_atfork(before_fork, after_fork_parent, after_fork_child); }
+/* At load: a child forked before this library's first parallel call must know it too. */
+__attribute__((constructor)) static void at_load(void) { pthread_once(&atfork_once, register_atfork); }
 
 /* Start helpers up to `want`; returns how many run. Called with pool.mu held. */
 static int ensure_helpers(int want) {
@@ -707,8 +715,9 @@ static int runnable_now(void) {
     return p ? atoi(p) : -1;
 }
 
-/* How many of `want` helpers to invite now. */
-static int helpers_now(int want) {
+/* How many of `want` helpers to invite now. `own` runnable threads may be this
+ * process's own OpenMP workers spinning after a torch op: those cores count as idle. */
+static int helpers_now(int want, int own) {
     if (load.mode != 0) return load.mode == 1 ? want : 0;
     if (load.fd == -2) {
         load.fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
@@ -725,9 +734,31 @@ static int helpers_now(int want) {
         load.ema16 = load.ema16 < 0 ? 16 * running : load.ema16 - load.ema16 / 8 + 2 * running;
         load.last = now;
     }
-    int idle = load.cpus - (load.ema16 + 8) / 16;
+    int idle = load.cpus - (load.ema16 + 8) / 16 + own;
     return idle < want ? (idle > 0 ? idle : 0) : want;
 }
+
+#ifdef _OPENMP
+/* Built with -fopenmp only where torch itself runs on libgomp (hookscope.stats.native
+ * checks): this library then links the very libgomp torch loaded, so the parts go to
+ * torch's own intra-op workers. Right after a torch op they are still spinning on
+ * the other cores, awake: a parallel region starts in microseconds, where a sleeping
+ * helper thread of our own would have to be woken, and would then share its core
+ * with that spinning worker. Dynamic scheduling: a worker that joins late takes
+ * what is left, so the caller never waits for one that has not started a part. */
+#define OWN_WORKERS(h) (h)
+static void run_parallel(job_t *job, int helpers) {
+    if (in_forked_child) {
+        run_job(job, helpers);
+        return;
+    }
+#pragma omp parallel for num_threads(helpers + 1) schedule(dynamic, 1)
+    for (int64_t k = 0; k < job->parts; k++) run_part(job, k);
+}
+#else
+#define OWN_WORKERS(h) 0
+static void run_parallel(job_t *job, int helpers) { run_job(job, helpers); }
+#endif
 
 /* Helper policy: 0 (default) helpers only on idle cores, 1 always, 2 never. */
 void hs_set_helpers(int mode) {
@@ -767,9 +798,9 @@ static void reduce_parts(range_fn fn, at_fn at, int64_t size, const char *p, int
     int helpers = n < 2 * PART_MIN ? 0 : threads - 1 < parts - 1 ? threads - 1 : (int)(parts - 1);
     if (helpers > MAX_HELPERS) helpers = MAX_HELPERS;
     if (helpers > 0 && pthread_mutex_trylock(&owner) == 0) {
-        helpers = helpers_now(helpers);
+        helpers = helpers_now(helpers, OWN_WORKERS(helpers));
         if (helpers > 0)
-            run_job(&job, helpers);
+            run_parallel(&job, helpers);
         else
             for (int64_t k = 0; k < parts; k++) run_part(&job, k);
         pthread_mutex_unlock(&owner);
