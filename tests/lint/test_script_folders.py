@@ -57,3 +57,60 @@ def test_a_package_module_imports_from_the_project_root(tmp_path: Path) -> None:
     write_source(tmp_path, "pkg/networks.py", _PLAIN_NETWORKS)
     module = write_source(tmp_path, "pkg/agent.py", _AGENT.format(mark="  # HS101"))
     assert found(tmp_path, module, CONFIDENT) == expected_codes(module)
+
+
+_HOLDER = """\
+import torch
+from agents import Agent, Other
+
+
+class Team:
+    def __init__(self, n):
+        self.agents = []
+        for _ in range(n):
+            self.agents.append(Agent())
+        self.pairs = [Agent() for _ in range(n)]
+        self.mixed = [Agent(), Other()]
+
+    def act(self, x):
+        for agent in self.agents:
+            agent.actor.forward(x){mark}
+        for i, agent in enumerate(self.pairs):
+            agent.actor.forward(x){mark}
+        for member in self.mixed:  # of two classes: its attributes are not looked up
+            member.actor.forward(x)
+        return self.agents[0].actor.forward(x){mark}
+"""
+
+_AGENTS = """\
+from nets import Actor, Plain
+
+
+class Agent:
+    def __init__(self):
+        self.actor = {actor}()
+
+
+class Other:
+    def __init__(self):
+        self.actor = Plain()
+"""
+
+
+def test_attributes_of_plain_objects_held_in_a_list(tmp_path: Path) -> None:
+    write_source(
+        tmp_path, "nets.py", _TORCH_NETWORKS + "\n\n" + _PLAIN_NETWORKS.replace("Actor", "Plain")
+    )
+    write_source(tmp_path, "agents.py", _AGENTS.format(actor="Actor"))
+    path = write_source(tmp_path, "team.py", _HOLDER.format(mark="  # HS101"))
+    assert found(tmp_path, path, CONFIDENT) == expected_codes(path)
+    assert len(expected_codes(path)) == 3
+
+
+def test_plain_attributes_of_plain_objects_held_in_a_list(tmp_path: Path) -> None:
+    write_source(
+        tmp_path, "nets.py", _TORCH_NETWORKS + "\n\n" + _PLAIN_NETWORKS.replace("Actor", "Plain")
+    )
+    write_source(tmp_path, "agents.py", _AGENTS.format(actor="Plain"))
+    path = write_source(tmp_path, "team.py", _HOLDER.format(mark=""))
+    assert found(tmp_path, path, ("HS1",)) == set()

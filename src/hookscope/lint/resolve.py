@@ -322,7 +322,11 @@ class Resolver(ClassKinds):
         if len(kinds) == 1:
             chosen = with_elements([r for _, r in known_pairs])
             binding, result = known_pairs[max(chosen, 0)]
-            result = result if chosen >= 0 else replace(result, elem=None)
+            result = result if chosen >= 0 else replace(result, elem=None, elem_cls="")
+            if len({r.elem_cls for _, r in known_pairs if r.elem is not None}) > 1:
+                result = replace(result, elem_cls="")  # instances of several classes
+            if result.cls and len({r.cls for _, r in known_pairs}) > 1:
+                result = replace(result, cls="")  # ``a = Agent()`` here, ``a = Other()`` there
             if result.via or not label or result is NAMESPACE:
                 return result
             return replace(result, via=self._describe(binding, label))
