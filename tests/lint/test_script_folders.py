@@ -114,3 +114,40 @@ def test_plain_attributes_of_plain_objects_held_in_a_list(tmp_path: Path) -> Non
     write_source(tmp_path, "agents.py", _AGENTS.format(actor="Plain"))
     path = write_source(tmp_path, "team.py", _HOLDER.format(mark=""))
     assert found(tmp_path, path, ("HS1",)) == set()
+
+
+_BUILT_BY_ITS_NAMESAKE = """\
+import torch
+from torch import nn
+
+
+class Perceptual:
+    def features(self):
+        return {built}
+
+    def __init__(self):
+        self.features = self.features()
+
+    def loss(self, x):
+        return self.features.forward(x){mark}
+"""
+
+
+def test_an_attribute_built_by_the_method_it_replaces(tmp_path: Path) -> None:
+    # ``self.features = self.features()``: the right side calls the method.
+    module = write_source(
+        tmp_path,
+        "loss.py",
+        _BUILT_BY_ITS_NAMESAKE.format(built="nn.Sequential()", mark="  # HS101"),
+    )
+    assert found(tmp_path, module, CONFIDENT) == expected_codes(module) == {(13, "HS101")}
+
+
+def test_a_plain_attribute_built_by_the_method_it_replaces(tmp_path: Path) -> None:
+    write_source(tmp_path, "stages.py", _PLAIN_NETWORKS)
+    plain = write_source(
+        tmp_path,
+        "plain_loss.py",
+        "from stages import Actor\n" + _BUILT_BY_ITS_NAMESAKE.format(built="Actor()", mark=""),
+    )
+    assert found(tmp_path, plain, ("HS1",)) == set()

@@ -227,6 +227,13 @@ class Resolver(ClassKinds):
         if base.cls and not base.is_class:
             owner, bindings = self._class_attr(base.cls, expr.attr)
             bindings = settled(bindings, scope.method)
+            if scope.method is not None and any(b.owner is scope.method for b in bindings):
+                # ``self.net = self.net()``: the right side reads the method, not the value
+                bindings = [
+                    b
+                    for b in bindings
+                    if b.owner is not scope.method or not in_own_value(b, expr.lineno)
+                ]
             if bindings and all(is_none_binding(b) for b in bindings):
                 held = in_subclasses(self, base.cls, expr.attr, depth + 1, placeholder=True)
                 if held is not None:  # ``self.clas = None``, built by every subclass
