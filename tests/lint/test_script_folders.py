@@ -151,3 +151,61 @@ def test_a_plain_attribute_built_by_the_method_it_replaces(tmp_path: Path) -> No
         "from stages import Actor\n" + _BUILT_BY_ITS_NAMESAKE.format(built="Actor()", mark=""),
     )
     assert found(tmp_path, plain, ("HS1",)) == set()
+
+
+_TEST_BASE = """\
+import unittest
+
+
+class BaseForwardTest(unittest.TestCase):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.CLASS_TYPE = type(None)
+
+    def _build(self):
+        model = self.CLASS_TYPE(3)
+        return model.to("cpu")
+
+    def _run(self, model):
+        return model.forward(1){mark}
+
+    def test_forward(self):
+        self._run(self._build())
+
+
+class BaseBackwardTest(unittest.TestCase):
+    def _run(self, model):
+        return model.forward(2)
+
+    def test_backward(self):
+        self._run(None)
+"""
+
+_TEST_CASES = """\
+from base import BaseForwardTest
+from nets import {cls}
+
+
+class NetTest(BaseForwardTest):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.CLASS_TYPE = {cls}
+"""
+
+
+def test_a_class_placeholder_that_test_subclasses_set_to_a_module(tmp_path: Path) -> None:
+    write_source(
+        tmp_path, "nets.py", _TORCH_NETWORKS + "\n\n" + _PLAIN_NETWORKS.replace("Actor", "Plain")
+    )
+    write_source(tmp_path, "tests/test_net.py", _TEST_CASES.format(cls="Actor"))
+    base = write_source(tmp_path, "tests/base.py", _TEST_BASE.format(mark="  # HS101"))
+    assert found(tmp_path, base, CONFIDENT) == expected_codes(base) == {(14, "HS101")}
+
+
+def test_a_class_placeholder_that_test_subclasses_set_to_a_plain_class(tmp_path: Path) -> None:
+    write_source(
+        tmp_path, "nets.py", _TORCH_NETWORKS + "\n\n" + _PLAIN_NETWORKS.replace("Actor", "Plain")
+    )
+    write_source(tmp_path, "tests/test_net.py", _TEST_CASES.format(cls="Plain"))
+    base = write_source(tmp_path, "tests/base.py", _TEST_BASE.format(mark=""))
+    assert found(tmp_path, base, ("HS1",)) == set()
