@@ -209,3 +209,38 @@ def test_a_class_placeholder_that_test_subclasses_set_to_a_plain_class(tmp_path:
     write_source(tmp_path, "tests/test_net.py", _TEST_CASES.format(cls="Plain"))
     base = write_source(tmp_path, "tests/base.py", _TEST_BASE.format(mark=""))
     assert found(tmp_path, base, ("HS1",)) == set()
+
+
+_OUTSIDE_BASE = """\
+import torch
+from outside_framework import Base
+
+
+class Runner(Base):
+    def __init__(self, net):
+        self.modules = net
+
+    def forward(self, x):
+        {body}
+
+    def test(self, x):
+        with torch.no_grad():
+            return self.forward(x){mark}
+"""
+
+
+def test_a_module_only_method_called_on_self_shows_a_module(tmp_path: Path) -> None:
+    path = write_source(
+        tmp_path,
+        "runner.py",
+        _OUTSIDE_BASE.format(body="return [p for p in self.parameters()]", mark="  # HS102"),
+    )
+    assert found(tmp_path, path, CONFIDENT) == expected_codes(path) == {(14, "HS102")}
+
+
+def test_an_attribute_named_like_a_module_method_shows_nothing(tmp_path: Path) -> None:
+    # ``self.modules = net`` then ``self.modules(x)``: the attribute, not ``Module.modules``.
+    path = write_source(
+        tmp_path, "runner.py", _OUTSIDE_BASE.format(body="return self.modules(x)", mark="")
+    )
+    assert found(tmp_path, path, CONFIDENT) == set()
