@@ -99,9 +99,7 @@ def _chosen(resolver: Resolver, name: str, module: str) -> tuple[FunctionEntry, 
     index = resolver.index
     found = index.functions_in(name, module, resolver.where)
     under = () if found else index.functions_under(name, module)
-    return found or (
-        under if len(under) == 1 else index.functions.get(name, ())
-    )
+    return found or (under if len(under) == 1 else index.functions.get(name, ()))
 
 
 def _annotated_class(resolver: Resolver, annotation: str) -> str:

@@ -232,7 +232,7 @@ def nearest(
         files = {posixpath.normpath(posixpath.join(folder, rel + tail)) for tail in _MODULE_FILES}
         chosen = tuple(
             entry
-            for entry, where in zip(found, wheres)
+            for entry, where in zip(found, wheres, strict=True)
             if where.rsplit(":", 1)[0].replace("\\", "/") in files
         )
         if chosen:
