@@ -244,3 +244,34 @@ def test_an_attribute_named_like_a_module_method_shows_nothing(tmp_path: Path) -
         tmp_path, "runner.py", _OUTSIDE_BASE.format(body="return self.modules(x)", mark="")
     )
     assert found(tmp_path, path, CONFIDENT) == set()
+
+
+_PARTIAL = """\
+from functools import partial
+
+import torch
+
+
+def _estimate(betas, model, mels):
+    return model.forward(mels){mark}
+
+
+def search(model, grid, mels):
+    {use}
+    process = partial(_estimate, model=model, mels=mels)
+    return [process(betas) for betas in grid]
+"""
+
+
+def test_a_partial_binds_an_argument_its_function_uses_as_a_module(tmp_path: Path) -> None:
+    path = write_source(
+        tmp_path,
+        "grid.py",
+        _PARTIAL.format(use="device = next(model.parameters()).device", mark="  # HS101"),
+    )
+    assert found(tmp_path, path, CONFIDENT) == expected_codes(path) == {(7, "HS101")}
+
+
+def test_a_partial_binds_an_argument_of_unknown_use(tmp_path: Path) -> None:
+    path = write_source(tmp_path, "grid.py", _PARTIAL.format(use="model.reset()", mark=""))
+    assert found(tmp_path, path, CONFIDENT) == set()
