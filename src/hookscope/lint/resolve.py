@@ -62,7 +62,7 @@ from hookscope.lint.methods import (
 from hookscope.lint.narrowing import Guard, guards, narrowed
 from hookscope.lint.passing import calls_by_name, given_by_callers, says_nothing, unpacked
 from hookscope.lint.pyfile import PyFile, Scope
-from hookscope.lint.reach import in_own_value, reaching, settled
+from hookscope.lint.reach import in_own_value, outside_own_values, reaching, settled
 from hookscope.lint.registries import registry_class
 from hookscope.lint.rewriters import rewriter_self
 from hookscope.lint.tuples import tuple_item
@@ -227,13 +227,7 @@ class Resolver(ClassKinds):
         if base.cls and not base.is_class:
             owner, bindings = self._class_attr(base.cls, expr.attr)
             bindings = settled(bindings, scope.method)
-            if scope.method is not None and any(b.owner is scope.method for b in bindings):
-                # ``self.net = self.net()``: the right side reads the method, not the value
-                bindings = [
-                    b
-                    for b in bindings
-                    if b.owner is not scope.method or not in_own_value(b, expr.lineno)
-                ]
+            bindings = outside_own_values(bindings, scope.method, expr.lineno)
             if bindings and all(is_none_binding(b) for b in bindings):
                 held = in_subclasses(self, base.cls, expr.attr, depth + 1, placeholder=True)
                 if held is not None:  # ``self.clas = None``, built by every subclass
