@@ -60,7 +60,9 @@ def appended(resolver: Resolver, binding: Binding, depth: int) -> Resolved | Non
     shown = shown if len(shown) <= 40 else shown[:37] + "..."
     made = "{}" if isinstance(binding.expr, ast.Dict) else "[]"
     via = f"{target} = {made} filled with {shown} at {resolver.file.path}:{first.lineno}"
-    return Resolved(Kind.OTHER, elem=kinds.pop(), via=via)
+    classes = {r.cls for r in results}
+    elem_cls = classes.pop() if len(classes) == 1 else ""
+    return Resolved(Kind.OTHER, elem=kinds.pop(), elem_cls=elem_cls, via=via)
 
 
 def _target(binding: Binding) -> str | None:

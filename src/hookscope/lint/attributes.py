@@ -91,9 +91,15 @@ MAX_SUBCLASSES = 20
 
 
 def is_none_binding(binding: Binding) -> bool:
-    """``x = None``: a placeholder that no ``.forward(...)`` call can have reached."""
+    """``x = None`` (or the class placeholder ``x = type(None)``): a placeholder that no
+    ``.forward(...)`` call can have reached."""
     expr = binding.expr
-    return binding.kind == "value" and isinstance(expr, ast.Constant) and expr.value is None
+    if binding.kind != "value":
+        return False
+    if isinstance(expr, ast.Call) and len(expr.args) == 1 and not expr.keywords:
+        is_type = isinstance(expr.func, ast.Name) and expr.func.id == "type"
+        expr = expr.args[0] if is_type else expr
+    return isinstance(expr, ast.Constant) and expr.value is None
 
 
 def in_subclasses(

@@ -56,6 +56,8 @@ def module_evidence(cls: ast.ClassDef, path: str, tree: ast.Module) -> str:
         for stmt in cls.body
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
+    # ``self.modules = Net()``: an attribute of that name, not ``nn.Module.modules``
+    defined = set(methods) | _assigned_on_self(cls)
     init = methods.get("__init__")
     if init is not None and _calls_base_init(init):
         found = _layer_assigned(init, prefixes, bare)
@@ -72,12 +74,25 @@ def module_evidence(cls: ast.ClassDef, path: str, tree: ast.Module) -> str:
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
                 and node.func.attr in _SELF_MODULE_METHODS
-                and node.func.attr not in methods
+                and node.func.attr not in defined
                 and isinstance(node.func.value, ast.Name)
                 and node.func.value.id == self_name
             ):
                 return f"{_shown(node)} at {path}:{node.lineno}"
     return _training_in_forward(cls, methods.get("forward"), path)
+
+
+def _assigned_on_self(cls: ast.ClassDef) -> set[str]:
+    """The module-only method names the class's methods assign as attributes
+    (``self.modules = ...``), which its calls of them then reach instead."""
+    return {
+        node.attr
+        for node in ast.walk(cls)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.ctx, ast.Store)
+        and node.attr in _SELF_MODULE_METHODS
+        and isinstance(node.value, ast.Name)
+    }
 
 
 def _training_in_forward(

@@ -275,7 +275,9 @@ def import_names(other: Resolver, origin: str, name: str, where: str) -> bool:
     module, _, attr = origin.rpartition(".")
     if attr != name:
         return False
-    chosen = other.index.functions_in(name, module) or other.index.functions.get(name, ())
+    chosen = other.index.functions_in(name, module, other.where) or other.index.functions.get(
+        name, ()
+    )
     if chosen:
         return len(chosen) == 1 and chosen[0][3].rpartition(":")[0] == where
     defs = other.index.defs.get(name, ())
@@ -290,7 +292,9 @@ def _runs(other: Resolver, call: ast.Call, scope: Scope, name: str, where: str) 
     module, _, called = found.factory.partition(":")
     if called != name:
         return False
-    chosen = other.index.functions_in(name, module) or other.index.functions.get(name, ())
+    chosen = other.index.functions_in(name, module, other.where) or other.index.functions.get(
+        name, ()
+    )
     return len(chosen) == 1 and chosen[0][3].rpartition(":")[0] == where
 
 

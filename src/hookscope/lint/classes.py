@@ -42,12 +42,17 @@ class ClassKinds:
         # class name -> what in its body shows it is a module, when its bases could not
         self.by_body: dict[str, str] = {}
 
+    @property
+    def where(self) -> str:
+        """This file's path as the index's locations are written (from the project root)."""
+        root = self.index.root
+        return os.path.relpath(self.file.path, root) if root else self.file.path
+
     def imported(self, bases: tuple[str, ...]) -> tuple[str, ...]:
         """Bare base names with the module they are imported from, as the index keeps them
         (``from gpytorch.models import ExactGP`` → ``gpytorch.models.ExactGP``)."""
         if self._from_imports is None:
-            root = self.index.root
-            where = os.path.relpath(self.file.path, root) if root else self.file.path
+            where = self.where
             self._from_imports = {
                 alias.asname or alias.name: absolute_module(
                     f"{'.' * node.level}{node.module or ''}", where
@@ -109,7 +114,9 @@ class ClassKinds:
         try:
             result = None
             variants = (
-                self.index.in_module(last, module) if module and last not in known.FIXED else ()
+                self.index.in_module(last, module, self.where)
+                if module and last not in known.FIXED
+                else ()
             )
             if not variants and module and self._ambiguous(last):
                 variants = self.index.in_package(last, module)  # re-exported by a package

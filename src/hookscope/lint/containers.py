@@ -36,7 +36,8 @@ def literal_element(
         # different functions: calling one is not calling the first (`calls`: what they
         # all build, when they agree)
         return replace(first, cls="", function=None, factory="")
-    return first if len({r.name for r in results}) == 1 else replace(first, cls="")
+    same = len({r.name for r in results}) == 1 and len({r.cls for r in results}) == 1
+    return first if same else replace(first, cls="")  # instances of several classes
 
 
 def collection(resolver: Resolver, expr: ast.expr, scope: Scope, depth: int) -> Resolved:
@@ -51,7 +52,9 @@ def collection(resolver: Resolver, expr: ast.expr, scope: Scope, depth: int) -> 
     else:
         return UNKNOWN
     known_kind = inner.kind is not Kind.UNKNOWN and not inner.is_class
-    return Resolved(Kind.OTHER, elem=inner.kind if known_kind else None)
+    if not known_kind:
+        return Resolved(Kind.OTHER)
+    return Resolved(Kind.OTHER, elem=inner.kind, elem_cls=inner.cls)
 
 
 def element(
@@ -130,7 +133,8 @@ def _column(
     if len({(r.kind, r.is_class) for r in results}) != 1 or results[0].kind is Kind.UNKNOWN:
         return None
     first = results[0]
-    return first if len({r.name for r in results}) == 1 else replace(first, cls="")
+    same = len({r.name for r in results}) == 1 and len({r.cls for r in results}) == 1
+    return first if same else replace(first, cls="")  # instances of several classes
 
 
 def member(resolver: Resolver, base: Resolved, scope: Scope) -> Resolved:
@@ -141,7 +145,7 @@ def member(resolver: Resolver, base: Resolved, scope: Scope) -> Resolved:
     (gpytorch's ``Module``) they are most likely of its family, so they stay unknown.
     """
     if base.elem is not None:
-        return Resolved(base.elem, name=base.name)
+        return Resolved(base.elem, name=base.name, cls=base.elem_cls)
     if not base.container:
         return Resolved(Kind.UNKNOWN, name=base.name)
     if scope.cls is not None and resolver.class_kind(scope.cls.name)[0] is Kind.HOOKLESS:

@@ -97,10 +97,9 @@ def _chosen(resolver: Resolver, name: str, module: str) -> tuple[FunctionEntry, 
     """The project functions ``module:name`` may be: those of that module, else the one
     under that package (a name its ``__init__`` re-exports), else every one so named."""
     index = resolver.index
-    under = () if index.functions_in(name, module) else index.functions_under(name, module)
-    return index.functions_in(name, module) or (
-        under if len(under) == 1 else index.functions.get(name, ())
-    )
+    found = index.functions_in(name, module, resolver.where)
+    under = () if found else index.functions_under(name, module)
+    return found or (under if len(under) == 1 else index.functions.get(name, ()))
 
 
 def _annotated_class(resolver: Resolver, annotation: str) -> str:

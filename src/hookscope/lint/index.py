@@ -12,10 +12,13 @@ enough to resolve ``model = build_model(...)`` in another file.
 from __future__ import annotations
 
 import bisect
+import os
+import posixpath
 import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 # No "^" anchor: a literal-prefixed pattern is ten times faster; the line start is checked by hand.
 _CLASS = re.compile(rb"class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?[ \t]*:")
@@ -78,10 +81,14 @@ class ClassIndex:
     root: str = ""
     lookalike_methods: frozenset[str] = frozenset()
 
-    def in_module(self, name: str, module: str) -> tuple[tuple[tuple[str, ...], str], ...]:
+    def in_module(
+        self, name: str, module: str, importer: str = ""
+    ) -> tuple[tuple[tuple[str, ...], str], ...]:
         """``(bases, path:line)`` of the classes ``name`` defined in the module ``module``
-        (dotted)."""
-        return tuple(d for d in self.defs.get(name, ()) if defined_in(d[1], module))
+        (dotted); several files of that name are narrowed to the one the file ``importer``
+        imports (`nearest`)."""
+        found = tuple(d for d in self.defs.get(name, ()) if defined_in(d[1], module))
+        return nearest(found, [d[1] for d in found], module, importer, self.root)
 
     def in_package(self, name: str, package: str) -> tuple[tuple[tuple[str, ...], str], ...]:
         """``(bases, path:line)`` of the classes ``name`` defined anywhere under the package
@@ -93,9 +100,11 @@ class ClassIndex:
             if tail and f"/{tail}/" in "/" + d[1].rsplit(":", 1)[0].replace("\\", "/")
         )
 
-    def functions_in(self, name: str, module: str) -> tuple[FunctionEntry, ...]:
-        """The top-level functions ``name`` of the module ``module`` (``conftest`` too)."""
-        return tuple(e for e in self.functions.get(name, ()) if defined_in(e[3], module))
+    def functions_in(self, name: str, module: str, importer: str = "") -> tuple[FunctionEntry, ...]:
+        """The top-level functions ``name`` of the module ``module`` (``conftest`` too),
+        narrowed to the file ``importer`` imports as for `in_module`."""
+        found = tuple(e for e in self.functions.get(name, ()) if defined_in(e[3], module))
+        return nearest(found, [e[3] for e in found], module, importer, self.root)
 
     def functions_under(self, name: str, package: str) -> tuple[FunctionEntry, ...]:
         """The top-level functions ``name`` defined anywhere under the package ``package``
@@ -198,6 +207,40 @@ def _from_imports(data: bytes, path: str = "", wanted: set[str] | None = None) -
             if name != "import":
                 out[alias or name] = f"{prefix}.{name}"
     return out
+
+
+_T = TypeVar("_T")
+
+
+def nearest(
+    found: tuple[_T, ...], wheres: list[str], module: str, importer: str, root: str
+) -> tuple[_T, ...]:
+    """The entries of ``found`` (``path:line`` each in ``wheres``) in the very file that
+    ``import module`` reaches from the project file ``importer``, when several files
+    are named like ``module`` (``networks.py`` in six folders): the importer's sibling
+    first, as a script's own folder is ``sys.path[0]``, unless that folder is a package
+    (then the module named from the project root comes first). Unchanged when no entry
+    lies in either file."""
+    if len(found) < 2 or not importer or module.startswith("."):
+        return found
+    here = posixpath.dirname(importer.replace("\\", "/"))
+    rel = module.replace(".", "/")
+    folders = [here, ""]
+    if here and os.path.isfile(os.path.join(root, here, "__init__.py")):
+        folders.reverse()
+    for folder in folders:
+        files = {posixpath.normpath(posixpath.join(folder, rel + tail)) for tail in _MODULE_FILES}
+        chosen = tuple(
+            entry
+            for entry, where in zip(found, wheres, strict=True)
+            if where.rsplit(":", 1)[0].replace("\\", "/") in files
+        )
+        if chosen:
+            return chosen
+    return found
+
+
+_MODULE_FILES = (".py", "/__init__.py")
 
 
 def absolute_module(module: str, path: str) -> str:

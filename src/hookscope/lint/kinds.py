@@ -31,6 +31,8 @@ class Resolved:
         is_class: the expression is a class object, not an instance.
         container: a ``Sequential``/``ModuleList``/``ModuleDict`` (or subclass) instance.
         elem: the kind of the elements when iterated or indexed.
+        elem_cls: the class of the elements, when they are all instances of one class
+            (``[Agent(...) for _ in range(n)]``), for attribute look-ups on them.
         name: the last identifier of the expression, for the heuristic.
         cls: the same-file class of an instance, for attribute look-ups.
         function: the same-file function the expression names, for return values.
@@ -43,6 +45,7 @@ class Resolved:
     is_class: bool = False
     container: bool = False
     elem: Kind | None = None
+    elem_cls: str = ""
     name: str = ""
     cls: str = ""
     function: ast.FunctionDef | ast.AsyncFunctionDef | None = None

@@ -17,8 +17,9 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 def bound_by_partials(resolver: Resolver, func: Function, name: str, depth: int) -> Resolved | None:
     """A parameter of a module-level function used only as ``partial(func, value, ...)``
     (``functools.partial(_gradient, implicit_function)``): what every ``partial`` binds
-    to it, when they all bind the same kind."""
-    from hookscope.lint.passing import argument_for  # (passing imports this module)
+    to it, when they all bind the same kind (an argument the binding function itself uses
+    as a module counts as one, as for a call)."""
+    from hookscope.lint.passing import argument_for, passed  # (passing imports this module)
 
     partials = [
         (call, caller)
@@ -36,7 +37,8 @@ def bound_by_partials(resolver: Resolver, func: Function, name: str, depth: int)
         argument = argument_for(func, 0, bound, name)
         if argument is None:
             return None
-        result = resolver.resolve(argument, caller, depth + 1)
+        # (resolved, or a module by the binding function's own use: ``model.parameters()``)
+        result = passed(resolver, argument, call, caller, depth)
         if result.kind is Kind.UNKNOWN or result.is_class:
             return None
         results.append(result)

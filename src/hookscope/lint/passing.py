@@ -110,6 +110,9 @@ def _given_here(
     calls = resolver.calls_named(callee)
     if not calls and not skip:
         return bound_by_partials(resolver, func, name, depth)
+    # (a call of another function of this file so named, a namesake method of another
+    # class, runs no ``func``: left out)
+    calls = [c for c in calls if not _runs_another(resolver, c, func)]
     if not calls or not all(_callee_is(resolver, c, func, callee) for c in calls):
         return None  # a call that may be another function's or may run this one unseen
     results = []
@@ -246,6 +249,16 @@ def _callee_is(
     if func.name == "__init__":  # a constructor of this file's class ``callee``
         return found.is_class and found.name == callee and callee in resolver.file.classes
     return found.function is func
+
+
+def _runs_another(resolver: Resolver, site: tuple[ast.Call, Scope], func: Function) -> bool:
+    """Whether the call of ``site`` (``self.check(model)``) resolves to a method of this
+    file other than ``func`` (a namesake in another class)."""
+    call, scope = site
+    if func.name == "__init__" or not isinstance(call.func, ast.Attribute):
+        return False
+    found = resolver.resolve(call.func, scope)
+    return found.function is not None and found.function is not func
 
 
 def parameter_of(func: Function, skip: int, call: ast.Call, argument: ast.expr) -> ast.arg | None:

@@ -97,3 +97,12 @@ def in_own_value(binding: Binding, line: int) -> bool:
     [model]`` or ``x = wrap(x)`` the name on the right is its earlier value."""
     value = binding.expr if binding.kind in ("value", "unpacked") else None
     return value is not None and value.lineno <= line <= (value.end_lineno or value.lineno)
+
+
+def outside_own_values(bindings: list[Binding], method: ast.AST | None, line: int) -> list[Binding]:
+    """``bindings`` of an attribute used at ``line`` of ``method``, less those whose own
+    value holds that use: in ``self.net = self.net()`` the right side reads what was
+    there before (the method ``net``), not the value being bound."""
+    if method is None or not any(b.owner is method for b in bindings):
+        return bindings
+    return [b for b in bindings if b.owner is not method or not in_own_value(b, line)]

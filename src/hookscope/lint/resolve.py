@@ -62,7 +62,7 @@ from hookscope.lint.methods import (
 from hookscope.lint.narrowing import Guard, guards, narrowed
 from hookscope.lint.passing import calls_by_name, given_by_callers, says_nothing, unpacked
 from hookscope.lint.pyfile import PyFile, Scope
-from hookscope.lint.reach import in_own_value, reaching, settled
+from hookscope.lint.reach import in_own_value, outside_own_values, reaching, settled
 from hookscope.lint.registries import registry_class
 from hookscope.lint.rewriters import rewriter_self
 from hookscope.lint.tuples import tuple_item
@@ -227,6 +227,7 @@ class Resolver(ClassKinds):
         if base.cls and not base.is_class:
             owner, bindings = self._class_attr(base.cls, expr.attr)
             bindings = settled(bindings, scope.method)
+            bindings = outside_own_values(bindings, scope.method, expr.lineno)
             if bindings and all(is_none_binding(b) for b in bindings):
                 held = in_subclasses(self, base.cls, expr.attr, depth + 1, placeholder=True)
                 if held is not None:  # ``self.clas = None``, built by every subclass
@@ -322,7 +323,11 @@ class Resolver(ClassKinds):
         if len(kinds) == 1:
             chosen = with_elements([r for _, r in known_pairs])
             binding, result = known_pairs[max(chosen, 0)]
-            result = result if chosen >= 0 else replace(result, elem=None)
+            result = result if chosen >= 0 else replace(result, elem=None, elem_cls="")
+            if len({r.elem_cls for _, r in known_pairs if r.elem is not None}) > 1:
+                result = replace(result, elem_cls="")  # instances of several classes
+            if result.cls and len({r.cls for _, r in known_pairs}) > 1:
+                result = replace(result, cls="")  # ``a = Agent()`` here, ``a = Other()`` there
             if result.via or not label or result is NAMESPACE:
                 return result
             return replace(result, via=self._describe(binding, label))
