@@ -360,4 +360,3 @@ def _torch_libgomp() -> bool:
             )
     except OSError:  # not Linux: no way to tell which runtime torch loaded
         return False
-
