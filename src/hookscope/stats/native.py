@@ -8,6 +8,10 @@ they have started. Helpers are invited only for cores no thread is waiting
 for (Linux's count of runnable threads, ``/proc/loadavg``): where other
 processes, or torch's own OpenMP threads, keep every core busy, a helper
 would only displace the caller, so the caller reads the tensor alone.
+Where torch runs on the libgomp it ships, the kernel is built with OpenMP
+against that runtime and torch's own intra-op workers take the parts instead
+(`_flag_sets`); they are awake right after every torch op, where a sleeping
+helper would first have to be woken.
 ``$HOOKSCOPE_KERNEL_HELPERS`` sets the policy: ``auto`` (that rule, the
 default), ``always`` or ``never``. `moments_relu` also returns the statistics of
 ``relu(x)`` from the same pass (the Monitor uses it so that a ReLU's output
