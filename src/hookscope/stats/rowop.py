@@ -32,6 +32,7 @@ ReLU runs (SmallCNN training step: 2.2-2.4x the compiled step → 1.4x).
 
 from __future__ import annotations
 
+import ctypes
 import math
 import threading
 
@@ -208,30 +209,37 @@ def _row_address(rows: torch.Tensor, index: int) -> int | None:
     return rows.data_ptr() + index * rows.stride(0) * 8
 
 
-def _kernel_merge(rows: torch.Tensor, index: int, x: torch.Tensor, relu: bool) -> bool:
-    """`_merge_row_` by the C kernel, into the buffer itself; False where it does not apply."""
+def _kernel_for(
+    rows: torch.Tensor, index: int, x: torch.Tensor
+) -> tuple[ctypes.CDLL, int, int] | None:
+    """The loaded kernel, ``x``'s type code and ``rows[index]``'s address, where the kernel applies."""
     got = native.loaded() if KERNEL_ROWS else None
-    if got is None or (relu and x.dtype != torch.float32) or not native.takes(x):
-        return False
+    if got is None or not x.numel() or not native.takes(x):
+        return None
     address = _row_address(rows, index)
     if address is None:
-        return False
+        return None
     lib, codes = got
+    return lib, codes[x.dtype], address
+
+
+def _kernel_merge(rows: torch.Tensor, index: int, x: torch.Tensor, relu: bool) -> bool:
+    """`_merge_row_` by the C kernel, into the buffer itself; False where it does not apply."""
+    target = None if relu and x.dtype != torch.float32 else _kernel_for(rows, index, x)
+    if target is None:
+        return False
+    lib, code, address = target
     threads = torch.get_num_threads()
-    return lib.hs_merge_row(codes[x.dtype], x.data_ptr(), x.numel(), threads, relu, address) == 0
+    return lib.hs_merge_row(code, x.data_ptr(), x.numel(), threads, relu, address) == 0
 
 
 def _kernel_grad(out: torch.Tensor, index: int, g: torch.Tensor) -> bool:
     """`_grad_rows`' row by the C kernel, into ``out[index]``; False where it does not apply."""
-    got = native.loaded() if KERNEL_ROWS else None
-    if got is None or not g.numel() or not native.takes(g):
+    target = _kernel_for(out, index, g)
+    if target is None:
         return False
-    address = _row_address(out, index)
-    if address is None:
-        return False
-    lib, codes = got
-    threads = torch.get_num_threads()
-    return lib.hs_grad_row(codes[g.dtype], g.data_ptr(), g.numel(), threads, address) == 0
+    lib, code, address = target
+    return lib.hs_grad_row(code, g.data_ptr(), g.numel(), torch.get_num_threads(), address) == 0
 
 
 def _kernel_affine(
@@ -245,22 +253,19 @@ def _kernel_affine(
 
     The same conditions as `native.moments_affine`, which it replaces here.
     """
-    got = native.loaded() if KERNEL_ROWS else None
-    if got is None or x.dtype != torch.float32 or x.dim() < 2 or not x.numel():
-        return False
-    if not native.takes(x):
+    target = None if x.dtype != torch.float32 or x.dim() < 2 else _kernel_for(rows, index, x)
+    if target is None:
         return False
     channels = x.shape[1]
     if any(t.dtype != torch.float32 or not t.is_cpu or t.numel() != channels for t in params):
         return False
-    address = _row_address(rows, index)
+    lib, _, address = target
     relu = relu_index >= 0
     spare = _row_address(rows, relu_index) if relu else 0
-    if address is None or spare is None or spare == address:
+    if spare is None or spare == address:
         return False
     mean, scale, bias = (t.contiguous() for t in params)
     stride = x.stride(1) if channels > 1 else 1  # a size-1 dim's stride may be anything
-    lib = got[0]
     failed = lib.hs_affine_row(
         x.data_ptr(),
         x.numel(),
