@@ -113,6 +113,17 @@ def same_file(resolver: Resolver, path: str) -> bool:
     return os.path.abspath(full) == os.path.abspath(own)
 
 
+def handed_on(other: Resolver, name: str) -> bool:
+    """Whether the file of ``other`` names ``name`` other than in calls (where those calls
+    cannot be all it does with it): imported or named, never called, is handed on,
+    unless no code uses it (an import that only a comment or a string mentions again)."""
+    from hookscope.lint.passing import used_here  # (passing imports this module)
+
+    if name not in other.file.text:
+        return False
+    return not other.complete or used_here(other, name)
+
+
 def given_in_other_files(
     resolver: Resolver, func: Function, scope: Scope, name: str, depth: int
 ) -> Resolved | None:
@@ -188,8 +199,6 @@ def _calls_in(other: Resolver, name: str, where: str) -> list[tuple[ast.Call, Sc
     only a namesake of another module is imported as it), and by every name it is
     imported as (``from train.loops import train_dense as train_epoch``, in any scope).
     ``None`` when a name it goes by is used other than called."""
-    from hookscope.lint.passing import used_here  # (passing imports this module)
-
     aliases: set[str] = set()
     plain = elsewhere = False
     for node in import_froms(other.file.tree):
@@ -206,9 +215,7 @@ def _calls_in(other: Resolver, name: str, where: str) -> list[tuple[ast.Call, Sc
     calls: list[tuple[ast.Call, Scope]] = []
     if plain or not elsewhere:
         calls = list(other.calls_named(name))
-        # imported or named, never called: handed on, unless no code uses it (an import
-        # that only a comment or a string mentions again)
-        if not calls and name in other.file.text and (not other.complete or used_here(other, name)):
+        if not calls and handed_on(other, name):
             return None
     for local in sorted(aliases):
         by_alias = other.calls_named(local)

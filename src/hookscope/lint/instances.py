@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from hookscope.lint.callers import MAX_IMPORTERS, importers
+from hookscope.lint.callers import MAX_IMPORTERS, handed_on, importers
 from hookscope.lint.classes import base_names
 from hookscope.lint.crossfile import foreign_file
 from hookscope.lint.kinds import Kind, Resolved, agreed
@@ -144,7 +144,7 @@ def _given_to_method(
         if other is None:
             return None
         calls = other.calls_named(func.name)
-        if not calls and _used_in(other, func.name):
+        if not calls and handed_on(other, func.name):
             return None  # handed on or called some other way
         for call, caller in calls:
             if not isinstance(call.func, ast.Attribute):
@@ -171,16 +171,6 @@ def _file_of(resolver: Resolver, where: str) -> Resolver | None:
     if os.path.abspath(path) == os.path.abspath(resolver.file.path):
         return resolver
     return foreign_file(resolver, where)
-
-
-def _used_in(other: Resolver, name: str) -> bool:
-    """Whether the file of ``other`` names ``name`` other than as a callee (where its calls
-    cannot all be seen): not in ``def name(``, a docstring or a string."""
-    from hookscope.lint.passing import used_here  # (passing imports this module)
-
-    if name not in other.file.text:
-        return False
-    return not other.complete or used_here(other, name)
 
 
 def _related(resolver: Resolver, cls: ast.ClassDef, method: str = "__call__") -> set[str]:
