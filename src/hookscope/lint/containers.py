@@ -36,8 +36,7 @@ def literal_element(
         # different functions: calling one is not calling the first (`calls`: what they
         # all build, when they agree)
         return replace(first, cls="", function=None, factory="")
-    same = len({r.name for r in results}) == 1 and len({r.cls for r in results}) == 1
-    return first if same else replace(first, cls="")  # instances of several classes
+    return _one_class(first, results)
 
 
 def collection(resolver: Resolver, expr: ast.expr, scope: Scope, depth: int) -> Resolved:
@@ -133,8 +132,7 @@ def _column(
     if len({(r.kind, r.is_class) for r in results}) != 1 or results[0].kind is Kind.UNKNOWN:
         return None
     first = results[0]
-    same = len({r.name for r in results}) == 1 and len({r.cls for r in results}) == 1
-    return first if same else replace(first, cls="")  # instances of several classes
+    return _one_class(first, results)
 
 
 def member(resolver: Resolver, base: Resolved, scope: Scope) -> Resolved:
@@ -314,3 +312,9 @@ def either(results: list[Resolved]) -> Resolved:
         return UNKNOWN
     first = known_results[0]
     return first if len({r.cls for r in known_results}) == 1 else replace(first, cls="")
+
+
+def _one_class(first: Resolved, results: list[Resolved]) -> Resolved:
+    """``first``, without its class unless every result names the same class instance."""
+    same = len({r.name for r in results}) == 1 and len({r.cls for r in results}) == 1
+    return first if same else replace(first, cls="")  # instances of several classes
