@@ -84,7 +84,7 @@ def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) ->
             return entry
     if isinstance(func, ast.Attribute) and last in _SELF_RETURNING:
         inner = resolver.resolve(func.value, scope, depth + 1)
-        if inner.kind is Kind.MODULE and not inner.is_class:
+        if (inner.kind is Kind.MODULE or inner.foreign) and not inner.is_class:
             return inner
     if last in known.RREF_VALUE and isinstance(func, ast.Attribute):
         return rref_value(resolver, func.value, scope, depth + 1)
@@ -98,6 +98,10 @@ def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) ->
     if path in known.MODULE_FACTORIES or f".{path}".endswith(known.MODULE_FACTORY_SUFFIXES):
         return Resolved(Kind.MODULE, name=last, via=f"{path}(...) returns a module")
     origin = import_origin(resolver, path, scope) if path else ""
+    if origin and libraries.not_module_class(*origin.rpartition(".")[::2]):
+        # ``cv2.dnn.readNet(p)``, ``cpp_extension.load(...)``, ``onnxruntime.InferenceSession``
+        via = f"{origin}(...) gives no torch module"
+        return Resolved(Kind.OTHER, name=last, via=via, foreign=True)
     if libraries.library_model_function(origin):
         return Resolved(Kind.MODULE, name=last, via=f"{origin}(...) builds a model")
     package = _named_dynamically(func)  # ``getattr(models, arch)(...)``

@@ -84,9 +84,10 @@ class ClassKinds:
             "",
         )
         module, _, last = f"{origin}.{rest}".rpartition(".")
-        return (
-            f"{module}.{last}" if origin and libraries.library_model_class(module, last) else base
+        known_library = libraries.library_model_class(module, last) or (
+            libraries.not_module_class(module, last)  # flax's ``nn.Module``: not torch's
         )
+        return f"{module}.{last}" if origin and known_library else base
 
     def class_kind(self, name: str, module: str = "") -> tuple[Kind, bool]:
         """``(kind, is_container)`` of instances of the class named ``name`` (dotted ok).
@@ -99,7 +100,7 @@ class ClassKinds:
         module = module or prefix
         if module.partition(".")[0] in libraries.HOOKLESS_LIBRARIES:
             return Kind.HOOKLESS, False
-        if libraries.not_module_package(module):
+        if libraries.not_module_class(module, last):
             return Kind.OTHER, False  # not the project's class of the same name
         if libraries.library_model_class(module, last):
             return Kind.MODULE, False
@@ -191,6 +192,8 @@ class ClassKinds:
             return Kind.HOOKLESS, False
         local_bases = self.imported(base_names(local)) if local else None
         torch_name = last in known.TORCH_NN_MODULES or last in known.EXTERNAL_MODULES
+        if local is not None and libraries.keras_file(self.file.tree, self.file.imports_torch):
+            torch_name = False  # flax's or Keras's own ``Module``/``Linear``, not torch's
         # A same-file class of that name wins only if it is plainly not a module.
         if torch_name and (not local_bases or self._bases_kind(local_bases)[0] is not Kind.OTHER):
             return Kind.MODULE, False

@@ -224,6 +224,8 @@ class Resolver(ClassKinds):
         if path.startswith(("torch.classes.", "torch.ops.")):
             return Resolved(Kind.OTHER, name=expr.attr)
         base = self.resolve(expr.value, scope, depth + 1)
+        if base.foreign and not base.is_class:  # ``load_lua(p).model``: that library's too
+            return replace(base, name=expr.attr, via=f"{base.via}, nor its attributes")
         if base.cls and not base.is_class:
             owner, bindings = self._class_attr(base.cls, expr.attr)
             bindings = settled(bindings, scope.method)
