@@ -97,6 +97,7 @@ _NOT_MODEL_FUNCTIONS = ("get_model_weights", "get_weight", "list_models")
 MODEL_FUNCTIONS = frozenset(
     {"mmdet.apis.init_detector", "mmseg.apis.init_model", "mmseg.apis.init_segmentor"}
     | {"open_clip.create_model", "whisper.load_model", "peft.get_peft_model"}
+    | {"segmentation_models_pytorch.create_model"}
 )
 
 
@@ -117,6 +118,16 @@ MODULE_PACKAGES = (
     "nflows.nn.nets",
     # TransformerLens' layers (``Attention``, ``MLP``, ``TransformerBlock``, ``Unembed``)
     "transformer_lens.components",
+    # torchvision's layers (``RoIAlign``, ``FeaturePyramidNetwork``, ``MLP``; the box
+    # helpers there are functions), einops' layers (``Rearrange``, ``Reduce``, ``EinMix``),
+    # MONAI's networks, mamba_ssm's blocks (``Mamba``, ``Mamba2``) and
+    # segmentation_models_pytorch's losses and decoders
+    "torchvision.ops",
+    "einops.layers.torch",
+    "monai.networks.nets",
+    "mamba_ssm.modules",
+    "segmentation_models_pytorch.losses",
+    "segmentation_models_pytorch.decoders",
 )
 _NOT_MODULE_SUBPACKAGES = (".functional", ".utilities")
 # Classes of those packages that are exceptions (``nflows.transforms.InverseNotAvailable``).
@@ -167,6 +178,13 @@ LIBRARY_MODULE_CLASSES: dict[str, frozenset[str]] = {
     "cpflows": frozenset({"SequentialFlow", "DeepConvexFlow", "ActNorm"}),
     "rwkv.model": frozenset({"RWKV"}),
     "lpips": frozenset({"LPIPS"}),
+    "efficientnet_pytorch": frozenset({"EfficientNet"}),
+    # segmentation_models_pytorch's models (``smp.Unet(...)``); its ``utils`` hold plain
+    # training loops and meters
+    "segmentation_models_pytorch": frozenset(
+        {"Unet", "UnetPlusPlus", "MAnet", "Linknet", "FPN", "PSPNet", "DeepLabV3"}
+        | {"DeepLabV3Plus", "PAN", "UPerNet", "Segformer", "DPT"}
+    ),
     # detectron2's layers (``from detectron2.layers import ROIAlign``), used by the many
     # projects built on it; ``ShapeSpec`` and the autograd functions are left out.
     "detectron2.layers": frozenset(

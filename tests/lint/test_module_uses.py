@@ -1,0 +1,133 @@
+"""Receivers shown modules by their use (#15): ``x.apply(init_fn)``, library functions
+that take a module (``torchsummary.summary(x, ...)``), ``torch.load(...)`` results moved to
+a device, and module classes of libraries outside the tree; the same spellings on plain
+objects, project functions of the same name and unloaded names are no evidence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.lint.conftest import expected_codes, found, write_source
+
+CONFIDENT = ("HS101", "HS102", "HS103")
+
+_USES = """\
+import torch
+from torchsummary import summary
+from zoo import build
+
+
+def init_weights(m):
+    pass
+
+
+def applied(cfg, x):
+    net = build(cfg)
+    net.apply(init_weights)
+    return net.forward(x)  # HS101
+
+
+def applied_lambda(cfg, x):
+    net = build(cfg)
+    net.apply(lambda m: None)
+    return net.forward(x)  # HS101
+
+
+def summarised(cfg, x):
+    net = build(cfg)
+    summary(net, (3, 224, 224))
+    return net.forward(x)  # HS101
+
+
+def exported(cfg, x):
+    net = build(cfg)
+    torch.onnx.export(net, x, "net.onnx")
+    return net.forward(x)  # HS101
+
+
+def loaded(path, x):
+    net = torch.load(path)
+    net.to("cuda")
+    return net.forward(x)  # HS101
+"""
+
+_PLAIN_USES = """\
+import torch
+from zoo import build
+
+
+def summary(obj, shape):
+    return shape
+
+
+def applied_to_values(cfg, table, x):
+    frame = build(cfg)
+    frame.apply(table)
+    return frame.forward(x)
+
+
+def summarised(cfg, x):
+    net = build(cfg)
+    summary(net, (3, 224, 224))
+    return net.forward(x)
+
+
+def moved(cfg, x):
+    step = build(cfg)
+    step.to("cuda")
+    step.train()
+    return step.forward(x)
+
+
+def loaded_only(path, x):
+    net = torch.load(path)
+    return net.forward(x)
+"""
+
+
+def test_uses_that_show_a_module(tmp_path: Path) -> None:
+    path = write_source(tmp_path, "uses.py", _USES)
+    assert found(tmp_path, path, CONFIDENT) == expected_codes(path)
+    assert len(expected_codes(path)) == 5
+
+
+def test_the_same_spellings_on_plain_objects(tmp_path: Path) -> None:
+    path = write_source(tmp_path, "plain_uses.py", _PLAIN_USES)
+    assert found(tmp_path, path, CONFIDENT) == set()
+
+
+_LIBRARY_CLASSES = """\
+import segmentation_models_pytorch as smp
+import torch
+from einops.layers.torch import Rearrange
+from torchvision.ops import MultiScaleRoIAlign
+
+
+def run(x, feats, boxes, sizes):
+    model = smp.Unet("resnet34")
+    pooler = MultiScaleRoIAlign(["0"], 7, 2)
+    flat = Rearrange("b c h w -> b (h w) c")
+    return (
+        model.forward(x),  # HS101
+        pooler.forward(feats, boxes, sizes),  # HS101
+        flat.forward(x),  # HS101
+    )
+"""
+
+_PLAIN_LIBRARY_CLASSES = """\
+import segmentation_models_pytorch as smp
+import torch
+
+
+def run(model, loss, x):
+    epoch = smp.utils.train.TrainEpoch(model, loss)
+    return epoch.forward(x)
+"""
+
+
+def test_module_classes_of_libraries(tmp_path: Path) -> None:
+    path = write_source(tmp_path, "library_classes.py", _LIBRARY_CLASSES)
+    plain = write_source(tmp_path, "plain_library_classes.py", _PLAIN_LIBRARY_CLASSES)
+    assert found(tmp_path, path, CONFIDENT) == expected_codes(path)
+    assert len(expected_codes(path)) == 3
+    assert found(tmp_path, plain, CONFIDENT) == set()
