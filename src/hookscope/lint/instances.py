@@ -16,9 +16,10 @@ import ast
 import builtins
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from hookscope.lint.callers import MAX_IMPORTERS, handed_on, importers
+from hookscope.lint.callers import MAX_IMPORTERS, handed_on, importers, module_importers
 from hookscope.lint.classes import base_names
 from hookscope.lint.crossfile import foreign_file
 from hookscope.lint.kinds import Kind, Resolved, agreed
@@ -135,6 +136,8 @@ def _given_to_method(
     # ``from pkg.mod import Cls``, or ``from pkg import mod`` and ``mod.Cls(...)``
     stem = os.path.basename(resolver.file.path).removesuffix(".py")
     through = importers(resolver.index, stem) if stem != "__init__" else []
+    # ``from .losses import init_loss``: a factory of this file may hand out its instances
+    through += module_importers(resolver.index, stem) if stem != "__init__" else []
     named = {f for t in types for f in importers(resolver.index, t)}
     files = sorted({*named, *(through if len(through) <= MAX_IMPORTERS else ())})
     if len(files) > MAX_IMPORTERS:
@@ -150,6 +153,10 @@ def _given_to_method(
             if not isinstance(call.func, ast.Attribute):
                 return None
             receiver = other.resolve(call.func.value, caller, depth + 1)
+            if receiver.classes and not receiver.is_class:  # one of several classes
+                if not types.intersection(receiver.classes):
+                    continue  # none of them has this method
+                receiver = replace(receiver, cls=cls.name)  # it may run this one
             if receiver.cls and not receiver.is_class and receiver.cls not in types:
                 continue  # a method of the same name on another class
             on_class = static and receiver.is_class and receiver.name in types

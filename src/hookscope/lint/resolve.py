@@ -328,8 +328,10 @@ class Resolver(ClassKinds):
             result = result if chosen >= 0 else replace(result, elem=None, elem_cls="")
             if len({r.elem_cls for _, r in known_pairs if r.elem is not None}) > 1:
                 result = replace(result, elem_cls="")  # instances of several classes
-            if result.cls and len({r.cls for _, r in known_pairs}) > 1:
-                result = replace(result, cls="")  # ``a = Agent()`` here, ``a = Other()`` there
+            if result.cls and len(classes := {r.cls for _, r in known_pairs}) > 1:
+                # ``a = Agent()`` here, ``a = Other()`` there: one of them, when all are known
+                every = len(known_pairs) == len(pairs) and "" not in classes
+                result = replace(result, cls="", classes=tuple(sorted(classes)) if every else ())
             if result.via or not label or result is NAMESPACE:
                 return result
             return replace(result, via=self._describe(binding, label))
