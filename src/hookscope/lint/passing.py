@@ -24,6 +24,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from hookscope.lint import known
+from hookscope.lint.autograd import applied
 from hookscope.lint.bindings import Binding, child_nodes, dotted, returned
 from hookscope.lint.callees import callee_is, runs_another, skipped
 from hookscope.lint.callers import given_in_other_files
@@ -74,7 +75,10 @@ def given_by_callers(resolver: Resolver, func: Function, name: str, depth: int) 
         return None
     if callee == "__call__":  # ``wrapper(embedding)``: calls of the class's instances
         return given_to_instances(resolver, func, scope, name, depth)
-    if callee == "forward" and (found := given_to_forward(resolver, func, scope, name, depth)):
+    if callee == "forward" and (
+        found := given_to_forward(resolver, func, scope, name, depth)
+        or applied(resolver, func, scope, name, depth)  # ``Fn.apply(x, layer)``
+    ):
         return found
     calls = resolver.calls_named(callee) if mentioned else []
     if calls and scope.self_name and all(runs_another(resolver, c, func) for c in calls):

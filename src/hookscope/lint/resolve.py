@@ -23,6 +23,7 @@ from dataclasses import replace
 from hookscope.lint import known
 from hookscope.lint.appends import appended
 from hookscope.lint.attributes import class_attr, in_subclasses, is_none_binding
+from hookscope.lint.autograd import saved_on_ctx
 from hookscope.lint.bindings import (
     Binding,
     dotted,
@@ -48,7 +49,7 @@ from hookscope.lint.containers import (
 from hookscope.lint.crossfile import (
     fixture,
     import_origin,
-    imported_value,
+    imported_name,
     module_function,
 )
 from hookscope.lint.index import ClassIndex
@@ -223,6 +224,8 @@ class Resolver(ClassKinds):
         path = dotted(expr) or ""
         if path.startswith(("torch.classes.", "torch.ops.")):
             return Resolved(Kind.OTHER, name=expr.attr)
+        if (saved := saved_on_ctx(self, expr, scope, depth)) is not None:
+            return replace(saved, name=expr.attr)  # ``ctx.layer = layer`` in ``forward``
         base = self.resolve(expr.value, scope, depth + 1)
         if base.foreign and not base.is_class:  # ``load_lua(p).model``: that library's too
             return replace(base, name=expr.attr, via=f"{base.via}, nor its attributes")
@@ -363,19 +366,7 @@ class Resolver(ClassKinds):
             kind, container = self.class_kind(binding.origin)
             return Resolved(kind, is_class=True, container=container, name=binding.origin)
         if binding.kind == "import":
-            module, _, name = binding.origin.rpartition(".")
-            function = name in self.index.functions and name not in self.index  # ``def GIN(p)``
-            if not function and (name[:1].isupper() or name in self.index):  # or qExpectedImp...
-                kind, container = self.class_kind(name, module)
-                if kind is Kind.UNKNOWN and name not in self.index and name.isupper():
-                    value = imported_value(self, module, name, depth)  # ``DEFAULT_NET``
-                    if value.kind is not Kind.UNKNOWN:
-                        return value
-                return Resolved(kind, is_class=True, container=container, name=name)
-            if name in self.index.functions:
-                return Resolved(Kind.OTHER, name=name, factory=f"{module}:{name}")
-            value = imported_value(self, module, name, depth)  # a module-level value
-            return value if value.kind is not Kind.UNKNOWN else Resolved(Kind.UNKNOWN, name=name)
+            return imported_name(self, binding.origin, depth)
         if binding.expr is None:
             return UNKNOWN if binding.kind == "opaque" else None
         if isinstance(binding.expr, ast.Constant) and binding.expr.value is None:
