@@ -117,11 +117,35 @@ def run(x, feats, boxes, sizes):
 _PLAIN_LIBRARY_CLASSES = """\
 import segmentation_models_pytorch as smp
 import torch
+from allennlp.models.archival import Archive
 
 
 def run(model, loss, x):
     epoch = smp.utils.train.TrainEpoch(model, loss)
-    return epoch.forward(x)
+    archive = Archive(model, None)
+    return epoch.forward(x), archive.forward(x)
+"""
+
+_LIBRARY_BASES = """\
+import torch
+from allennlp.models.model import Model
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+
+
+class Tagger(Model):
+    def tag(self, x):
+        return self.forward(x)  # HS102
+
+
+class Extractor(BaseFeaturesExtractor):
+    def features(self, x):
+        return self.forward(x)  # HS102
+
+
+def predict(batches):
+    models = [Tagger(), Tagger()]
+    for batch, model in zip(batches, models):
+        yield model.forward(batch)  # HS101
 """
 
 
@@ -131,3 +155,9 @@ def test_module_classes_of_libraries(tmp_path: Path) -> None:
     assert found(tmp_path, path, CONFIDENT) == expected_codes(path)
     assert len(expected_codes(path)) == 3
     assert found(tmp_path, plain, CONFIDENT) == set()
+
+
+def test_module_bases_of_libraries(tmp_path: Path) -> None:
+    path = write_source(tmp_path, "library_bases.py", _LIBRARY_BASES)
+    assert found(tmp_path, path, CONFIDENT) == expected_codes(path)
+    assert len(expected_codes(path)) == 3

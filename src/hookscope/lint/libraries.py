@@ -128,6 +128,17 @@ MODULE_PACKAGES = (
     "mamba_ssm.modules",
     "segmentation_models_pytorch.losses",
     "segmentation_models_pytorch.decoders",
+    # stable-baselines3's policies and feature extractors (``BaseFeaturesExtractor``,
+    # ``ActorCriticPolicy``; the algorithms, ``PPO``, are plain classes elsewhere),
+    # vit-pytorch's models, ultralytics' networks, DGL's PyTorch layers
+    "stable_baselines3.common.policies",
+    "stable_baselines3.common.torch_layers",
+    "stable_baselines3.dqn.policies",
+    "stable_baselines3.sac.policies",
+    "stable_baselines3.td3.policies",
+    "vit_pytorch",
+    "ultralytics.nn",
+    "dgl.nn.pytorch",
 )
 _NOT_MODULE_SUBPACKAGES = (".functional", ".utilities")
 # Classes of those packages that are exceptions (``nflows.transforms.InverseNotAvailable``).
@@ -179,6 +190,19 @@ LIBRARY_MODULE_CLASSES: dict[str, frozenset[str]] = {
     "rwkv.model": frozenset({"RWKV"}),
     "lpips": frozenset({"LPIPS"}),
     "efficientnet_pytorch": frozenset({"EfficientNet"}),
+    # AllenNLP's model base and layers (``allennlp.models.Model`` is an ``nn.Module``;
+    # ``allennlp.models.archival.Archive`` next to it is a tuple), NeMo's model and module
+    # bases, Pyro's module classes and nets
+    "allennlp.models": frozenset({"Model", "BasicClassifier", "SimpleTagger"}),
+    "allennlp.modules": frozenset(
+        {"TimeDistributed", "FeedForward", "Highway", "Seq2SeqEncoder", "Seq2VecEncoder"}
+        | {"TextFieldEmbedder", "TokenEmbedder", "ConditionalRandomField", "Elmo"}
+    ),
+    "nemo.core": frozenset({"ModelPT", "NeuralModule"}),
+    "pyro.nn": frozenset(
+        {"PyroModule", "DenseNN", "AutoRegressiveNN", "ConditionalDenseNN"}
+        | {"ConditionalAutoRegressiveNN"}
+    ),
     # segmentation_models_pytorch's models (``smp.Unet(...)``); its ``utils`` hold plain
     # training loops and meters
     "segmentation_models_pytorch": frozenset(
