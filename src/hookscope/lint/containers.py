@@ -97,7 +97,7 @@ def element(
 
 
 # Builtins whose result holds the elements of their one argument, in some order.
-_SAME_ELEMENTS = frozenset({"list", "tuple", "sorted", "reversed"})
+_SAME_ELEMENTS = frozenset({"list", "tuple", "sorted", "reversed", "iter"})
 
 
 def _registered_child(iterable: ast.expr) -> bool:
@@ -143,7 +143,8 @@ def member(resolver: Resolver, base: Resolved, scope: Scope) -> Resolved:
     (gpytorch's ``Module``) they are most likely of its family, so they stay unknown.
     """
     if base.elem is not None:
-        return Resolved(base.elem, name=base.name, cls=base.elem_cls)
+        via = f"an element of {base.via}" if base.via else ""
+        return Resolved(base.elem, name=base.name, cls=base.elem_cls, via=via)
     if not base.container:
         return Resolved(Kind.UNKNOWN, name=base.name)
     if scope.cls is not None and resolver.class_kind(scope.cls.name)[0] is Kind.HOOKLESS:
