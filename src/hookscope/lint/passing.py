@@ -34,6 +34,7 @@ from hookscope.lint.kinds import UNKNOWN, Kind, Resolved, agreed
 from hookscope.lint.methods import find_method, is_staticmethod
 from hookscope.lint.partials import bound_by_partials
 from hookscope.lint.pyfile import CallSite, PyFile, Scope
+from hookscope.lint.registered import hooked_module
 
 if TYPE_CHECKING:
     from hookscope.lint.resolve import Resolver
@@ -75,6 +76,8 @@ def given_by_callers(resolver: Resolver, func: Function, name: str, depth: int) 
         return None
     if callee == "__call__":  # ``wrapper(embedding)``: calls of the class's instances
         return given_to_instances(resolver, func, scope, name, depth)
+    if hooked := hooked_module(resolver, func, scope, name):  # ``register_*_hook(fn)``
+        return hooked
     if callee == "forward" and (
         found := given_to_forward(resolver, func, scope, name, depth)
         or applied(resolver, func, scope, name, depth)  # ``Fn.apply(x, layer)``
