@@ -39,22 +39,23 @@ def hooked_module(resolver: Resolver, func: Function, scope: Scope, name: str) -
     params = [*func.args.posonlyargs, *func.args.args][1 if scope.self_name else 0 :]
     if not params or params[0].arg != name:
         return None
-    uses = _uses(resolver.file.tree).get(func.name, [])
-    if not uses or None in uses:
+    found = _uses(resolver.file.tree).get(func.name, [])
+    uses = [use for use in found if use is not None]
+    if not uses or len(uses) != len(found):
         return None
     cls = scope.cls
     if scope.self_name and cls is not None:  # ``self.hook``: registered in its own class
         last = cls.end_lineno or cls.lineno
-        if any(use is not None and not cls.lineno <= use[1] <= last for use in uses):
+        if any(not cls.lineno <= line <= last for _, line in uses):
             return None
-    registrars = {registrar for registrar, _ in uses if registrar is not None}
+    registrars = {registrar for registrar, _ in uses}
     if len(registrars & _FORWARD) == len(registrars):
         kind, what = Kind.HOOKLESS, "a forward hook: calling it there runs the hook again"
     elif not registrars & _FORWARD:
         kind, what = Kind.MODULE, "a backward hook: torch passes it the hooked module"
     else:
         return None
-    registrar, line = next(use for use in uses if use is not None)
+    registrar, line = uses[0]
     where = f"{resolver.file.path}:{line}"
     return Resolved(kind, name=name, via=f"{func.name} is {what} ({registrar} at {where})")
 
