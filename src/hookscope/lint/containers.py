@@ -143,8 +143,7 @@ def member(resolver: Resolver, base: Resolved, scope: Scope) -> Resolved:
     (gpytorch's ``Module``) they are most likely of its family, so they stay unknown.
     """
     if base.elem is not None:
-        via = f"an element of {base.via}" if base.via else ""
-        return Resolved(base.elem, name=base.name, cls=base.elem_cls, via=via)
+        return Resolved(base.elem, name=base.name, cls=base.elem_cls)
     if not base.container:
         return Resolved(Kind.UNKNOWN, name=base.name)
     if scope.cls is not None and resolver.class_kind(scope.cls.name)[0] is Kind.HOOKLESS:

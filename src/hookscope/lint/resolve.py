@@ -116,6 +116,8 @@ class Resolver(ClassKinds):
             if isinstance(expr.slice, ast.Slice) and (base.container or base.elem is not None):
                 return base  # a slice of a ModuleList, or of a list, holds the same kind
             found = member(self, base, scope)
+            if base.elem is not None and base.via and not found.via:  # ``children[0]``
+                found = replace(found, via=f"an element of {base.via}")
             if found.kind is Kind.UNKNOWN and base.cls and not base.is_class:
                 item = self._item(base.cls, expr.slice, depth)  # ``ensemble[0]``
                 if item is not None:
