@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.lint.conftest import expected_codes, found, write_source
+from tests.lint.conftest import expected_codes, findings_of, found, write_source
 
 CONFIDENT = ("HS101", "HS102", "HS103")
 
@@ -161,3 +161,29 @@ def test_module_bases_of_libraries(tmp_path: Path) -> None:
     path = write_source(tmp_path, "library_bases.py", _LIBRARY_BASES)
     assert found(tmp_path, path, CONFIDENT) == expected_codes(path)
     assert len(expected_codes(path)) == 3
+
+
+_CASTS = """\
+from typing import cast
+
+import torch
+from torch import nn
+
+
+class Step:
+    def forward(self, x):
+        return x
+
+
+def typed(m, x):
+    model = cast(nn.Module, m)
+    step = cast(Step, m)
+    return model.forward(x), step.forward(x)  # HS101
+"""
+
+
+def test_typing_cast_gives_its_type(tmp_path: Path) -> None:
+    path = write_source(tmp_path, "casts.py", _CASTS)
+    assert found(tmp_path, path, CONFIDENT) == expected_codes(path) == {(15, "HS101")}
+    # the finding is on ``model.forward``, not on the plain ``step.forward`` after it
+    assert [f.col for f in findings_of(tmp_path, path, CONFIDENT)] == [12]

@@ -67,6 +67,8 @@ def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) ->
         copied = _copied(resolver, func.id, expr.args[0], scope, depth)
         if copied is not None:  # ``list(model.children())[0]``, ``next(iter(...))``
             return copied
+    if last == "cast" and len(expr.args) == 2 and _typing_cast(resolver, func, scope):
+        return resolver.annotation(expr.args[0])  # ``cast(nn.Module, m)``: typed so
     if last in _PASS_THROUGH and expr.args:
         given = resolver.resolve(expr.args[0], scope, depth + 1)
         if given.kind is Kind.OTHER and not given.is_class and depth < MAX_DEPTH:
@@ -180,6 +182,11 @@ def _copied(
     if builtin == "next":
         return inner
     return Resolved(Kind.OTHER, name=builtin, elem=inner.kind, elem_cls=inner.cls)
+
+
+def _typing_cast(resolver: Resolver, func: ast.expr, scope: Scope) -> bool:
+    origin = import_origin(resolver, dotted(func) or "", scope)
+    return origin in ("typing.cast", "typing_extensions.cast")
 
 
 _COPIES = frozenset({"list", "tuple", "sorted", "reversed", "iter", "dict", "next"})
