@@ -100,12 +100,19 @@ class Net(nn.Module):
 def run(x):
     model, clf, eeg = Net(), Classifier(), Braindecoder()
     return model.forward(x), clf.forward(x), eeg.forward(x)  # HS101
+
+
+def held(x):
+    eeg = NeuralNetClassifier(Net)
+    return eeg.module_.forward(x)  # HS104
 """
 
 
 def test_estimators_are_not_modules(tmp_path: Path) -> None:
     path = write_source(tmp_path, "estimators.py", _ESTIMATORS)
-    assert found(tmp_path, path, ALL) == expected_codes(path) == {(25, "HS102"), (30, "HS101")}
+    # (a skorch net's ``module_`` is its torch module: still guessed one)
+    assert found(tmp_path, path, ALL) == expected_codes(path)
+    assert expected_codes(path) == {(25, "HS102"), (30, "HS101"), (35, "HS104")}
 
 
 _FLAX = """\
