@@ -40,37 +40,56 @@ Site = tuple["Resolver", ast.Call, Scope]
 # ``from pkg.mod import a, b as c`` or ``from .mod import (\n a,\n b,\n)``.
 # (A literal start lets the regex engine skip to each "from"; one in a string or comment
 # only adds a file to look at.)
-_FROM_IMPORT = re.compile(rb"from[ \t]+[\w.]+[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)")
+_FROM_IMPORT = re.compile(rb"from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)")
 _COMMENT = re.compile(rb"#[^\n]*")
 # Files that import a name a caller needs more than this are not read one by one.
 MAX_IMPORTERS = 30
 
-# (file relative to the root, the names its ``from ... import`` lines list), for one index
-_IMPORT_LISTS: list[tuple[str, bytes]] = []
+# (file relative to the root, the names its ``from ... import`` lines list, the modules
+# they import from), for one index
+_IMPORT_LISTS: list[tuple[str, bytes, bytes]] = []
 _IMPORTERS: dict[str, list[str]] = {}  # name -> the files importing it, as asked
+_MODULE_IMPORTERS: dict[str, list[str]] = {}  # module stem -> the files importing from it
 _IMPORTERS_INDEX: list[tuple[int, str, int]] = [(0, "", 0)]
+
+
+def _refresh(index: ClassIndex) -> None:
+    stamp = (id(index), index.root, len(index.defs) + len(index.functions))
+    if _IMPORTERS_INDEX[0] != stamp:
+        _IMPORTERS_INDEX[0] = stamp
+        _IMPORTERS.clear()
+        _MODULE_IMPORTERS.clear()
+        _IMPORT_LISTS[:] = _import_lists(index)
+
+
+def module_importers(index: ClassIndex, stem: str) -> list[str]:
+    """The project files with a ``from <...>.stem import ...`` (``from .losses import
+    init_loss`` for ``stem`` ``losses``)."""
+    _refresh(index)
+    if stem not in _MODULE_IMPORTERS:
+        word = re.compile(rb"(?:^|\.)" + re.escape(stem.encode()) + rb"$", re.MULTILINE)
+        _MODULE_IMPORTERS[stem] = [
+            where for where, _, modules in _IMPORT_LISTS if word.search(modules)
+        ]
+    return _MODULE_IMPORTERS[stem]
 
 
 def importers(index: ClassIndex, name: str) -> list[str]:
     """The project files (those the index holds classes or functions of) with a
     ``from ... import name`` (or ``... as name``)."""
-    stamp = (id(index), index.root, len(index.defs) + len(index.functions))
-    if _IMPORTERS_INDEX[0] != stamp:
-        _IMPORTERS_INDEX[0] = stamp
-        _IMPORTERS.clear()
-        _IMPORT_LISTS[:] = _import_lists(index)
+    _refresh(index)
     if name not in _IMPORTERS:
         raw = name.encode()
         word = re.compile(rb"\b" + re.escape(raw) + rb"\b")
         _IMPORTERS[name] = [
-            where for where, listed in _IMPORT_LISTS if raw in listed and word.search(listed)
+            where for where, listed, _ in _IMPORT_LISTS if raw in listed and word.search(listed)
         ]
     return _IMPORTERS[name]
 
 
-def _import_lists(index: ClassIndex) -> list[tuple[str, bytes]]:
-    """``(file, the text of its from-import lists)`` for every project file that has one,
-    read once per index."""
+def _import_lists(index: ClassIndex) -> list[tuple[str, bytes, bytes]]:
+    """``(file, the text of its from-import lists, their modules one a line)`` for every
+    project file that has one, read once per index."""
     entries = [where for defs in index.defs.values() for _, where in defs]
     entries += [entry[3] for found in index.functions.values() for entry in found]
     out = []
@@ -82,8 +101,10 @@ def _import_lists(index: ClassIndex) -> list[tuple[str, bytes]]:
             continue
         if b"import" in data:
             # (one list a line: a comment ends at its line's end, not at the last list's)
-            listed = b"\n".join(m.group(1) for m in _FROM_IMPORT.finditer(data))
-            out.append((where, _COMMENT.sub(b"", listed)))
+            found = list(_FROM_IMPORT.finditer(data))
+            listed = b"\n".join(m.group(2) for m in found)
+            modules = b"\n".join(m.group(1) for m in found)
+            out.append((where, _COMMENT.sub(b"", listed), modules))
     return out
 
 

@@ -11,6 +11,7 @@ from hookscope.lint import known, libraries
 from hookscope.lint.bindings import dotted, returned
 from hookscope.lint.containers import (
     contents,
+    element,
     entry_of,
     getattr_value,
     literal_element,
@@ -62,6 +63,12 @@ def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) ->
         built = _entries_called(resolver, func, scope, depth)
         if built is not None:  # ``MODELS[name](cfg)``: what every entry of the table builds
             return built
+    if isinstance(func, ast.Name) and len(expr.args) == 1 and not expr.keywords:
+        copied = _copied(resolver, func.id, expr.args[0], scope, depth)
+        if copied is not None:  # ``list(model.children())[0]``, ``next(iter(...))``
+            return copied
+    if last == "cast" and len(expr.args) == 2 and _typing_cast(resolver, func, scope):
+        return resolver.annotation(expr.args[0])  # ``cast(nn.Module, m)``: typed so
     if last in _PASS_THROUGH and expr.args:
         given = resolver.resolve(expr.args[0], scope, depth + 1)
         if given.kind is Kind.OTHER and not given.is_class and depth < MAX_DEPTH:
@@ -84,7 +91,7 @@ def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) ->
             return entry
     if isinstance(func, ast.Attribute) and last in _SELF_RETURNING:
         inner = resolver.resolve(func.value, scope, depth + 1)
-        if inner.kind is Kind.MODULE and not inner.is_class:
+        if (inner.kind is Kind.MODULE or inner.foreign) and not inner.is_class:
             return inner
     if last in known.RREF_VALUE and isinstance(func, ast.Attribute):
         return rref_value(resolver, func.value, scope, depth + 1)
@@ -98,6 +105,13 @@ def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) ->
     if path in known.MODULE_FACTORIES or f".{path}".endswith(known.MODULE_FACTORY_SUFFIXES):
         return Resolved(Kind.MODULE, name=last, via=f"{path}(...) returns a module")
     origin = import_origin(resolver, path, scope) if path else ""
+    if origin and libraries.not_module_class(*origin.rpartition(".")[::2]):
+        # ``cv2.dnn.readNet(p)``, ``cpp_extension.load(...)``, ``onnxruntime.InferenceSession``
+        via = f"{origin}(...) gives no torch module"
+        # (a skorch net holds its torch module as ``net.module_``: only a package whose
+        # objects are all foreign makes their attributes so too)
+        foreign = libraries.not_module_package(origin.rpartition(".")[0])
+        return Resolved(Kind.OTHER, name=last, via=via, foreign=foreign)
     if libraries.library_model_function(origin):
         return Resolved(Kind.MODULE, name=last, via=f"{origin}(...) builds a model")
     package = _named_dynamically(func)  # ``getattr(models, arch)(...)``
@@ -154,6 +168,41 @@ def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) ->
             cls=instance_class(resolver.file, resolver.index, callee.name),
         )
     return Resolved(Kind.UNKNOWN, name=last)
+
+
+def _copied(
+    resolver: Resolver, builtin: str, arg: ast.expr, scope: Scope, depth: int
+) -> Resolved | None:
+    """``list(x)`` (``tuple``, ``sorted``, ``reversed``, ``iter``) holding the elements of
+    ``x``, ``dict(pairs)`` holding their second items, ``next(x)`` one element of ``x``:
+    when those elements are known (``model.children()`` gives modules)."""
+    if builtin not in _COPIES or _shadowed(resolver, builtin, scope):
+        return None
+    position = 1 if builtin == "dict" else None
+    inner = element(resolver, arg, position, scope, depth + 1)
+    if inner.kind is Kind.UNKNOWN:
+        return None
+    if builtin == "next":
+        return inner
+    return Resolved(Kind.OTHER, name=builtin, elem=inner.kind, elem_cls=inner.cls)
+
+
+def _typing_cast(resolver: Resolver, func: ast.expr, scope: Scope) -> bool:
+    origin = import_origin(resolver, dotted(func) or "", scope)
+    return origin in ("typing.cast", "typing_extensions.cast")
+
+
+_COPIES = frozenset({"list", "tuple", "sorted", "reversed", "iter", "dict", "next"})
+
+
+def _shadowed(resolver: Resolver, name: str, scope: Scope) -> bool:
+    """Whether ``name`` is bound in ``scope`` or around it (not the builtin there)."""
+    current: Scope | None = scope
+    while current is not None:
+        if resolver.bindings_of(current.node).get(name):
+            return True
+        current = current.parent
+    return False
 
 
 def _entries_called(

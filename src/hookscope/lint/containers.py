@@ -97,7 +97,7 @@ def element(
 
 
 # Builtins whose result holds the elements of their one argument, in some order.
-_SAME_ELEMENTS = frozenset({"list", "tuple", "sorted", "reversed"})
+_SAME_ELEMENTS = frozenset({"list", "tuple", "sorted", "reversed", "iter"})
 
 
 def _registered_child(iterable: ast.expr) -> bool:

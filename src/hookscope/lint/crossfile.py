@@ -143,6 +143,25 @@ def foreign(resolver: Resolver, cls_name: str) -> Resolver | None:
     return _resolver_of(resolver, files.pop()) if len(files) == 1 else None
 
 
+def imported_name(resolver: Resolver, origin: str, depth: int) -> Resolved:
+    """What the name imported as ``origin`` (``pkg.mod.Name``) is: a class (its kind), a
+    project function (a factory), or a module-level value of the project."""
+    module, _, name = origin.rpartition(".")
+    index = resolver.index
+    function = name in index.functions and name not in index  # ``def GIN(p)``
+    if not function and (name[:1].isupper() or name in index):  # or qExpectedImp...
+        kind, container = resolver.class_kind(name, module)
+        if kind is Kind.UNKNOWN and name not in index and name.isupper():
+            value = imported_value(resolver, module, name, depth)  # ``DEFAULT_NET``
+            if value.kind is not Kind.UNKNOWN:
+                return value
+        return Resolved(kind, is_class=True, container=container, name=name)
+    if name in index.functions:
+        return Resolved(Kind.OTHER, name=name, factory=f"{module}:{name}")
+    value = imported_value(resolver, module, name, depth)  # a module-level value
+    return value if value.kind is not Kind.UNKNOWN else Resolved(Kind.UNKNOWN, name=name)
+
+
 def imported_value(resolver: Resolver, module: str, name: str, depth: int) -> Resolved:
     """A module-level value ``name`` of the project module ``module`` (``from pkg.consts
     import DEFAULT_NET``), resolved in its own file: the module named from the project

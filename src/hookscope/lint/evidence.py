@@ -8,9 +8,10 @@ narrowing, the other kind, is part of resolution: `narrowing`):
   same-file bases) calls a method
   that only ``torch.nn.Module`` has on it (``x.parameters()``, ``x.eval()``,
   ``x.load_state_dict(...)``, ``x.register_forward_hook(...)``...) or wraps it in
-  ``DistributedDataParallel``/``torch.compile``/..., or passes it to a parameter the
-  callee declares a module (``eval_mode(net)`` with ``def eval_mode(*nets: nn.Module)``,
-  `passing`);
+  ``DistributedDataParallel``/``torch.compile``/..., hands it to a library function that
+  takes a module or moves a ``torch.load`` result to a device (`uses`), or passes it to a
+  parameter the callee declares a module (``eval_mode(net)`` with ``def eval_mode(*nets:
+  nn.Module)``, `passing`);
 - **submodule**: ``owner.x.forward(...)`` (or ``getattr(owner, name).forward(...)``
   when ``owner``'s class is not known) where ``owner`` is a module instance: an
   attribute of a module that has a ``forward`` is one of its submodules
@@ -37,6 +38,7 @@ from hookscope.lint.passing import callee_of, declared_by_callee, parameter_of
 from hookscope.lint.plain_tables import from_plain_tables, self_attribute_calls
 from hookscope.lint.pyfile import CallSite, Scope
 from hookscope.lint.resolve import Resolver
+from hookscope.lint.uses import LOADED_MODULE_METHODS, module_method, module_taker, torch_loaded
 
 
 def from_context(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolved | None:
@@ -105,24 +107,27 @@ def used_as_module(resolver: Resolver, receiver: ast.expr, scope: Scope) -> Reso
         return None
     self_name = scope.self_name
     is_self_attr = bool(self_name) and path.startswith(f"{self_name}.") and scope.cls is not None
+    loaded = torch_loaded(resolver, receiver, scope)
     for node, where in _calls_naming(resolver, scope, path, is_self_attr):
         func = node.func
-        hit = ""
+        hit, why = "", "only torch modules have it"
         if (
             isinstance(func, ast.Attribute)
-            and _module_only(resolver, func.attr)
             and _same(func.value, path, is_self_attr)
+            and module_method(resolver, node, where, loaded=bool(loaded))
         ):
             hit = f"{path}.{func.attr}(...)"
+            if func.attr not in known.MODULE_ONLY_METHODS and loaded:
+                hit, why = f"{loaded}, then {hit}", "only a pickled module has both"
         elif node.args and _same(node.args[0], path, is_self_attr):
-            name = (dotted(func) or "").rsplit(".", 1)[-1]
-            if name in known.MODULE_WRAPPERS:
-                hit = f"{name}({path}, ...)"
+            name = module_taker(resolver, node, where)
+            if name:
+                hit, why = f"{name}({path}, ...)", "it takes a torch module"
         if hit:
             return Resolved(
                 Kind.MODULE,
                 name=path.rsplit(".", 1)[-1],
-                via=f"{hit} at {resolver.file.path}:{node.lineno}: only torch modules have it",
+                via=f"{hit} at {resolver.file.path}:{node.lineno}: {why}",
             )
         for arg in [*node.args, *(k.value for k in node.keywords)]:
             if _same(arg, path, is_self_attr):
@@ -157,7 +162,7 @@ def _used_by_callee(
             isinstance(method, ast.Attribute)
             and isinstance(method.value, ast.Name)
             and method.value.id == param.arg
-            and _module_only(owner, method.attr)
+            and module_method(owner, node, owner.scope_of(func))
         ):
             where = f"{owner.file.path}:{node.lineno}"
             return Resolved(
@@ -184,6 +189,9 @@ def _unconditional_calls(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterat
             yield from (n for n in ast.walk(part) if isinstance(n, ast.Call))
 
 
+# Receivers of these count only with more said (`uses.module_method`).
+_INDEXED_METHODS = LOADED_MODULE_METHODS | {"apply"}
+
 #: Per scope and mode (``whole_class``): spelled name -> the calls that name it, in order.
 _NAMING: weakref.WeakKeyDictionary[Scope, dict[bool, dict[str, list[tuple[ast.Call, Scope]]]]]
 _NAMING = weakref.WeakKeyDictionary()
@@ -202,7 +210,9 @@ def _calls_naming(
             func = node.func
             # the receiver counts only for a module-only method (`m.forward(x)` says nothing)
             exprs = [*node.args, *(k.value for k in node.keywords)]
-            if isinstance(func, ast.Attribute) and _module_only(resolver, func.attr):
+            if isinstance(func, ast.Attribute) and (
+                _module_only(resolver, func.attr) or func.attr in _INDEXED_METHODS
+            ):
                 exprs.append(func.value)
             for key in {_key(_spelled(e), whole_class) for e in exprs}:
                 if key is not None:

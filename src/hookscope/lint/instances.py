@@ -16,9 +16,10 @@ import ast
 import builtins
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from hookscope.lint.callers import MAX_IMPORTERS, handed_on, importers
+from hookscope.lint.callers import MAX_IMPORTERS, handed_on, importers, module_importers
 from hookscope.lint.classes import base_names
 from hookscope.lint.crossfile import foreign_file
 from hookscope.lint.kinds import Kind, Resolved, agreed
@@ -124,8 +125,6 @@ def _one_at_a_time(
 def _given_to_method(
     resolver: Resolver, func: Function, scope: Scope, name: str, depth: int
 ) -> Resolved | None:
-    from hookscope.lint.passing import argument_for, left_none, passed  # (passing imports this)
-
     cls = scope.cls
     if cls is None or cls not in resolver.file.tree.body or scope.method is not func:
         return None
@@ -135,6 +134,8 @@ def _given_to_method(
     # ``from pkg.mod import Cls``, or ``from pkg import mod`` and ``mod.Cls(...)``
     stem = os.path.basename(resolver.file.path).removesuffix(".py")
     through = importers(resolver.index, stem) if stem != "__init__" else []
+    # ``from .losses import init_loss``: a factory of this file may hand out its instances
+    through += module_importers(resolver.index, stem) if stem != "__init__" else []
     named = {f for t in types for f in importers(resolver.index, t)}
     files = sorted({*named, *(through if len(through) <= MAX_IMPORTERS else ())})
     if len(files) > MAX_IMPORTERS:
@@ -150,19 +151,43 @@ def _given_to_method(
             if not isinstance(call.func, ast.Attribute):
                 return None
             receiver = other.resolve(call.func.value, caller, depth + 1)
+            if receiver.classes and not receiver.is_class:  # one of several classes
+                if not types.intersection(receiver.classes):
+                    continue  # none of them has this method
+                receiver = replace(receiver, cls=cls.name)  # it may run this one
             if receiver.cls and not receiver.is_class and receiver.cls not in types:
                 continue  # a method of the same name on another class
             on_class = static and receiver.is_class and receiver.name in types
             if not on_class and (receiver.is_class or receiver.cls not in types):
                 return None  # ``Cls.method(obj, x)``, or a receiver of unknown type
-            argument = argument_for(func, skip, call, name)
-            if argument is None and left_none(func, skip, call, name):
-                continue
-            result = None if argument is None else passed(other, argument, call, caller, depth)
-            if result is None or result.kind is Kind.UNKNOWN or result.is_class:
+            if not add_passed(results, other, func, skip, (call, caller), name, depth):
                 return None
-            results.append((call, other.file.path, result))
     return agreed(results, f"every call of {cls.name}.{func.name}", name)
+
+
+def add_passed(
+    results: list[tuple[ast.Call, str, Resolved]],
+    other: Resolver,
+    func: Function,
+    skip: int,
+    site: tuple[ast.Call, Scope],
+    name: str,
+    depth: int,
+) -> bool:
+    """Add to ``results`` what the call of ``site`` (in ``other``) passes to the parameter
+    ``name`` of ``func`` (``skip`` parameters not passed), unless it leaves its default
+    ``None`` (that call reaches no ``.forward``); ``False`` when that is not known."""
+    from hookscope.lint.passing import argument_for, left_none, passed  # (passing imports this)
+
+    call, caller = site
+    argument = argument_for(func, skip, call, name)
+    if argument is None:
+        return left_none(func, skip, call, name)
+    result = passed(other, argument, call, caller, depth)
+    if result.kind is Kind.UNKNOWN or result.is_class:
+        return False
+    results.append((call, other.file.path, result))
+    return True
 
 
 def _file_of(resolver: Resolver, where: str) -> Resolver | None:

@@ -39,6 +39,12 @@ class Resolved:
         via: how the kind was found, for messages (``m = Linear(...) at f.py:3``).
         factory: ``module:function`` of a project function in another file, whose
             calls resolve through its indexed return annotation or returned calls.
+        classes: the project classes an instance may be of, when its bindings give
+            instances of several (``a = A()`` in one branch, ``a = B()`` in another;
+            ``cls`` is then empty), for the calls that may run one of their methods.
+        foreign: an object of a library that gives no torch module (`libraries.
+            not_module_class`: a Lua-torch net, an OpenCV net): its attributes and the
+            results of its methods are that library's objects too.
     """
 
     kind: Kind
@@ -51,6 +57,8 @@ class Resolved:
     function: ast.FunctionDef | ast.AsyncFunctionDef | None = None
     via: str = ""
     factory: str = ""
+    classes: tuple[str, ...] = ()
+    foreign: bool = False
 
 
 UNKNOWN = Resolved(Kind.UNKNOWN)

@@ -14,15 +14,60 @@ import re
 # their classes skips nothing that calling would run.
 HOOKLESS_LIBRARIES = frozenset({"gpytorch"})
 
-# Packages whose classes are not torch modules whatever their names: ``torch.legacy`` (the
-# Lua-torch port of torch < 1.0; ``torch.legacy.nn.SpatialCrossMapLRN`` derives from
-# ``torch.legacy.nn.Module``, a plain class with its own ``forward``/``backward``).
-NOT_MODULE_PACKAGES = ("torch.legacy",)
+# Packages whose classes and functions give no torch module whatever their names:
+# ``torch.legacy`` (the Lua-torch port of torch < 1.0; ``torch.legacy.nn.SpatialCrossMapLRN``
+# derives from ``torch.legacy.nn.Module``, a plain class with its own ``forward``) and
+# ``load_lua``; compiled extensions (``torch.utils.cpp_extension.load(...)`` gives a Python
+# module); other frameworks' models and layers (flax's ``nn.Module``, Keras, JAX, MXNet,
+# Paddle); OpenCV DNN nets (``cv2.dnn.readNet(...).forward()``), ONNX Runtime and OpenVINO
+# sessions, MuJoCo simulators (``sim.forward()``) and the environments that hold them,
+# scikit-learn estimators.
+NOT_MODULE_PACKAGES = (
+    "torch.legacy",
+    "torch.utils.serialization",
+    "torchfile",
+    "torch.utils.cpp_extension",
+    "flax",
+    "jax",
+    "haiku",
+    "tensorflow",
+    "keras",
+    "tf_keras",
+    "mxnet",
+    "paddle",
+    "cv2",
+    "onnxruntime",
+    "openvino",
+    "mujoco_py",
+    "mujoco",
+    "gym",
+    "gymnasium",
+    "dm_control",
+    "sklearn",
+)
+# Classes of libraries that mix torch modules and plain wrappers, told apart by name:
+# skorch's estimators (``NeuralNet``, ``NeuralNetClassifier``; ``skorch.toy.MLPModule`` is a
+# module) and optimum's exported or compiled models (``NeuronModelForCausalLM``,
+# ``OVModelForCausalLM``, ``ORTModelForSequenceClassification``: an ``OptimizedModel``,
+# not an ``nn.Module``).
+_NOT_MODULE_CLASSES: dict[str, re.Pattern[str]] = {
+    "skorch": re.compile(r"^NeuralNet"),
+    "optimum": re.compile(r"^(?:Neuron|OV|ORT|INC|IPEX)\w*Model|^OptimizedModel$"),
+}
 
 
 def not_module_package(module: str) -> bool:
     """Whether ``module`` is (under) one of `NOT_MODULE_PACKAGES`."""
     return any(module == p or module.startswith(f"{p}.") for p in NOT_MODULE_PACKAGES)
+
+
+def not_module_class(module: str, name: str) -> bool:
+    """Whether ``name`` imported from ``module`` is known to give no torch module: anything
+    of `NOT_MODULE_PACKAGES`, or a class `_NOT_MODULE_CLASSES` names."""
+    if not_module_package(module):
+        return True
+    pattern = _NOT_MODULE_CLASSES.get(module.partition(".")[0])
+    return pattern is not None and bool(pattern.match(name))
 
 
 # Model libraries whose public model classes are torch modules and say so in their
@@ -56,6 +101,7 @@ _NOT_MODEL_FUNCTIONS = ("get_model_weights", "get_weight", "list_models")
 MODEL_FUNCTIONS = frozenset(
     {"mmdet.apis.init_detector", "mmseg.apis.init_model", "mmseg.apis.init_segmentor"}
     | {"open_clip.create_model", "whisper.load_model", "peft.get_peft_model"}
+    | {"segmentation_models_pytorch.create_model"}
 )
 
 
@@ -76,6 +122,27 @@ MODULE_PACKAGES = (
     "nflows.nn.nets",
     # TransformerLens' layers (``Attention``, ``MLP``, ``TransformerBlock``, ``Unembed``)
     "transformer_lens.components",
+    # torchvision's layers (``RoIAlign``, ``FeaturePyramidNetwork``, ``MLP``; the box
+    # helpers there are functions), einops' layers (``Rearrange``, ``Reduce``, ``EinMix``),
+    # MONAI's networks, mamba_ssm's blocks (``Mamba``, ``Mamba2``) and
+    # segmentation_models_pytorch's losses and decoders
+    "torchvision.ops",
+    "einops.layers.torch",
+    "monai.networks.nets",
+    "mamba_ssm.modules",
+    "segmentation_models_pytorch.losses",
+    "segmentation_models_pytorch.decoders",
+    # stable-baselines3's policies and feature extractors (``BaseFeaturesExtractor``,
+    # ``ActorCriticPolicy``; the algorithms, ``PPO``, are plain classes elsewhere),
+    # vit-pytorch's models, ultralytics' networks, DGL's PyTorch layers
+    "stable_baselines3.common.policies",
+    "stable_baselines3.common.torch_layers",
+    "stable_baselines3.dqn.policies",
+    "stable_baselines3.sac.policies",
+    "stable_baselines3.td3.policies",
+    "vit_pytorch",
+    "ultralytics.nn",
+    "dgl.nn.pytorch",
 )
 _NOT_MODULE_SUBPACKAGES = (".functional", ".utilities")
 # Classes of those packages that are exceptions (``nflows.transforms.InverseNotAvailable``).
@@ -126,6 +193,26 @@ LIBRARY_MODULE_CLASSES: dict[str, frozenset[str]] = {
     "cpflows": frozenset({"SequentialFlow", "DeepConvexFlow", "ActNorm"}),
     "rwkv.model": frozenset({"RWKV"}),
     "lpips": frozenset({"LPIPS"}),
+    "efficientnet_pytorch": frozenset({"EfficientNet"}),
+    # AllenNLP's model base and layers (``allennlp.models.Model`` is an ``nn.Module``;
+    # ``allennlp.models.archival.Archive`` next to it is a tuple), NeMo's model and module
+    # bases, Pyro's module classes and nets
+    "allennlp.models": frozenset({"Model", "BasicClassifier", "SimpleTagger"}),
+    "allennlp.modules": frozenset(
+        {"TimeDistributed", "FeedForward", "Highway", "Seq2SeqEncoder", "Seq2VecEncoder"}
+        | {"TextFieldEmbedder", "TokenEmbedder", "ConditionalRandomField", "Elmo"}
+    ),
+    "nemo.core": frozenset({"ModelPT", "NeuralModule"}),
+    "pyro.nn": frozenset(
+        {"PyroModule", "DenseNN", "AutoRegressiveNN", "ConditionalDenseNN"}
+        | {"ConditionalAutoRegressiveNN"}
+    ),
+    # segmentation_models_pytorch's models (``smp.Unet(...)``); its ``utils`` hold plain
+    # training loops and meters
+    "segmentation_models_pytorch": frozenset(
+        {"Unet", "UnetPlusPlus", "MAnet", "Linknet", "FPN", "PSPNet", "DeepLabV3"}
+        | {"DeepLabV3Plus", "PAN", "UPerNet", "Segformer", "DPT"}
+    ),
     # detectron2's layers (``from detectron2.layers import ROIAlign``), used by the many
     # projects built on it; ``ShapeSpec`` and the autograd functions are left out.
     "detectron2.layers": frozenset(
@@ -279,9 +366,14 @@ def auto_model_class(path: str) -> bool:
     return bool(_AUTO_MODEL.match(path.rpartition(".")[2]))
 
 
+# Frameworks with layers of their own (``keras.layers.Layer``, flax's ``linen.Module``).
+_OTHER_FRAMEWORKS = frozenset({"tensorflow", "keras", "tf_keras", "flax", "jax", "haiku", "mxnet"})
+
+
 def keras_file(tree: ast.Module, imports_torch: bool) -> bool:
-    """A file that imports TensorFlow or Keras and never names torch: its classes are
-    Keras layers and models, whatever a project-wide look-up of a base's name says."""
+    """A file that imports TensorFlow, Keras, JAX/Flax or MXNet and never names torch: its
+    classes are that framework's layers and models, whatever a project-wide look-up of a
+    base's name says."""
     if imports_torch:
         return False
     for node in tree.body:
@@ -291,6 +383,6 @@ def keras_file(tree: ast.Module, imports_torch: bool) -> bool:
             tops = [(node.module or "").partition(".")[0]]
         else:
             continue
-        if any(top in ("tensorflow", "keras", "tf_keras") for top in tops):
+        if any(top in _OTHER_FRAMEWORKS for top in tops):
             return True
     return False

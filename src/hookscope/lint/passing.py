@@ -24,7 +24,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from hookscope.lint import known
+from hookscope.lint.autograd import applied
 from hookscope.lint.bindings import Binding, child_nodes, dotted, returned
+from hookscope.lint.callees import callee_is, runs_another, skipped
 from hookscope.lint.callers import given_in_other_files
 from hookscope.lint.crossfile import foreign_function
 from hookscope.lint.instances import given_to_forward, given_to_instances, given_to_method
@@ -32,6 +34,7 @@ from hookscope.lint.kinds import UNKNOWN, Kind, Resolved, agreed
 from hookscope.lint.methods import find_method, is_staticmethod
 from hookscope.lint.partials import bound_by_partials
 from hookscope.lint.pyfile import CallSite, PyFile, Scope
+from hookscope.lint.registered import hooked_module
 
 if TYPE_CHECKING:
     from hookscope.lint.resolve import Resolver
@@ -73,11 +76,20 @@ def given_by_callers(resolver: Resolver, func: Function, name: str, depth: int) 
         return None
     if callee == "__call__":  # ``wrapper(embedding)``: calls of the class's instances
         return given_to_instances(resolver, func, scope, name, depth)
-    if callee == "forward" and (found := given_to_forward(resolver, func, scope, name, depth)):
+    if hooked := hooked_module(resolver, func, scope, name):  # ``register_*_hook(fn)``
+        return hooked
+    if callee == "forward" and (
+        found := given_to_forward(resolver, func, scope, name, depth)
+        or applied(resolver, func, scope, name, depth)  # ``Fn.apply(x, layer)``
+    ):
         return found
-    if mentioned and (resolver.calls_named(callee) or used_here(resolver, callee)):
+    calls = resolver.calls_named(callee) if mentioned else []
+    if calls and scope.self_name and all(runs_another(resolver, c, func) for c in calls):
+        # ``DiscLoss.get_loss(self, net)`` in an override: this method runs from elsewhere
+        return given_to_method(resolver, func, scope, name, depth)
+    if mentioned and (calls or used_here(resolver, callee)):
         here = _given_here(resolver, func, scope, callee, name, depth)
-        if here is not None or func.name != "__init__" or resolver.calls_named(callee):
+        if here is not None or func.name != "__init__" or calls:
             return here
         # ``class Trainer`` named here only as a base (``class StepTrainer(Trainer)``):
         # its subclasses' constructions, here and elsewhere (`constructors`)
@@ -112,14 +124,15 @@ def _given_here(
         return bound_by_partials(resolver, func, name, depth)
     # (a call of another function of this file so named, a namesake method of another
     # class, runs no ``func``: left out)
-    calls = [c for c in calls if not _runs_another(resolver, c, func)]
-    if not calls or not all(_callee_is(resolver, c, func, callee) for c in calls):
+    calls = [c for c in calls if not runs_another(resolver, c, func)]
+    if not calls or not all(callee_is(resolver, c, func, callee) for c in calls):
         return None  # a call that may be another function's or may run this one unseen
     results = []
     for call, caller in calls:
-        argument = argument_for(func, skip, call, name)
+        passes = skipped(resolver, (call, caller), func, skip)  # ``Base.m(self, model)``
+        argument = argument_for(func, passes, call, name)
         if argument is None or _is_none(argument):
-            if left_none(func, skip, call, name) or _is_none(argument):
+            if left_none(func, passes, call, name) or _is_none(argument):
                 continue  # ``None`` there: that call never reaches a ``.forward``
             return None
         if caller.node is func and isinstance(argument, ast.Name) and argument.id == name:
@@ -239,26 +252,6 @@ def _called_as(func: Function, scope: Scope | None) -> str:
     if scope is None or scope.cls is None or scope.method is not func:
         return ""
     return scope.cls.name
-
-
-def _callee_is(
-    resolver: Resolver, site: tuple[ast.Call, Scope], func: Function, callee: str
-) -> bool:
-    call, scope = site
-    found = resolver.resolve(call.func, scope)
-    if func.name == "__init__":  # a constructor of this file's class ``callee``
-        return found.is_class and found.name == callee and callee in resolver.file.classes
-    return found.function is func
-
-
-def _runs_another(resolver: Resolver, site: tuple[ast.Call, Scope], func: Function) -> bool:
-    """Whether the call of ``site`` (``self.check(model)``) resolves to a method of this
-    file other than ``func`` (a namesake in another class)."""
-    call, scope = site
-    if func.name == "__init__" or not isinstance(call.func, ast.Attribute):
-        return False
-    found = resolver.resolve(call.func, scope)
-    return found.function is not None and found.function is not func
 
 
 def parameter_of(func: Function, skip: int, call: ast.Call, argument: ast.expr) -> ast.arg | None:

@@ -23,6 +23,7 @@ from dataclasses import replace
 from hookscope.lint import known
 from hookscope.lint.appends import appended
 from hookscope.lint.attributes import class_attr, in_subclasses, is_none_binding
+from hookscope.lint.autograd import saved_on_ctx
 from hookscope.lint.bindings import (
     Binding,
     dotted,
@@ -48,16 +49,16 @@ from hookscope.lint.containers import (
 from hookscope.lint.crossfile import (
     fixture,
     import_origin,
-    imported_value,
+    imported_name,
     module_function,
 )
 from hookscope.lint.index import ClassIndex
 from hookscope.lint.kinds import MAX_DEPTH, NAMESPACE, UNKNOWN, Kind, Resolved, with_elements
 from hookscope.lint.methods import (
-    find_method,
     is_classmethod,
     is_property,
     is_staticmethod,
+    method_value,
 )
 from hookscope.lint.narrowing import Guard, guards, narrowed
 from hookscope.lint.passing import calls_by_name, given_by_callers, says_nothing, unpacked
@@ -115,8 +116,14 @@ class Resolver(ClassKinds):
             if isinstance(expr.slice, ast.Slice) and (base.container or base.elem is not None):
                 return base  # a slice of a ModuleList, or of a list, holds the same kind
             found = member(self, base, scope)
+            if base.elem is not None and base.via and not found.via:  # ``children[0]``
+                found = replace(found, via=f"an element of {base.via}")
             if found.kind is Kind.UNKNOWN and base.cls and not base.is_class:
-                item = self._item(base.cls, expr.slice, depth)  # ``ensemble[0]``
+                item = (
+                    None
+                    if isinstance(expr.slice, ast.Slice)
+                    else method_value(self, base.cls, "__getitem__", depth)
+                )  # ``ensemble[0]``
                 if item is not None:
                     return item
             if found.kind is Kind.UNKNOWN and base.kind is not Kind.MODULE:
@@ -197,20 +204,6 @@ class Resolver(ClassKinds):
         finally:
             self._inferring.discard(key)
 
-    def _item(self, cls_name: str, key: ast.expr, depth: int) -> Resolved | None:
-        """``obj[key]`` (no slice) of an instance of the project class ``cls_name`` that
-        defines ``__getitem__``: what that method returns, when known."""
-        located = None if isinstance(key, ast.Slice) else find_method(self, cls_name, "__getitem__")
-        if located is None or depth >= MAX_DEPTH:
-            return None
-        owner, method = located
-        result = owner.returns_of(method, depth + 1)
-        if result.kind is Kind.UNKNOWN or result.is_class:
-            return None
-        where = f"{owner.file.path}:{method.lineno}"
-        shown = f" ({result.via})" if result.via else ""
-        return replace(result, via=f"{cls_name}.__getitem__ at {where} returns it{shown}")
-
     def calls_named(self, name: str) -> list[tuple[ast.Call, Scope]]:
         """The file's calls of callees named ``name`` (none when the name is also used
         other than as a callee), with their scopes."""
@@ -223,7 +216,11 @@ class Resolver(ClassKinds):
         path = dotted(expr) or ""
         if path.startswith(("torch.classes.", "torch.ops.")):
             return Resolved(Kind.OTHER, name=expr.attr)
+        if (saved := saved_on_ctx(self, expr, scope, depth)) is not None:
+            return replace(saved, name=expr.attr)  # ``ctx.layer = layer`` in ``forward``
         base = self.resolve(expr.value, scope, depth + 1)
+        if base.foreign and not base.is_class:  # ``load_lua(p).model``: that library's too
+            return replace(base, name=expr.attr, via=f"{base.via}, nor its attributes")
         if base.cls and not base.is_class:
             owner, bindings = self._class_attr(base.cls, expr.attr)
             bindings = settled(bindings, scope.method)
@@ -240,6 +237,8 @@ class Resolver(ClassKinds):
                 return replace(self.returns_of(method, depth + 1), name=expr.attr)
             if method is not None:
                 return Resolved(Kind.OTHER, name=expr.attr, function=method)
+            if (got := method_value(self, base.cls, expr.attr, depth)) is not None:
+                return replace(got, name=expr.attr)  # a base's property in another file
             held = in_subclasses(self, base.cls, expr.attr, depth + 1)
             if held is not None:  # bound only by the subclasses of ``base.cls``
                 return replace(held, name=expr.attr)
@@ -326,8 +325,10 @@ class Resolver(ClassKinds):
             result = result if chosen >= 0 else replace(result, elem=None, elem_cls="")
             if len({r.elem_cls for _, r in known_pairs if r.elem is not None}) > 1:
                 result = replace(result, elem_cls="")  # instances of several classes
-            if result.cls and len({r.cls for _, r in known_pairs}) > 1:
-                result = replace(result, cls="")  # ``a = Agent()`` here, ``a = Other()`` there
+            if result.cls and len(classes := {r.cls for _, r in known_pairs}) > 1:
+                # ``a = Agent()`` here, ``a = Other()`` there: one of them, when all are known
+                every = len(known_pairs) == len(pairs) and "" not in classes
+                result = replace(result, cls="", classes=tuple(sorted(classes)) if every else ())
             if result.via or not label or result is NAMESPACE:
                 return result
             return replace(result, via=self._describe(binding, label))
@@ -359,19 +360,7 @@ class Resolver(ClassKinds):
             kind, container = self.class_kind(binding.origin)
             return Resolved(kind, is_class=True, container=container, name=binding.origin)
         if binding.kind == "import":
-            module, _, name = binding.origin.rpartition(".")
-            function = name in self.index.functions and name not in self.index  # ``def GIN(p)``
-            if not function and (name[:1].isupper() or name in self.index):  # or qExpectedImp...
-                kind, container = self.class_kind(name, module)
-                if kind is Kind.UNKNOWN and name not in self.index and name.isupper():
-                    value = imported_value(self, module, name, depth)  # ``DEFAULT_NET``
-                    if value.kind is not Kind.UNKNOWN:
-                        return value
-                return Resolved(kind, is_class=True, container=container, name=name)
-            if name in self.index.functions:
-                return Resolved(Kind.OTHER, name=name, factory=f"{module}:{name}")
-            value = imported_value(self, module, name, depth)  # a module-level value
-            return value if value.kind is not Kind.UNKNOWN else Resolved(Kind.UNKNOWN, name=name)
+            return imported_name(self, binding.origin, depth)
         if binding.expr is None:
             return UNKNOWN if binding.kind == "opaque" else None
         if isinstance(binding.expr, ast.Constant) and binding.expr.value is None:

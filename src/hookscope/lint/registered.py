@@ -1,0 +1,90 @@
+"""Functions that torch calls with a module: hooks registered on modules.
+
+``m.register_full_backward_hook(fn)`` makes torch call ``fn(module, grad_input,
+grad_output)`` with the hooked module, so the first parameter of ``fn`` (after ``self``
+for a method registered as ``self.fn``) is a module: ``module.forward(...)`` there skips
+that module's hooks. In a *forward* hook (``register_forward_hook``/``_pre_hook``) the
+same call is the only way to run the module without running the hook again, so that
+parameter is given no module kind that a finding would rest on (it is hookless there).
+Only a function the file never calls itself, and whose every other use in the file is
+such a registration, counts.
+"""
+
+from __future__ import annotations
+
+import ast
+import weakref
+from typing import TYPE_CHECKING
+
+from hookscope.lint.kinds import Kind, Resolved
+from hookscope.lint.pyfile import Scope
+
+if TYPE_CHECKING:
+    from hookscope.lint.resolve import Resolver
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+_BACKWARD = frozenset(
+    {"register_full_backward_hook", "register_full_backward_pre_hook", "register_backward_hook"}
+)
+_FORWARD = frozenset({"register_forward_hook", "register_forward_pre_hook"})
+
+# tree -> name -> (registrar, line) of each use of the name (``None``: another use)
+_USES: weakref.WeakKeyDictionary[ast.AST, dict[str, list[tuple[str, int] | None]]]
+_USES = weakref.WeakKeyDictionary()
+
+
+def hooked_module(resolver: Resolver, func: Function, scope: Scope, name: str) -> Resolved | None:
+    """The first parameter ``name`` of ``func`` (after ``self``) when ``func`` is only
+    registered as a hook: a module for a backward hook, hookless for a forward hook."""
+    params = [*func.args.posonlyargs, *func.args.args][1 if scope.self_name else 0 :]
+    if not params or params[0].arg != name:
+        return None
+    found = _uses(resolver.file.tree).get(func.name, [])
+    uses = [use for use in found if use is not None]
+    if not uses or len(uses) != len(found):
+        return None
+    cls = scope.cls
+    if scope.self_name and cls is not None:  # ``self.hook``: registered in its own class
+        last = cls.end_lineno or cls.lineno
+        if any(not cls.lineno <= line <= last for _, line in uses):
+            return None
+    registrars = {registrar for registrar, _ in uses}
+    if len(registrars & _FORWARD) == len(registrars):
+        kind, what = Kind.HOOKLESS, "a forward hook: calling it there runs the hook again"
+    elif not registrars & _FORWARD:
+        kind, what = Kind.MODULE, "a backward hook: torch passes it the hooked module"
+    else:
+        return None
+    registrar, line = uses[0]
+    where = f"{resolver.file.path}:{line}"
+    return Resolved(kind, name=name, via=f"{func.name} is {what} ({registrar} at {where})")
+
+
+def _uses(tree: ast.AST) -> dict[str, list[tuple[str, int] | None]]:
+    """Every load of a name or ``self.name``-style attribute in ``tree``: as the first
+    argument of a hook registration, or (``None``) anything else."""
+    found = _USES.get(tree)
+    if found is not None:
+        return found
+    found = _USES[tree] = {}
+    registered: set[int] = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _BACKWARD | _FORWARD
+            and len(node.args) == 1
+            and isinstance(node.args[0], (ast.Name, ast.Attribute))
+        ):
+            arg = node.args[0]
+            registered.add(id(arg))
+            key = arg.id if isinstance(arg, ast.Name) else arg.attr
+            found.setdefault(key, []).append((node.func.attr, node.lineno))
+    for node in ast.walk(tree):
+        if id(node) in registered:
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            found.setdefault(node.id, []).append(None)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            found.setdefault(node.attr, []).append(None)
+    return found
