@@ -32,6 +32,7 @@ from hookscope.lint.aliases import alias_used_as_module
 from hookscope.lint.bindings import Binding, class_attributes, dotted
 from hookscope.lint.classes import base_names
 from hookscope.lint.crossfile import import_origin, imported_file
+from hookscope.lint.keyed import keyed_entry
 from hookscope.lint.kinds import Kind, Resolved
 from hookscope.lint.passing import callee_of, declared_by_callee, parameter_of
 from hookscope.lint.plain_tables import from_plain_tables, self_attribute_calls
@@ -46,6 +47,7 @@ def from_context(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Reso
         used_as_module(resolver, receiver, site.scope)
         or _used_by_siblings(resolver, receiver, site.scope)
         or alias_used_as_module(resolver, receiver, site.scope)
+        or keyed_entry(resolver, receiver, site)
     )
     if used is not None:
         return used

@@ -98,6 +98,8 @@ MODEL_FUNCTIONS = frozenset(
     {"mmdet.apis.init_detector", "mmseg.apis.init_model", "mmseg.apis.init_segmentor"}
     | {"open_clip.create_model", "whisper.load_model", "peft.get_peft_model"}
     | {"segmentation_models_pytorch.create_model"}
+    # higher's functional copies: a subclass of the patched module's own class
+    | {"higher.monkeypatch", "higher.patch.monkeypatch", "higher.patch.make_functional"}
 )
 
 
@@ -189,6 +191,8 @@ LIBRARY_MODULE_CLASSES: dict[str, frozenset[str]] = {
     "cpflows": frozenset({"SequentialFlow", "DeepConvexFlow", "ActNorm"}),
     "rwkv.model": frozenset({"RWKV"}),
     "lpips": frozenset({"LPIPS"}),
+    # higher's patched modules (``_MonkeyPatchBase(abc.ABC, torch.nn.Module)``)
+    "higher.patch": frozenset({"_MonkeyPatchBase"}),
     "efficientnet_pytorch": frozenset({"EfficientNet"}),
     # AllenNLP's model base and layers (``allennlp.models.Model`` is an ``nn.Module``;
     # ``allennlp.models.archival.Archive`` next to it is a tuple), NeMo's model and module
