@@ -41,6 +41,7 @@ class ClassKinds:
         self._from_imports: dict[str, str] | None = None
         # class name -> what in its body shows it is a module, when its bases could not
         self.by_body: dict[str, str] = {}
+        self.missed = False  # a class the masked parse dropped was needed (`Resolver`)
 
     @property
     def where(self) -> str:
@@ -133,8 +134,8 @@ class ClassKinds:
                 result = self._by_body(last, variants) or result
             if result is None and not variants and self._compiled(module):
                 result = (Kind.UNKNOWN, False)  # not the project's same-named Python class
-            if result is None:
-                result = self.class_kind(last) if module else self._class_kind(last)
+            if result is None:  # (``nn.Module``: torch's, whatever the file calls ``Module``)
+                result = self._class_kind(last, qualified=bool(module))
         finally:
             self._computing.discard(key)
         # A result that met a cycle depends on where the look-up started: kept only for the
@@ -180,7 +181,7 @@ class ClassKinds:
         path = os.path.join(root, *parts)
         return not (os.path.exists(f"{path}.py") or os.path.isdir(path))
 
-    def _class_kind(self, last: str) -> tuple[Kind, bool]:
+    def _class_kind(self, last: str, qualified: bool = False) -> tuple[Kind, bool]:
         if last in known.HOOKLESS_MODULES:
             return Kind.HOOKLESS, False
         if last in known.CONTAINERS:
@@ -194,8 +195,15 @@ class ClassKinds:
         torch_name = last in known.TORCH_NN_MODULES or last in known.EXTERNAL_MODULES
         if local is not None and libraries.keras_file(self.file.tree, self.file.imports_torch):
             torch_name = False  # flax's or Keras's own ``Module``/``Linear``, not torch's
-        # A same-file class of that name wins only if it is plainly not a module.
-        if torch_name and (not local_bases or self._bases_kind(local_bases)[0] is not Kind.OTHER):
+        if torch_name and local is None and self._dropped(last):
+            return Kind.UNKNOWN, False
+        # A same-file class of that name wins only if it is plainly not a module (one with
+        # no bases is, for its bare name: ``class Container:`` is not ``nn.Container``).
+        if torch_name and (
+            local_bases is None
+            or (qualified and not local_bases)
+            or self._bases_kind(local_bases)[0] is not Kind.OTHER
+        ):
             return Kind.MODULE, False
         if last in known.NON_MODULE_BASES:
             return Kind.OTHER, False
@@ -215,6 +223,16 @@ class ClassKinds:
         if result[0] is Kind.UNKNOWN:
             return self._by_body(last, located) or result
         return result
+
+    def _dropped(self, name: str) -> bool:
+        """Whether this file defines a class ``name`` that its masked parse (`regions`)
+        left out: a full parse must tell (the resolver's ``missed`` asks for one)."""
+        if getattr(self, "complete", True):
+            return False
+        if not re.search(rf"^[ \t]*class[ \t]+{re.escape(name)}\b", self.file.text, re.M):
+            return False
+        self.missed = True
+        return True
 
     def _by_body(
         self, name: str, located: tuple[tuple[tuple[str, ...], str], ...]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from hookscope.lint.bindings import dotted
 from hookscope.lint.classes import base_names
 from hookscope.lint.crossfile import foreign, foreign_in
-from hookscope.lint.kinds import Kind, Resolved
+from hookscope.lint.kinds import MAX_DEPTH, Kind, Resolved
 from hookscope.lint.pyfile import Scope
 from hookscope.lint.typehints import instance_class
 
@@ -117,3 +117,21 @@ def built_by_classmethod(
         cls=instance_class(resolver.file, resolver.index, cls_name) or result.cls,
         via=f"{shown} returns an instance",
     )
+
+
+def method_value(resolver: Resolver, cls_name: str, name: str, depth: int) -> Resolved | None:
+    """What an instance of the project class ``cls_name`` gives through its method ``name``
+    (its own or a base's, in any project file), when known: ``obj[key]`` through
+    ``__getitem__``, ``obj.name`` through a property."""
+    located = find_method(resolver, cls_name, name)
+    if located is None or depth >= MAX_DEPTH:
+        return None
+    owner, method = located
+    if name != "__getitem__" and not is_property(method):
+        return None
+    result = owner.returns_of(method, depth + 1)
+    if result.kind is Kind.UNKNOWN or result.is_class:
+        return None
+    where = f"{owner.file.path}:{method.lineno}"
+    shown = f" ({result.via})" if result.via else ""
+    return replace(result, via=f"{cls_name}.{name} at {where} returns it{shown}")

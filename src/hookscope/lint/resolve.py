@@ -55,10 +55,10 @@ from hookscope.lint.crossfile import (
 from hookscope.lint.index import ClassIndex
 from hookscope.lint.kinds import MAX_DEPTH, NAMESPACE, UNKNOWN, Kind, Resolved, with_elements
 from hookscope.lint.methods import (
-    find_method,
     is_classmethod,
     is_property,
     is_staticmethod,
+    method_value,
 )
 from hookscope.lint.narrowing import Guard, guards, narrowed
 from hookscope.lint.passing import calls_by_name, given_by_callers, says_nothing, unpacked
@@ -119,7 +119,11 @@ class Resolver(ClassKinds):
             if base.elem is not None and base.via and not found.via:  # ``children[0]``
                 found = replace(found, via=f"an element of {base.via}")
             if found.kind is Kind.UNKNOWN and base.cls and not base.is_class:
-                item = self._item(base.cls, expr.slice, depth)  # ``ensemble[0]``
+                item = (
+                    None
+                    if isinstance(expr.slice, ast.Slice)
+                    else method_value(self, base.cls, "__getitem__", depth)
+                )  # ``ensemble[0]``
                 if item is not None:
                     return item
             if found.kind is Kind.UNKNOWN and base.kind is not Kind.MODULE:
@@ -200,20 +204,6 @@ class Resolver(ClassKinds):
         finally:
             self._inferring.discard(key)
 
-    def _item(self, cls_name: str, key: ast.expr, depth: int) -> Resolved | None:
-        """``obj[key]`` (no slice) of an instance of the project class ``cls_name`` that
-        defines ``__getitem__``: what that method returns, when known."""
-        located = None if isinstance(key, ast.Slice) else find_method(self, cls_name, "__getitem__")
-        if located is None or depth >= MAX_DEPTH:
-            return None
-        owner, method = located
-        result = owner.returns_of(method, depth + 1)
-        if result.kind is Kind.UNKNOWN or result.is_class:
-            return None
-        where = f"{owner.file.path}:{method.lineno}"
-        shown = f" ({result.via})" if result.via else ""
-        return replace(result, via=f"{cls_name}.__getitem__ at {where} returns it{shown}")
-
     def calls_named(self, name: str) -> list[tuple[ast.Call, Scope]]:
         """The file's calls of callees named ``name`` (none when the name is also used
         other than as a callee), with their scopes."""
@@ -247,6 +237,8 @@ class Resolver(ClassKinds):
                 return replace(self.returns_of(method, depth + 1), name=expr.attr)
             if method is not None:
                 return Resolved(Kind.OTHER, name=expr.attr, function=method)
+            if (got := method_value(self, base.cls, expr.attr, depth)) is not None:
+                return replace(got, name=expr.attr)  # a base's property in another file
             held = in_subclasses(self, base.cls, expr.attr, depth + 1)
             if held is not None:  # bound only by the subclasses of ``base.cls``
                 return replace(held, name=expr.attr)
