@@ -108,7 +108,10 @@ def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) ->
     if origin and libraries.not_module_class(*origin.rpartition(".")[::2]):
         # ``cv2.dnn.readNet(p)``, ``cpp_extension.load(...)``, ``onnxruntime.InferenceSession``
         via = f"{origin}(...) gives no torch module"
-        return Resolved(Kind.OTHER, name=last, via=via, foreign=True)
+        # (a skorch net holds its torch module as ``net.module_``: only a package whose
+        # objects are all foreign makes their attributes so too)
+        foreign = libraries.not_module_package(origin.rpartition(".")[0])
+        return Resolved(Kind.OTHER, name=last, via=via, foreign=foreign)
     if libraries.library_model_function(origin):
         return Resolved(Kind.MODULE, name=last, via=f"{origin}(...) builds a model")
     package = _named_dynamically(func)  # ``getattr(models, arch)(...)``

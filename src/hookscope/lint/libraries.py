@@ -20,7 +20,8 @@ HOOKLESS_LIBRARIES = frozenset({"gpytorch"})
 # ``load_lua``; compiled extensions (``torch.utils.cpp_extension.load(...)`` gives a Python
 # module); other frameworks' models and layers (flax's ``nn.Module``, Keras, JAX, MXNet,
 # Paddle); OpenCV DNN nets (``cv2.dnn.readNet(...).forward()``), ONNX Runtime and OpenVINO
-# sessions, MuJoCo simulators (``sim.forward()``), scikit-learn estimators.
+# sessions, MuJoCo simulators (``sim.forward()``) and the environments that hold them,
+# scikit-learn estimators.
 NOT_MODULE_PACKAGES = (
     "torch.legacy",
     "torch.utils.serialization",
@@ -39,6 +40,9 @@ NOT_MODULE_PACKAGES = (
     "openvino",
     "mujoco_py",
     "mujoco",
+    "gym",
+    "gymnasium",
+    "dm_control",
     "sklearn",
 )
 # Classes of libraries that mix torch modules and plain wrappers, told apart by name:
