@@ -12,81 +12,61 @@ from tests.lint.conftest import expected_codes, findings_of, found, write_source
 CONFIDENT = ("HS101", "HS102", "HS103")
 
 _CONTEXTS = """\
-import torch
-from torch import nn
+    import torch
+    from torch import nn
 
 
-class LossContext(nn.Module):
-    def forward(self, x):
-        return x
+    class LossContext(nn.Module):
+        def forward(self, x):
+            return x
 
-    @staticmethod
-    def build_batches(ctxs, lens):
-        return ctxs
-
-
-class Batcher:
-    def forward(self, x):
-        return x
-
-    @staticmethod
-    def build_batches(items, lens):
-        return items
+        @staticmethod
+        def build_batches(ctxs, lens):
+            return ctxs
 
 
-Ctx = LossContext
-Plain = Batcher
-"""
+    class Batcher:
+        def forward(self, x):
+            return x
+
+        @staticmethod
+        def build_batches(items, lens):
+            return items
+
+
+    Ctx = LossContext
+    Plain = Batcher
+    """
 
 _USES = """\
-import torch
-from pkg.contexts import Ctx, LossContext
+    import torch
+    from pkg.contexts import {alias}, {cls}
 
 
-def run(cfg, xs):
-    ctxs: list[LossContext] = []
-    for x in xs:
-        ctxs.append(cfg.build(x))
-    ctxs = LossContext.build_batches(ctxs, [1])
-    for i in range(2):
-        ctx = ctxs[i]
-        ctx.forward(xs[i])  # HS101
-    return ctxs[0].forward(xs[0])  # HS101
+    def run(cfg, xs):
+        ctxs: list[{cls}] = []
+        for x in xs:
+            ctxs.append(cfg.build(x))
+        ctxs = {cls}.build_batches(ctxs, [1])
+        for i in range(2):
+            ctx = ctxs[i]
+            ctx.forward(xs[i]){mark}
+        return ctxs[0].forward(xs[0]){mark}
 
 
-def aliased(cfg, x):
-    made = Ctx()
-    given: Ctx = cfg.make(x)
-    return made.forward(x), given.forward(x)  # HS101 HS101
-"""
-
-_PLAIN_USES = """\
-import torch
-from pkg.contexts import Batcher, Plain
-
-
-def run(cfg, xs):
-    items: list[Batcher] = []
-    for x in xs:
-        items.append(cfg.build(x))
-    items = Batcher.build_batches(items, [1])
-    for i in range(2):
-        item = items[i]
-        item.forward(xs[i])
-    return items[0].forward(xs[0])
-
-
-def aliased(cfg, x):
-    made = Plain()
-    given: Plain = cfg.make(x)
-    return made.forward(x), given.forward(x)
-"""
+    def aliased(cfg, x):
+        made = {alias}()
+        given: {alias} = cfg.make(x)
+        return made.forward(x), given.forward(x){mark}
+    """
 
 
 def test_declared_locals_and_class_aliases(tmp_path: Path) -> None:
     write_source(tmp_path, "pkg/__init__.py", "")
     write_source(tmp_path, "pkg/contexts.py", _CONTEXTS)
-    path = write_source(tmp_path, "pkg/uses.py", _USES)
+    path = write_source(
+        tmp_path, "pkg/uses.py", _USES.format(alias="Ctx", cls="LossContext", mark="  # HS101")
+    )
     assert found(tmp_path, path, CONFIDENT) == {(12, "HS101"), (13, "HS101"), (19, "HS101")}
     assert len([f for f in findings_of(tmp_path, path, CONFIDENT) if f.line == 19]) == 2
     assert expected_codes(path) == {(12, "HS101"), (13, "HS101"), (19, "HS101")}
@@ -97,5 +77,7 @@ def test_declared_locals_and_class_aliases(tmp_path: Path) -> None:
 def test_declared_locals_and_aliases_of_plain_classes(tmp_path: Path) -> None:
     write_source(tmp_path, "pkg/__init__.py", "")
     write_source(tmp_path, "pkg/contexts.py", _CONTEXTS)
-    path = write_source(tmp_path, "pkg/plain_uses.py", _PLAIN_USES)
+    path = write_source(
+        tmp_path, "pkg/plain_uses.py", _USES.format(alias="Plain", cls="Batcher", mark="")
+    )
     assert found(tmp_path, path, CONFIDENT) == set()

@@ -13,79 +13,76 @@ from tests.lint.conftest import expected_codes, findings_of, found, write_source
 CONFIDENT = ("HS101", "HS102", "HS103")
 
 _BASE = """\
-import torch
+    import torch
 
 
-class Learner:
-    def train(self, batches):
-        model = self.load_model()
-        model["net"].eval()
-        for x in batches:
-            self.adapt(x, model)
-"""
+    class Learner:
+        def train(self, batches):
+            model = self.load_model()
+            model["net"].eval()
+            for x in batches:
+                self.adapt(x, model)
+    """
 
 _SUB = """\
-import higher
-import torch
+    import higher
+    import torch
 
-from base import Learner
+    from base import Learner
 
 
-class Maml(Learner):
-    def load_model(self):
-        model = dict.fromkeys(["net", "head", "optimizer"])
-        model["head"] = torch.nn.Linear(2, 2)
-        return model
+    class Maml(Learner):
+        def load_model(self):
+            model = dict.fromkeys(["net", "head", "optimizer"])
+            model["head"] = torch.nn.Linear(2, 2)
+            return model
 
-    def adapt(self, x, model: dict):
-        fast = higher.patch.monkeypatch(module=model["net"], copy_initial_weights=False)
-        fast.forward(x)  # HS101
-        model["head"].forward(x)  # HS101
-        return model["net"].forward(x)  # HS101
+        def adapt(self, x, model: dict):
+            fast = higher.patch.monkeypatch(module=model["net"], copy_initial_weights=False)
+            fast.forward(x)  # HS101
+            model["head"].forward(x)  # HS101
+            return model["net"].forward(x)  # HS101
 
-    def predict(self, x, adapted: higher.patch._MonkeyPatchBase):
-        return adapted.forward(x)  # HS101
-"""
+        def predict(self, x, adapted: higher.patch._MonkeyPatchBase):
+            return adapted.forward(x)  # HS101
+    """
 
 _PLAIN_BASE = """\
-import torch
+    import torch
 
 
-class Pipeline:
-    def run(self, items):
-        model = self.load_model()
-        model["step"].reset()
-        for x in items:
-            self.adapt(x, model)
-"""
+    class Pipeline:
+        def run(self, items):
+            model = self.load_model()
+            model["step"].reset()
+            model["stage"].eval()
+            for x in items:
+                self.adapt(x, model)
+    """
 
 _PLAIN_SUB = """\
-import torch
+    import torch
 
-from base import Pipeline
-
-
-class Stage:
-    def forward(self, x):
-        return x
-
-    def eval(self):
-        return self
+    from base import Pipeline
 
 
-class Flow(Pipeline):
-    def load_model(self):
-        model = dict.fromkeys(["step", "stage", "name"])
-        model["stage"] = Stage()
-        model["name"] = "flow"
-        return model
+    class Stage:
+        def forward(self, x):
+            return x
 
-    def adapt(self, x, model: dict):
-        model["stage"].eval()
-        model["name"].forward(x)
-        model["stage"].forward(x)
-        return model["step"].forward(x)
-"""
+
+    class Flow(Pipeline):
+        def load_model(self):
+            model = dict.fromkeys(["step", "stage", "name"])
+            model["stage"] = Stage()
+            model["name"] = "flow"
+            return model
+
+        def adapt(self, x, model: dict):
+            model["name"].forward(x)
+            model["stage"].forward(x)
+            return model["step"].forward(x)
+    """
 
 
 def test_dict_entries_shown_modules_by_the_class_family(tmp_path: Path) -> None:

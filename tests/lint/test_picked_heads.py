@@ -12,54 +12,54 @@ from tests.lint.conftest import expected_codes, findings_of, found, write_source
 CONFIDENT = ("HS101", "HS102", "HS103")
 
 _HEADS = """\
-import torch
-from zoo.taggers import CrfTagger, SpanTagger
+    import torch
+    from zoo.taggers import CrfTagger, SpanTagger
 
 
-class MultiTask(torch.nn.Module):
-    def __init__(self, vocab):
-        super().__init__()
-        self._tagger_ner = CrfTagger(vocab)
-        self._tagger_pos = SpanTagger(vocab)
-        self._tagger_chunk = torch.nn.Linear(4, 4)
+    class MultiTask(torch.nn.Module):
+        def __init__(self, vocab):
+            super().__init__()
+            self._tagger_ner = CrfTagger(vocab)
+            self._tagger_pos = SpanTagger(vocab)
+            self._tagger_chunk = torch.nn.Linear(4, 4)
 
-    def forward(self, batch, task="ner"):
-        tagger = getattr(self, "_tagger_%s" % task)
-        return tagger.forward(**batch)  # HS101
+        def forward(self, batch, task="ner"):
+            tagger = getattr(self, "_tagger_%s" % task)
+            return tagger.forward(**batch)  # HS101
 
-    def score(self, batch, task="ner"):
-        return getattr(self, "_tagger_" + task).forward(**batch)  # HS101
-"""
+        def score(self, batch, task="ner"):
+            return getattr(self, "_tagger_" + task).forward(**batch)  # HS101
+    """
 
 _PLAIN_HEADS = """\
-import torch
-from zoo.taggers import CrfTagger
+    import torch
+    from zoo.taggers import CrfTagger
 
 
-class Labeller:
-    def forward(self, batch):
-        return batch
+    class Labeller:
+        def forward(self, batch):
+            return batch
 
 
-class MultiTask(torch.nn.Module):
-    def __init__(self, vocab):
-        super().__init__()
-        self._tagger_ner = CrfTagger(vocab)
-        self._tagger_pos = Labeller()
+    class MultiTask(torch.nn.Module):
+        def __init__(self, vocab):
+            super().__init__()
+            self._tagger_ner = CrfTagger(vocab)
+            self._tagger_pos = Labeller()
 
-    def forward(self, batch, task="ner"):
-        tagger = getattr(self, "_tagger_%s" % task)
-        return tagger.forward(**batch)
+        def forward(self, batch, task="ner"):
+            tagger = getattr(self, "_tagger_%s" % task)
+            return tagger.forward(**batch)
 
 
-class Router:
-    def __init__(self, vocab):
-        self._route_ner = CrfTagger(vocab)
+    class Router:
+        def __init__(self, vocab):
+            self._route_ner = CrfTagger(vocab)
 
-    def run(self, batch, task="ner"):
-        route = getattr(self, "_route_%s" % task)
-        return route.forward(**batch)
-"""
+        def run(self, batch, task="ner"):
+            route = getattr(self, "_route_%s" % task)
+            return route.forward(**batch)
+    """
 
 
 def test_heads_picked_by_name_are_submodules(tmp_path: Path) -> None:

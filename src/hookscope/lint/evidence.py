@@ -32,6 +32,7 @@ from hookscope.lint.aliases import alias_used_as_module
 from hookscope.lint.bindings import Binding, class_attributes, dotted
 from hookscope.lint.classes import base_names
 from hookscope.lint.crossfile import import_origin, imported_file
+from hookscope.lint.frameworks import other_framework_file
 from hookscope.lint.getattrs import is_getattr, picked_by_name, picked_submodule
 from hookscope.lint.keyed import keyed_entry
 from hookscope.lint.kinds import Kind, Resolved
@@ -44,6 +45,8 @@ from hookscope.lint.uses import LOADED_MODULE_METHODS, module_method, module_tak
 
 def from_context(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolved | None:
     """The receiver's kind from its use or its owner; ``None`` when nothing is said."""
+    if other_framework_file(resolver.file.tree, resolver.file.imports_torch):
+        return None  # ``paddle``'s ``Layer.eval()``: not torch's
     used = (
         used_as_module(resolver, receiver, site.scope)
         or _used_by_siblings(resolver, receiver, site.scope)
