@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, TypeGuard
 
+from hookscope.lint.bindings import class_attributes
 from hookscope.lint.containers import attribute_names
 from hookscope.lint.kinds import Kind, Resolved
 from hookscope.lint.pyfile import CallSite
@@ -48,12 +49,29 @@ def picked_submodule(resolver: Resolver, call: ast.Call, site: CallSite) -> Reso
         kind = resolver.resolve(attr, site.scope)
         if kind.is_class or kind.kind not in (Kind.MODULE, Kind.UNKNOWN):
             return None
-        if kind.kind is Kind.UNKNOWN and submodule(resolver, attr, site) is None:
+        if kind.kind is Kind.UNKNOWN and not (
+            _plainly_bound(resolver, obj, attr_name, site)
+            and submodule(resolver, attr, site) is not None
+        ):
             return None
     shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
     return Resolved(
         Kind.MODULE,
         via=f"{ast.unparse(call)} is one of {shown}: submodules of `{ast.unparse(obj)}`",
+    )
+
+
+def _plainly_bound(resolver: Resolver, obj: ast.expr, attr: str, site: CallSite) -> bool:
+    """``self.<attr> = value`` statements only, none of whose values is a choice
+    (``a if c else b``, ``a or b``): an unresolved one is an untyped object, not a mix of
+    kinds. ``setattr(self, f"x_{i}", ...)`` names are left out (their text is no name)."""
+    owner = resolver.resolve(obj, site.scope)
+    cls = resolver.file.classes.get(owner.cls) if owner.cls and not owner.is_class else None
+    if cls is None or not attr.isidentifier():
+        return False
+    bindings = class_attributes(cls).get(attr, [])
+    return bool(bindings) and all(
+        b.kind == "value" and not isinstance(b.expr, (ast.IfExp, ast.BoolOp)) for b in bindings
     )
 
 

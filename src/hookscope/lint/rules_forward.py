@@ -308,11 +308,39 @@ class SuperOtherRule(PythonRule):
             cls_arg, other = receiver.args  # type: ignore[attr-defined]
             if isinstance(other, ast.Name) and other.id in self_names(site.scope):
                 continue
-            if _own_type_on_self(site.scope, cls_arg, other):
+            if _own_type_on_self(site.scope, cls_arg, other) or _installed_on(
+                analysis, site.scope, cls_arg, other
+            ):
                 continue
             yield analysis.finding(
                 type(self), site.node, cls=analysis.source(cls_arg), other=analysis.source(other)
             )
+
+
+def _installed_on(analysis: Analysis, scope: Scope, cls_arg: ast.expr, other: ast.expr) -> bool:
+    """``super(Cls, self)`` in a module-level function that the file installs as a method
+    of ``Cls`` (``Cls.forward = new_forward``, a patch of a library class): ``self`` is
+    the first parameter, an instance of ``Cls``, so the call runs the base ``forward`` on
+    the module itself, like ``super().forward`` in ``Cls``."""
+    node = scope.node
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or scope.cls is not None:
+        return False
+    args = [*node.args.posonlyargs, *node.args.args]
+    if not (args and isinstance(other, ast.Name) and other.id == args[0].arg):
+        return False
+    owner = dotted(cls_arg)
+    for stmt in analysis.file.tree.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and isinstance(stmt.value, ast.Name)
+            and stmt.value.id == node.name
+            and any(
+                isinstance(t, ast.Attribute) and owner is not None and dotted(t.value) == owner
+                for t in stmt.targets
+            )
+        ):
+            return True
+    return False
 
 
 def _own_type_on_self(scope: Scope, cls_arg: ast.expr, other: ast.expr) -> bool:
