@@ -8,9 +8,10 @@ narrowing, the other kind, is part of resolution: `narrowing`):
   same-file bases) calls a method
   that only ``torch.nn.Module`` has on it (``x.parameters()``, ``x.eval()``,
   ``x.load_state_dict(...)``, ``x.register_forward_hook(...)``...) or wraps it in
-  ``DistributedDataParallel``/``torch.compile``/..., or passes it to a parameter the
-  callee declares a module (``eval_mode(net)`` with ``def eval_mode(*nets: nn.Module)``,
-  `passing`);
+  ``DistributedDataParallel``/``torch.compile``/..., hands it to a library function that
+  takes a module or moves a ``torch.load`` result to a device (`uses`), or passes it to a
+  parameter the callee declares a module (``eval_mode(net)`` with ``def eval_mode(*nets:
+  nn.Module)``, `passing`);
 - **submodule**: ``owner.x.forward(...)`` (or ``getattr(owner, name).forward(...)``
   when ``owner``'s class is not known) where ``owner`` is a module instance: an
   attribute of a module that has a ``forward`` is one of its submodules
