@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from hookscope.lint import known
-from hookscope.lint.aliases import alias_used_as_module
+from hookscope.lint.aliases import alias_used_as_module, attribute_alias
 from hookscope.lint.bindings import Binding, class_attributes, dotted
 from hookscope.lint.classes import base_names
 from hookscope.lint.crossfile import import_origin, imported_file
@@ -54,6 +54,7 @@ def from_context(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Reso
         or alias_used_as_module(resolver, receiver, site.scope)
         or keyed_entry(resolver, receiver, site)
         or picked_by_name(resolver, receiver, site)
+        or attribute_alias(resolver, receiver, site)
     )
     if used is not None:
         return used
