@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from hookscope.lint import known
 from hookscope.lint.analysis import Analysis, PythonRule, self_names
 from hookscope.lint.bindings import dotted
-from hookscope.lint.entry import entry_methods, is_super_call
+from hookscope.lint.entry import entry_methods, is_super_call, replaced_call
 from hookscope.lint.evidence import from_context
 from hookscope.lint.findings import Edit, Finding
 from hookscope.lint.kinds import Kind, Resolved, looks_like_module
@@ -239,13 +239,18 @@ class SelfForwardRule(PythonRule):
                 if kind is not Kind.MODULE:
                     continue  # a plain class's (or a mixin's) own ``__call__``: no hooks
                 how = "" if method.name == "__call__" else f", which runs `{method.name}`"
+                why = f"on every call: its own `__call__`{how} replaces `Module.__call__`, "
+                if not replaced_call(cls):  # ``super().__call__`` on its other paths
+                    why = (
+                        "where its own `__call__` does not run `super().__call__`: that path "
+                        "skips `Module.__call__`, "
+                    )
                 yield analysis.finding(
                     type(self),
                     site.node,
                     resolution=resolution,
                     method=method.name,
-                    why=f"on every call: its own `__call__`{how} replaces `Module.__call__`, "
-                    "which runs them",
+                    why=why + "which runs them",
                     advice="Remove the `__call__` override (`Module.__call__` runs `forward`) "
                     "or call `super().__call__(...)` there.",
                 )
@@ -266,6 +271,23 @@ class SelfForwardRule(PythonRule):
                 )
 
 
+_COMPILER_TESTS = ("is_tracing", "is_scripting", "is_compiling", "_is_fx_tracing")
+
+
+def _under_compiler_test(method: ast.AST, call: ast.AST) -> bool:
+    """Whether ``call`` sits under an ``if`` that asks whether torch is tracing, scripting
+    or compiling (``if torch.jit.is_tracing(): return self.forward(x)``): the path a
+    tracer takes, where hooks are not run anyway."""
+    for node in ast.walk(method):
+        if (
+            isinstance(node, ast.If)
+            and any(t in ast.unparse(node.test) for t in _COMPILER_TESTS)
+            and any(call is inner for stmt in node.body for inner in ast.walk(stmt))
+        ):
+            return True
+    return False
+
+
 def _self_forward_calls(analysis: Analysis) -> Iterator[tuple[CallSite, ast.Attribute, bool]]:
     """``self.forward(...)`` in methods other than the entry methods of their class, each
     with whether the method is an entry only through an own ``__call__`` that replaces
@@ -277,7 +299,11 @@ def _self_forward_calls(analysis: Analysis) -> Iterator[tuple[CallSite, ast.Attr
         name = scope.method.name
         replaced = False
         if name in entry_methods(analysis, scope.cls):
-            if name in entry_methods(analysis, scope.cls, own_call=False):
+            # an own ``__call__`` that runs ``super().__call__`` on one path and
+            # ``self.forward`` on another: that path skips the hooks
+            if name in entry_methods(analysis, scope.cls, own_call=False) and (
+                name != "__call__" or _under_compiler_test(scope.method, site.node)
+            ):
                 continue
             replaced = True
         if in_scripting_branch(site) or in_torchscript(site):
