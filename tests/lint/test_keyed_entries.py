@@ -99,3 +99,37 @@ def test_dict_entries_of_plain_objects_are_no_modules(tmp_path: Path) -> None:
     write_source(tmp_path, "base.py", _PLAIN_BASE)
     path = write_source(tmp_path, "flow.py", _PLAIN_SUB)
     assert found(tmp_path, path, CONFIDENT) == set()
+
+
+_DELEGATING = """\
+    import torch
+
+    from {module} import {cls}
+
+
+    class Platipus(object):
+        def load_model(self, **kwargs):
+            helper = {cls}()
+            return helper.load_model(**kwargs)
+
+        def adapt(self, x, model: dict):
+            return model["{key}"].forward(x){mark}
+    """
+
+
+def test_dict_entries_of_a_class_the_builder_delegates_to(tmp_path: Path) -> None:
+    write_source(tmp_path, "base.py", _BASE)
+    write_source(tmp_path, "maml.py", _SUB)
+    source = _DELEGATING.format(module="maml", cls="Maml", key="head", mark="  # HS101")
+    path = write_source(tmp_path, "platipus.py", source)
+    assert found(tmp_path, path, CONFIDENT) == expected_codes(path) == {(12, "HS101")}
+    vias = {f.line: f.message for f in findings_of(tmp_path, path, CONFIDENT)}
+    assert "in Maml.load_model" in vias[12]
+
+
+def test_dict_entries_of_a_plain_class_the_builder_delegates_to(tmp_path: Path) -> None:
+    write_source(tmp_path, "base.py", _PLAIN_BASE)
+    write_source(tmp_path, "flow.py", _PLAIN_SUB)
+    source = _DELEGATING.format(module="flow", cls="Flow", key="stage", mark="")
+    path = write_source(tmp_path, "platipus.py", source)
+    assert found(tmp_path, path, CONFIDENT) == set()

@@ -44,7 +44,7 @@ def keyed_entry(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resol
             if not isinstance(method, _FUNCTIONS):
                 continue
             where = owner.scope_of(method)
-            found = _in_method(owner, method, where, holder, key)
+            found = _in_method(owner, method, where, holder, key, family.name)
             if found is False:
                 return None  # something else is stored under the key
             if evidence is None and isinstance(found, Resolved):
@@ -53,7 +53,7 @@ def keyed_entry(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resol
 
 
 def _in_method(
-    owner: Resolver, method: ast.AST, where: Scope, holder: str, key: str
+    owner: Resolver, method: ast.AST, where: Scope, holder: str, key: str, cls: str
 ) -> Resolved | bool | None:
     """What ``method`` says of ``holder[key]``: a module (how), ``False`` when it stores
     something else there, ``None`` when it says nothing."""
@@ -67,7 +67,7 @@ def _in_method(
                     Kind.MODULE,
                     name=key,
                     via=f"{shown} = {ast.unparse(node.value)} at {owner.file.path}:"
-                    f"{node.lineno}, in {getattr(method, 'name', '?')} of the same class family",
+                    f"{node.lineno}, in {cls}.{getattr(method, 'name', '?')}, of the same class family",
                 )
             elif stored.kind is not Kind.UNKNOWN or stored.is_class:
                 return False
@@ -82,8 +82,8 @@ def _in_method(
                 Kind.MODULE,
                 name=key,
                 via=f"{shown}.{node.func.attr}(...) at {owner.file.path}:{node.lineno}, in "
-                f"{getattr(method, 'name', '?')} of the same class family: only torch modules "
-                "have it",
+                f"{cls}.{getattr(method, 'name', '?')}, of the same class family: only torch "
+                "modules have it",
             )
     return evidence
 
@@ -104,9 +104,38 @@ def _is(node: ast.expr, holder: str, key: str) -> bool:
     return _entry(node) == (holder, key)
 
 
+def _delegates(owner: Resolver, cls: ast.ClassDef) -> list[tuple[Resolver, ast.ClassDef]]:
+    """The project classes a method of ``cls`` hands its result to build: ``return
+    helper.load_model(...)`` with ``helper = Maml(config)`` (the dict comes from there, laid
+    out as that class lays it out)."""
+    out: list[tuple[Resolver, ast.ClassDef]] = []
+    for method in cls.body:
+        if not isinstance(method, _FUNCTIONS):
+            continue
+        for stmt in method.body:
+            value = stmt.value if isinstance(stmt, ast.Return) else None
+            if not (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Attribute)
+                and isinstance(value.func.value, ast.Name)
+                and value.func.attr == method.name
+            ):
+                continue
+            built = owner.resolve(value.func.value, owner.scope_of(method))
+            name = built.cls
+            if not name or built.is_class:
+                continue
+            local = owner.file.classes.get(name)
+            other = owner if local is not None else foreign(owner, name)
+            found = local or (other.file.classes.get(name) if other is not None else None)
+            if other is not None and found is not None:
+                out.append((other, found))
+    return out
+
+
 def _lineage(resolver: Resolver, cls: ast.ClassDef) -> Iterator[tuple[Resolver, ast.ClassDef]]:
-    """``cls`` and its project bases, through any number of files, each with the resolver
-    of its own file."""
+    """``cls``, its project bases (through any number of files) and the classes its methods
+    delegate to (`_delegates`), each with the resolver of its own file."""
     seen: set[int] = set()
     todo: list[tuple[Resolver, ast.ClassDef]] = [(resolver, cls)]
     while todo:
@@ -115,6 +144,7 @@ def _lineage(resolver: Resolver, cls: ast.ClassDef) -> Iterator[tuple[Resolver, 
             continue
         seen.add(id(current))
         yield owner, current
+        todo.extend(_delegates(owner, current))
         for base in base_names(current):
             last = base.rsplit(".", 1)[-1]
             local = owner.file.classes.get(last)
