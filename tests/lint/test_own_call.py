@@ -59,7 +59,7 @@ def test_own_call_returning_forward_is_a_bypass(tmp_path: Path) -> None:
         class Explicit(nn.Module):
             def __call__(self, x):
                 if x is None:
-                    return self.forward(x)
+                    return self.forward(x)  # HS102
                 return nn.Module.__call__(self, x)
 
             def forward(self, x):

@@ -1,4 +1,5 @@
-"""Simple aliases: ``_model = model`` and then ``_model.forward(x)`` (in a lambda, say).
+"""Simple aliases: ``_model = model`` and then ``_model.forward(x)`` (in a lambda, say),
+and ``mdl = self.mdl`` (or ``kg, mdl = self.kg, self.mdl``) and then ``mdl.forward(x)``.
 
 An alias bound only to another name holds what that name held there: when the scope
 that binds the alias calls a module-only method on the aliased name
@@ -8,12 +9,14 @@ that binds the alias calls a module-only method on the aliased name
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from hookscope.lint.bindings import dotted
 from hookscope.lint.kinds import Kind, Resolved
 
 if TYPE_CHECKING:
-    from hookscope.lint.pyfile import Scope
+    from hookscope.lint.pyfile import CallSite, Scope
     from hookscope.lint.resolve import Resolver
 
 
@@ -45,3 +48,28 @@ def alias_used_as_module(resolver: Resolver, receiver: ast.expr, scope: Scope) -
                 )
         current = current.parent
     return None
+
+
+def attribute_alias(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolved | None:
+    """``receiver``, a name every binding of which in its function is the same attribute
+    chain (``mdl = self.mdl``, ``kg, mdl = self.kg, self.mdl``): what the code around
+    says of that attribute (``self.mdl`` of a module is a submodule) holds for the name."""
+    if not isinstance(receiver, ast.Name):
+        return None
+    from hookscope.lint.evidence import from_context  # (evidence imports this module)
+
+    bindings = resolver.bindings_of(site.scope.node).get(receiver.id, [])
+    if not bindings or any(
+        b.kind != "value" or not isinstance(b.expr, ast.Attribute) for b in bindings
+    ):
+        return None
+    value = bindings[0].expr
+    if len({ast.dump(b.expr) for b in bindings if b.expr is not None}) != 1 or value is None:
+        return None
+    if dotted(value) is None:
+        return None  # only ``a.b.c`` chains: a call's attribute is another value each time
+    found = from_context(resolver, value, site)
+    if found is None or found.kind is not Kind.MODULE:
+        return None
+    shown = ast.unparse(value)
+    return replace(found, name=receiver.id, via=f"{receiver.id} = {shown}, {found.via}")

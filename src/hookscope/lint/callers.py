@@ -74,6 +74,21 @@ def module_importers(index: ClassIndex, stem: str) -> list[str]:
     return _MODULE_IMPORTERS[stem]
 
 
+def star_importers(index: ClassIndex, stem: str) -> list[str]:
+    """The project files with a ``from <...>.stem import *``."""
+    _refresh(index)
+    word = re.compile(rb"(?:^|\.)" + re.escape(stem.encode()) + rb"$")
+    return [
+        where
+        for where, listed, modules in _IMPORT_LISTS
+        if b"*" in listed
+        and any(
+            names.strip() == b"*" and word.search(module)
+            for names, module in zip(listed.split(b"\n"), modules.split(b"\n"), strict=False)
+        )
+    ]
+
+
 def importers(index: ClassIndex, name: str) -> list[str]:
     """The project files (those the index holds classes or functions of) with a
     ``from ... import name`` (or ``... as name``)."""
@@ -193,7 +208,7 @@ def _function_calls(resolver: Resolver, name: str, where: str) -> list[Site] | N
     # ``from pkg.utils import compare``, or ``from pkg import utils as u`` and ``u.compare``
     stem = os.path.basename(where).removesuffix(".py")
     through = importers(resolver.index, stem)  # (a common stem, ``utils``, is left out)
-    named = importers(resolver.index, name)
+    named = [*importers(resolver.index, name), *star_importers(resolver.index, stem)]
     files = sorted({*named, *(through if len(through) <= MAX_IMPORTERS else ())})
     if not files or len(files) > MAX_IMPORTERS:
         return None
@@ -295,7 +310,26 @@ def imported_as(
                 return "yes"
             return "no" if all(b.kind == "import" for b in bindings) else "unknown"
         current = current.parent
+    if isinstance(func, ast.Name):
+        return _star_imported(other, name, where)
     return "unknown"
+
+
+def _star_imported(other: Resolver, name: str, where: str) -> Literal["yes", "no", "unknown"]:
+    """A bare ``name`` no scope binds: ``"yes"`` when the one ``from module import *`` of
+    ``other`` that provides a function so named is the module of ``where``."""
+    providers = [
+        node.module
+        for node in other.file.tree.body
+        if isinstance(node, ast.ImportFrom)
+        and any(a.name == "*" for a in node.names)
+        and node.module
+        and not node.level
+        and other.index.functions_in(name, node.module, other.where)
+    ]
+    if len(providers) != 1:
+        return "unknown"
+    return "yes" if import_names(other, f"{providers[0]}.{name}", name, where) else "no"
 
 
 def import_names(other: Resolver, origin: str, name: str, where: str) -> bool:

@@ -12,7 +12,7 @@ import ast
 import os
 import re
 
-from hookscope.lint import known, libraries
+from hookscope.lint import frameworks, known, libraries
 from hookscope.lint.bindings import dotted
 from hookscope.lint.bodies import module_evidence
 from hookscope.lint.crossfile import class_def_of
@@ -193,7 +193,7 @@ class ClassKinds:
             return Kind.HOOKLESS, False
         local_bases = self.imported(base_names(local)) if local else None
         torch_name = last in known.TORCH_NN_MODULES or last in known.EXTERNAL_MODULES
-        if local is not None and libraries.keras_file(self.file.tree, self.file.imports_torch):
+        if local is not None and frameworks.keras_file(self.file.tree, self.file.imports_torch):
             torch_name = False  # flax's or Keras's own ``Module``/``Linear``, not torch's
         if torch_name and local is None and self._dropped(last):
             return Kind.UNKNOWN, False

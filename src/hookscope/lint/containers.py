@@ -196,7 +196,7 @@ def getattr_value(resolver: Resolver, call: ast.Call, scope: Scope, depth: int) 
     if len(call.args) < 2:
         return UNKNOWN
     obj, name = call.args[0], call.args[1]
-    names = _attribute_names(resolver, obj, name, scope, depth)
+    names = attribute_names(resolver, obj, name, scope, depth)
     if not names:
         return UNKNOWN
     results = [
@@ -215,9 +215,11 @@ def getattr_value(resolver: Resolver, call: ast.Call, scope: Scope, depth: int) 
     return replace(results[0], via=f"{what} is one of {shown}, all alike ({results[0].via})")
 
 
-def _attribute_names(
+def attribute_names(
     resolver: Resolver, obj: ast.expr, name: ast.expr, scope: Scope, depth: int
 ) -> list[str]:
+    """The attributes ``getattr(obj, name)`` can read, when they are known (see
+    `getattr_value`); ``[]`` otherwise."""
     if isinstance(name, ast.Constant) and isinstance(name.value, str):
         return [name.value]
     if isinstance(name, ast.Name):

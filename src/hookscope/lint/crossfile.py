@@ -151,8 +151,9 @@ def imported_name(resolver: Resolver, origin: str, depth: int) -> Resolved:
     function = name in index.functions and name not in index  # ``def GIN(p)``
     if not function and (name[:1].isupper() or name in index):  # or qExpectedImp...
         kind, container = resolver.class_kind(name, module)
-        if kind is Kind.UNKNOWN and name not in index and name.isupper():
-            value = imported_value(resolver, module, name, depth)  # ``DEFAULT_NET``
+        if kind is Kind.UNKNOWN and name not in index:
+            # ``DEFAULT_NET``, or a class alias there (``CELossContext = LMHeadLossContext``)
+            value = imported_value(resolver, module, name, depth)
             if value.kind is not Kind.UNKNOWN:
                 return value
         return Resolved(kind, is_class=True, container=container, name=name)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 
-from hookscope.lint import libraries
+from hookscope.lint import frameworks
 from hookscope.lint.analysis import Analysis
 from hookscope.lint.bindings import dotted
 
@@ -38,7 +38,7 @@ def entry_methods(analysis: Analysis, cls: ast.ClassDef, *, own_call: bool = Tru
         return cached
     methods = {n.name: n for n in cls.body if isinstance(n, Method)}
     entry = {"forward", "__call__"}
-    if libraries.keras_file(analysis.file.tree, analysis.file.imports_torch):
+    if frameworks.keras_file(analysis.file.tree, analysis.file.imports_torch):
         entry.add("call")  # Keras's ``Layer.__call__`` runs ``call``: the entry point there
     for stmt in cls.body:
         target = (

@@ -29,10 +29,13 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from hookscope.lint import known
-from hookscope.lint.aliases import alias_used_as_module
+from hookscope.lint.aliases import alias_used_as_module, attribute_alias
 from hookscope.lint.bindings import Binding, class_attributes, dotted
 from hookscope.lint.classes import base_names
 from hookscope.lint.crossfile import import_origin, imported_file
+from hookscope.lint.frameworks import other_framework_file
+from hookscope.lint.getattrs import is_getattr, picked_by_name, picked_submodule
+from hookscope.lint.keyed import keyed_entry
 from hookscope.lint.kinds import Kind, Resolved
 from hookscope.lint.passing import callee_of, declared_by_callee, parameter_of
 from hookscope.lint.plain_tables import from_plain_tables, self_attribute_calls
@@ -43,10 +46,15 @@ from hookscope.lint.uses import LOADED_MODULE_METHODS, module_method, module_tak
 
 def from_context(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolved | None:
     """The receiver's kind from its use or its owner; ``None`` when nothing is said."""
+    if other_framework_file(resolver.file.tree, resolver.file.imports_torch):
+        return None  # ``paddle``'s ``Layer.eval()``: not torch's
     used = (
         used_as_module(resolver, receiver, site.scope)
         or _used_by_siblings(resolver, receiver, site.scope)
         or alias_used_as_module(resolver, receiver, site.scope)
+        or keyed_entry(resolver, receiver, site)
+        or picked_by_name(resolver, receiver, site)
+        or attribute_alias(resolver, receiver, site)
     )
     if used is not None:
         return used
@@ -283,13 +291,7 @@ def submodule(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolve
         if known.NOT_MODULE_NAME.search(receiver.attr):
             return None
         value, name = receiver.value, receiver.attr
-    elif (
-        isinstance(receiver, ast.Call)
-        and isinstance(receiver.func, ast.Name)
-        and receiver.func.id == "getattr"
-        and len(receiver.args) == 2
-        and not isinstance(receiver.args[1], ast.Constant)  # a constant is an attribute
-    ):
+    elif is_getattr(receiver) and len(receiver.args) == 2:
         value, name = receiver.args[0], ""
     else:
         return None
@@ -298,8 +300,8 @@ def submodule(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolve
         owner = from_context(resolver, value, site) or owner
     if owner.kind is not Kind.MODULE or owner.is_class:
         return None
-    if not name and owner.cls:
-        return None  # a project class: `getattr_value` knows its attributes, plain ones too
+    if not name and owner.cls:  # a project class: the attributes it can be are known
+        return picked_submodule(resolver, receiver, site) if is_getattr(receiver) else None
     if name and _from_library_calls(resolver, value, name, site.scope):
         return None  # ``self.x = lib.load(...)``: whatever a library gives, not proof
     if name and from_plain_tables(resolver, value, name, site.scope):

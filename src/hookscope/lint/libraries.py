@@ -6,7 +6,6 @@ one.
 
 from __future__ import annotations
 
-import ast
 import re
 
 # Libraries whose module base overrides ``__call__`` without running torch hooks
@@ -102,6 +101,8 @@ MODEL_FUNCTIONS = frozenset(
     {"mmdet.apis.init_detector", "mmseg.apis.init_model", "mmseg.apis.init_segmentor"}
     | {"open_clip.create_model", "whisper.load_model", "peft.get_peft_model"}
     | {"segmentation_models_pytorch.create_model"}
+    # higher's functional copies: a subclass of the patched module's own class
+    | {"higher.monkeypatch", "higher.patch.monkeypatch", "higher.patch.make_functional"}
 )
 
 
@@ -193,6 +194,8 @@ LIBRARY_MODULE_CLASSES: dict[str, frozenset[str]] = {
     "cpflows": frozenset({"SequentialFlow", "DeepConvexFlow", "ActNorm"}),
     "rwkv.model": frozenset({"RWKV"}),
     "lpips": frozenset({"LPIPS"}),
+    # higher's patched modules (``_MonkeyPatchBase(abc.ABC, torch.nn.Module)``)
+    "higher.patch": frozenset({"_MonkeyPatchBase"}),
     "efficientnet_pytorch": frozenset({"EfficientNet"}),
     # AllenNLP's model base and layers (``allennlp.models.Model`` is an ``nn.Module``;
     # ``allennlp.models.archival.Archive`` next to it is a tuple), NeMo's model and module
@@ -364,25 +367,3 @@ def library_model_function(qualified: str) -> bool:
 def auto_model_class(path: str) -> bool:
     """Whether ``path`` names an auto class whose loaders give a torch model."""
     return bool(_AUTO_MODEL.match(path.rpartition(".")[2]))
-
-
-# Frameworks with layers of their own (``keras.layers.Layer``, flax's ``linen.Module``).
-_OTHER_FRAMEWORKS = frozenset({"tensorflow", "keras", "tf_keras", "flax", "jax", "haiku", "mxnet"})
-
-
-def keras_file(tree: ast.Module, imports_torch: bool) -> bool:
-    """A file that imports TensorFlow, Keras, JAX/Flax or MXNet and never names torch: its
-    classes are that framework's layers and models, whatever a project-wide look-up of a
-    base's name says."""
-    if imports_torch:
-        return False
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            tops = [alias.name.partition(".")[0] for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and not node.level:
-            tops = [(node.module or "").partition(".")[0]]
-        else:
-            continue
-        if any(top in _OTHER_FRAMEWORKS for top in tops):
-            return True
-    return False

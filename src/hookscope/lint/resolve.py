@@ -52,6 +52,7 @@ from hookscope.lint.crossfile import (
     imported_name,
     module_function,
 )
+from hookscope.lint.declared import declared_type
 from hookscope.lint.index import ClassIndex
 from hookscope.lint.kinds import MAX_DEPTH, NAMESPACE, UNKNOWN, Kind, Resolved, with_elements
 from hookscope.lint.methods import (
@@ -168,6 +169,9 @@ class Resolver(ClassKinds):
                     )
                     if found is not None:
                         return found
+                declared = declared_type(self, current, bindings, name)
+                if declared is not None:
+                    return declared
                 if bindings:
                     if current is scope and line:
                         bindings = [b for b in bindings if not in_own_value(b, line)]

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from hookscope.lint import known
 from hookscope.lint.analysis import Analysis, PythonRule, self_names
 from hookscope.lint.bindings import dotted
-from hookscope.lint.entry import entry_methods, is_super_call
+from hookscope.lint.entry import entry_methods, is_super_call, replaced_call
 from hookscope.lint.evidence import from_context
 from hookscope.lint.findings import Edit, Finding
 from hookscope.lint.kinds import Kind, Resolved, looks_like_module
@@ -239,13 +239,18 @@ class SelfForwardRule(PythonRule):
                 if kind is not Kind.MODULE:
                     continue  # a plain class's (or a mixin's) own ``__call__``: no hooks
                 how = "" if method.name == "__call__" else f", which runs `{method.name}`"
+                why = f"on every call: its own `__call__`{how} replaces `Module.__call__`, "
+                if not replaced_call(cls):  # ``super().__call__`` on its other paths
+                    why = (
+                        "where its own `__call__` does not run `super().__call__`: that path "
+                        "skips `Module.__call__`, "
+                    )
                 yield analysis.finding(
                     type(self),
                     site.node,
                     resolution=resolution,
                     method=method.name,
-                    why=f"on every call: its own `__call__`{how} replaces `Module.__call__`, "
-                    "which runs them",
+                    why=why + "which runs them",
                     advice="Remove the `__call__` override (`Module.__call__` runs `forward`) "
                     "or call `super().__call__(...)` there.",
                 )
@@ -266,6 +271,23 @@ class SelfForwardRule(PythonRule):
                 )
 
 
+_COMPILER_TESTS = ("is_tracing", "is_scripting", "is_compiling", "_is_fx_tracing")
+
+
+def _under_compiler_test(method: ast.AST, call: ast.AST) -> bool:
+    """Whether ``call`` sits under an ``if`` that asks whether torch is tracing, scripting
+    or compiling (``if torch.jit.is_tracing(): return self.forward(x)``): the path a
+    tracer takes, where hooks are not run anyway."""
+    for node in ast.walk(method):
+        if (
+            isinstance(node, ast.If)
+            and any(t in ast.unparse(node.test) for t in _COMPILER_TESTS)
+            and any(call is inner for stmt in node.body for inner in ast.walk(stmt))
+        ):
+            return True
+    return False
+
+
 def _self_forward_calls(analysis: Analysis) -> Iterator[tuple[CallSite, ast.Attribute, bool]]:
     """``self.forward(...)`` in methods other than the entry methods of their class, each
     with whether the method is an entry only through an own ``__call__`` that replaces
@@ -277,7 +299,11 @@ def _self_forward_calls(analysis: Analysis) -> Iterator[tuple[CallSite, ast.Attr
         name = scope.method.name
         replaced = False
         if name in entry_methods(analysis, scope.cls):
-            if name in entry_methods(analysis, scope.cls, own_call=False):
+            # an own ``__call__`` that runs ``super().__call__`` on one path and
+            # ``self.forward`` on another: that path skips the hooks
+            if name in entry_methods(analysis, scope.cls, own_call=False) and (
+                name != "__call__" or _under_compiler_test(scope.method, site.node)
+            ):
                 continue
             replaced = True
         if in_scripting_branch(site) or in_torchscript(site):
@@ -308,11 +334,39 @@ class SuperOtherRule(PythonRule):
             cls_arg, other = receiver.args  # type: ignore[attr-defined]
             if isinstance(other, ast.Name) and other.id in self_names(site.scope):
                 continue
-            if _own_type_on_self(site.scope, cls_arg, other):
+            if _own_type_on_self(site.scope, cls_arg, other) or _installed_on(
+                analysis, site.scope, cls_arg, other
+            ):
                 continue
             yield analysis.finding(
                 type(self), site.node, cls=analysis.source(cls_arg), other=analysis.source(other)
             )
+
+
+def _installed_on(analysis: Analysis, scope: Scope, cls_arg: ast.expr, other: ast.expr) -> bool:
+    """``super(Cls, self)`` in a module-level function that the file installs as a method
+    of ``Cls`` (``Cls.forward = new_forward``, a patch of a library class): ``self`` is
+    the first parameter, an instance of ``Cls``, so the call runs the base ``forward`` on
+    the module itself, like ``super().forward`` in ``Cls``."""
+    node = scope.node
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or scope.cls is not None:
+        return False
+    args = [*node.args.posonlyargs, *node.args.args]
+    if not (args and isinstance(other, ast.Name) and other.id == args[0].arg):
+        return False
+    owner = dotted(cls_arg)
+    for stmt in analysis.file.tree.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and isinstance(stmt.value, ast.Name)
+            and stmt.value.id == node.name
+            and any(
+                isinstance(t, ast.Attribute) and owner is not None and dotted(t.value) == owner
+                for t in stmt.targets
+            )
+        ):
+            return True
+    return False
 
 
 def _own_type_on_self(scope: Scope, cls_arg: ast.expr, other: ast.expr) -> bool:

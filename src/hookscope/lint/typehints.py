@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from hookscope.lint.bindings import dotted
+from hookscope.lint.crossfile import imported_name
 from hookscope.lint.index import ClassIndex
 from hookscope.lint.kinds import UNKNOWN, Kind, Resolved
 from hookscope.lint.pyfile import PyFile
@@ -74,6 +75,10 @@ def annotation_kind(resolver: Resolver, node: ast.expr) -> Resolved:
     if spelled.rpartition(".")[0] in _TYPING_MODULES:
         return UNKNOWN  # ``Any``, ``Callable``: never the project's classes of that name
     kind, container = resolver.class_kind(spelled)
+    if kind is Kind.UNKNOWN and spelled != path and "." in spelled:
+        aliased = imported_name(resolver, spelled, 0)  # ``Ctx = LossContext`` there
+        if aliased.is_class and aliased.kind is not Kind.UNKNOWN:
+            return replace(aliased, is_class=False, via="")
     return Resolved(
         kind,
         container=container,
