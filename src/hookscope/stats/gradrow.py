@@ -1,0 +1,102 @@
+"""Gradient rows merged into a buffer kept outside the compiled graph: ``hookscope::grad_row_into``.
+
+A compiled Monitor's gradient probe (`hookscope.monitor.traced`) must leave
+something in the backward graph that autograd keeps: until the eleventh
+session each probe's ``grad_rows`` made a fresh ``(rows, 4)`` tensor of
+zeros but for its row, handed back as the gradient of a leaf ``sink`` that
+autograd summed into ``sink.grad``. That fresh tensor cost more than the
+row itself for small gradients: 3-17 µs a call in a real step (the
+allocator and fresh pages, just after the backward's large kernels), ten
+calls a SmallCNN step.
+
+``grad_row_into(g, key, index)`` instead adds ``g``'s row (`GRAD_FIELDS`)
+into row ``index`` of a buffer that `register` made known under ``key``, and
+returns an *empty* float64 tensor: the gradient of an empty leaf (``tick``),
+which is what keeps the op in the graph. Summing those gradients costs
+nothing, and an empty tensor has no data that inductor could write to or
+reuse. Rows add as ``sink.grad`` did: sizes, sums of squares, NaN and Inf
+counts are sums, so a module called twice, or two backwards before
+``take``, give the same sums, in call order.
+
+On the CPU the C kernel adds the row into the buffer by address
+(``hs_grad_row_add``); a NaN or Inf in ``g``, other devices and other
+buffers take `hookscope.stats.traced.grad_row`'s tensor ops, counted
+exactly. A key that is no longer registered (a Monitor closed while its
+graph still runs) writes nothing.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import torch
+
+from hookscope.stats import native
+from hookscope.stats.traced import GRAD_FIELDS, grad_row
+
+__all__ = ["grad_row_into_op", "register", "unregister"]
+
+_LIB = torch.library.Library("hookscope", "FRAGMENT")
+_LIB.define(
+    "grad_row_into(Tensor g, int key, int index) -> Tensor", tags=(torch.Tag.flexible_layout,)
+)
+
+#: key -> a ``(rows, len(GRAD_FIELDS))`` buffer the op adds rows into.
+_BUFFERS: dict[int, torch.Tensor] = {}
+#: key -> ``(address of row 0, row stride in bytes, rows)`` for the kernel (float64 CPU buffers).
+_ADDRESSES: dict[int, tuple[int, int, int]] = {}
+_KEYS = itertools.count()
+#: The op's result on the CPU: empty, so it is safe to hand out again and again.
+_TOKEN = torch.zeros(1, dtype=torch.float64)
+
+
+def register(buffer: torch.Tensor) -> int:
+    """Make ``buffer`` (``(rows, len(GRAD_FIELDS))``) known to the op; the key to pass it.
+
+    The buffer must stay where it is (no resize) while registered.
+    """
+    if buffer.dim() != 2 or buffer.shape[1] != len(GRAD_FIELDS):
+        raise ValueError(f"a gradient buffer is (rows, {len(GRAD_FIELDS)}), got {buffer.shape}")
+    key = next(_KEYS)
+    _BUFFERS[key] = buffer
+    if buffer.is_cpu and buffer.dtype == torch.float64 and buffer.is_contiguous():
+        _ADDRESSES[key] = (buffer.data_ptr(), buffer.stride(0) * 8, buffer.shape[0])
+    return key
+
+
+def unregister(key: int) -> None:
+    """Forget ``key``'s buffer: the op then writes nothing for it."""
+    _BUFFERS.pop(key, None)
+    _ADDRESSES.pop(key, None)
+
+
+def _grad_row_into(g: torch.Tensor, key: int, index: int) -> torch.Tensor:
+    """Add ``g``'s gradient row into row ``index`` of ``key``'s buffer; an empty float64 tensor."""
+    token = _TOKEN if g.is_cpu else g.new_zeros(1, dtype=torch.float64)
+    if not g.numel():  # its row is all zeros
+        return token
+    place = _ADDRESSES.get(key)
+    if place is not None and 0 <= index < place[2]:
+        got = native.loaded()
+        if got is not None and native.takes(g):
+            lib, codes = got
+            address = place[0] + index * place[1]
+            threads = torch.get_num_threads()
+            if lib.hs_grad_row_add(codes[g.dtype], g.data_ptr(), g.numel(), threads, address) == 0:
+                return token
+    buffer = _BUFFERS.get(key)
+    if buffer is not None:
+        buffer[index] += grad_row(g.detach(), buffer.dtype).to(buffer.device)
+    return token
+
+
+def _grad_row_into_fake(g: torch.Tensor, key: int, index: int) -> torch.Tensor:
+    return g.new_empty(1, dtype=torch.float64)
+
+
+_LIB.impl("grad_row_into", _grad_row_into, "CompositeExplicitAutograd")
+torch.library.register_fake("hookscope::grad_row_into", _grad_row_into_fake, lib=_LIB)
+
+#: ``(g, key, index) -> empty float64 tensor``: adds ``g``'s `GRAD_FIELDS` row into row
+#: ``index`` of the buffer `register` returned ``key`` for.
+grad_row_into_op = torch.ops.hookscope.grad_row_into.default
