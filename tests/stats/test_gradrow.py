@@ -36,7 +36,7 @@ def test_rows_add_up_as_the_sink_gradients_did(g: torch.Tensor) -> None:
     once = grad_rows_op(g, 1, 3, torch.float64)
     assert torch.equal(buffer, once + once)
     assert buffer[1, 0] == 2 * g.numel()
-    assert token.shape == (1,) and token.dtype == torch.float64 and not token.any()
+    assert token.shape == () and token.dtype == torch.float64 and not token.any()
 
 
 def test_nan_and_inf_are_counted_exactly() -> None:
@@ -69,7 +69,7 @@ def test_an_unregistered_key_writes_nothing() -> None:
     key = gradrow.register(buffer)
     gradrow.unregister(key)
     token = grad_row_into_op(torch.randn(10, generator=_SEED), key, 0)
-    assert not buffer.any() and token.shape == (1,)
+    assert not buffer.any() and token.shape == ()
     assert not grad_row_into_op(torch.empty(0), key, 0).any()
 
 

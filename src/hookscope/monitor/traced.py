@@ -123,11 +123,11 @@ class TracedCollector:
         self.sink = torch.zeros(
             rows, len(GRAD_FIELDS), dtype=accumulator_dtype(device), device=device
         ).requires_grad_(grads)
-        #: Where the extern gradient rows go (`hookscope.stats.gradrow`), and the empty
+        #: Where the extern gradient rows go (`hookscope.stats.gradrow`), and the scalar
         #: leaf whose gradient keeps their ops in the graph.
         self.grad_rows = torch.zeros_like(self.sink, requires_grad=False)
         self._grad_key = gradrow.register(self.grad_rows)
-        self.tick = torch.zeros(1, dtype=torch.float64, device=device).requires_grad_(grads)
+        self.tick = torch.zeros((), dtype=torch.float64, device=device).requires_grad_(grads)
         #: While tracing, the last BatchNorm's returned output and the spare row that
         #: holds the row of its ReLU (cleared by the next hook: no tensor outlives the graph).
         self._norm: tuple[torch.Tensor, int] | None = None
@@ -267,7 +267,7 @@ class TracedCollector:
         """This step's gradient rows, or None when no backward reached a probe.
 
         Tensor-op probes leave theirs in ``sink.grad``, extern ones in
-        ``grad_rows`` (and an empty ``tick.grad`` to say they ran).
+        ``grad_rows`` (and a zero ``tick.grad`` to say they ran).
         """
         summed, self.sink.grad = self.sink.grad, None
         ran, self.tick.grad = self.tick.grad is not None, None

@@ -11,10 +11,14 @@ calls a SmallCNN step.
 
 ``grad_row_into(g, key, index)`` instead adds ``g``'s row (`GRAD_FIELDS`)
 into row ``index`` of a buffer that `register` made known under ``key``, and
-returns an *empty* float64 tensor: the gradient of an empty leaf (``tick``),
-which is what keeps the op in the graph. Summing those gradients costs
-nothing, and an empty tensor has no data that inductor could write to or
-reuse. Rows add as ``sink.grad`` did: sizes, sums of squares, NaN and Inf
+returns a float64 zero scalar: the gradient of a scalar leaf (``tick``), which
+is what keeps the op in the graph (inductor drops an op whose result is
+empty). On the CPU it is always the same zero tensor, so the call allocates
+nothing; every value ever written into it is a sum of these zeros (inductor
+may reuse it for the sum, autograd accumulates into it), so it stays zero.
+The result's shape is not part of inductor's cache key for the backward
+graph (the custom op's fake is not hashed): changing it needs a new op name,
+or a cached graph compiled for the old one is run. Rows add as ``sink.grad`` did: sizes, sums of squares, NaN and Inf
 counts are sums, so a module called twice, or two backwards before
 ``take``, give the same sums, in call order.
 
@@ -46,8 +50,8 @@ _BUFFERS: dict[int, torch.Tensor] = {}
 #: key -> ``(address of row 0, row stride in bytes, rows)`` for the kernel (float64 CPU buffers).
 _ADDRESSES: dict[int, tuple[int, int, int]] = {}
 _KEYS = itertools.count()
-#: The op's result on the CPU: empty, so it is safe to hand out again and again.
-_TOKEN = torch.zeros(1, dtype=torch.float64)
+#: The op's result on the CPU: a zero that stays zero (see the module docstring).
+_TOKEN = torch.zeros((), dtype=torch.float64)
 
 
 def register(buffer: torch.Tensor) -> int:
@@ -71,8 +75,8 @@ def unregister(key: int) -> None:
 
 
 def _grad_row_into(g: torch.Tensor, key: int, index: int) -> torch.Tensor:
-    """Add ``g``'s gradient row into row ``index`` of ``key``'s buffer; an empty float64 tensor."""
-    token = _TOKEN if g.is_cpu else g.new_zeros(1, dtype=torch.float64)
+    """Add ``g``'s gradient row into row ``index`` of ``key``'s buffer; a float64 zero scalar."""
+    token = _TOKEN if g.is_cpu else g.new_zeros((), dtype=torch.float64)
     if not g.numel():  # its row is all zeros
         return token
     place = _ADDRESSES.get(key)
@@ -91,12 +95,12 @@ def _grad_row_into(g: torch.Tensor, key: int, index: int) -> torch.Tensor:
 
 
 def _grad_row_into_fake(g: torch.Tensor, key: int, index: int) -> torch.Tensor:
-    return g.new_empty(1, dtype=torch.float64)
+    return g.new_empty((), dtype=torch.float64)
 
 
 _LIB.impl("grad_row_into", _grad_row_into, "CompositeExplicitAutograd")
 torch.library.register_fake("hookscope::grad_row_into", _grad_row_into_fake, lib=_LIB)
 
-#: ``(g, key, index) -> empty float64 tensor``: adds ``g``'s `GRAD_FIELDS` row into row
+#: ``(g, key, index) -> float64 zero scalar``: adds ``g``'s `GRAD_FIELDS` row into row
 #: ``index`` of the buffer `register` returned ``key`` for.
 grad_row_into_op = torch.ops.hookscope.grad_row_into.default
