@@ -73,6 +73,6 @@ def test_one_gradient_op_per_probe_in_the_backward() -> None:
         result = mon.step()
     assert result is not None
     ops = [n.target for g in graphs for n in g.graph.nodes if n.op == "call_function"]
-    assert ops.count(torch.ops.hookscope.grad_row_into.default) == 4  # one per module output
+    assert ops.count(torch.ops.hookscope.grad_row_add.default) == 4  # one per module output
     assert torch.ops.hookscope.grad_rows.default not in ops
     assert {r.module for r in result.records if r.phase == "backward"} == {"0", "1", "2", "3"}

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from hookscope.stats import gradrow, native
-from hookscope.stats.gradrow import grad_row_into_op
+from hookscope.stats.gradrow import grad_row_add_op
 from hookscope.stats.rowop import grad_rows_op
 from hookscope.stats.traced import grad_row
 
@@ -29,8 +29,8 @@ def test_rows_add_up_as_the_sink_gradients_did(g: torch.Tensor) -> None:
     buffer = torch.zeros(3, 4, dtype=torch.float64)
     key = gradrow.register(buffer)
     try:
-        token = grad_row_into_op(g, key, 1)
-        grad_row_into_op(g, key, 1)
+        token = grad_row_add_op(g, key, 1)
+        grad_row_add_op(g, key, 1)
     finally:
         gradrow.unregister(key)
     once = grad_rows_op(g, 1, 3, torch.float64)
@@ -44,7 +44,7 @@ def test_nan_and_inf_are_counted_exactly() -> None:
     key = gradrow.register(buffer)
     g = torch.tensor([1.0, float("nan"), float("inf"), -float("inf"), 2.0])
     try:
-        grad_row_into_op(g, key, 0)
+        grad_row_add_op(g, key, 0)
     finally:
         gradrow.unregister(key)
     assert buffer[0, 0] == 5 and buffer[0, 2] == 1 and buffer[0, 3] == 2
@@ -58,7 +58,7 @@ def test_other_buffers_take_the_tensor_ops() -> None:
     key = gradrow.register(buffer)
     g = torch.randn(50, generator=_SEED)
     try:
-        grad_row_into_op(g, key, 1)
+        grad_row_add_op(g, key, 1)
     finally:
         gradrow.unregister(key)
     assert torch.equal(buffer[1], grad_row(g, torch.float32))
@@ -68,9 +68,9 @@ def test_an_unregistered_key_writes_nothing() -> None:
     buffer = torch.zeros(2, 4, dtype=torch.float64)
     key = gradrow.register(buffer)
     gradrow.unregister(key)
-    token = grad_row_into_op(torch.randn(10, generator=_SEED), key, 0)
+    token = grad_row_add_op(torch.randn(10, generator=_SEED), key, 0)
     assert not buffer.any() and token.shape == ()
-    assert not grad_row_into_op(torch.empty(0), key, 0).any()
+    assert not grad_row_add_op(torch.empty(0), key, 0).any()
 
 
 def test_a_buffer_of_another_shape_is_refused() -> None:
@@ -85,7 +85,7 @@ def test_the_kernel_adds_the_row_by_address() -> None:
     key = gradrow.register(buffer)
     g = torch.randn(64, 32, generator=_SEED)
     try:
-        grad_row_into_op(g, key, 2)
+        grad_row_add_op(g, key, 2)
     finally:
         gradrow.unregister(key)
     expected = grad_rows_op(g, 2, 4, torch.float64)[2] + torch.tensor([1.0, 2.0, 0.0, 0.0])

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from hookscope.stats.gradrow import grad_row_into_op
+from hookscope.stats.gradrow import grad_row_add_op
 from hookscope.stats.rowop import grad_rows_op
 from hookscope.stats.traced import GRAD_FIELDS, grad_row
 
@@ -68,4 +68,4 @@ class RowProbe(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None, None]:
-        return grad, grad_row_into_op(grad.detach(), ctx.key, ctx.row), None, None
+        return grad, grad_row_add_op(grad.detach(), ctx.key, ctx.row), None, None

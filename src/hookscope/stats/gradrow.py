@@ -1,4 +1,4 @@
-"""Gradient rows merged into a buffer kept outside the compiled graph: ``hookscope::grad_row_into``.
+"""Gradient rows merged into a buffer kept outside the compiled graph: ``hookscope::grad_row_add``.
 
 A compiled Monitor's gradient probe (`hookscope.monitor.traced`) must leave
 something in the backward graph that autograd keeps: until the eleventh
@@ -9,7 +9,7 @@ row itself for small gradients: 3-17 µs a call in a real step (the
 allocator and fresh pages, just after the backward's large kernels), ten
 calls a SmallCNN step.
 
-``grad_row_into(g, key, index)`` instead adds ``g``'s row (`GRAD_FIELDS`)
+``grad_row_add(g, key, index)`` instead adds ``g``'s row (`GRAD_FIELDS`)
 into row ``index`` of a buffer that `register` made known under ``key``, and
 returns a float64 zero scalar: the gradient of a scalar leaf (``tick``), which
 is what keeps the op in the graph (inductor drops an op whose result is
@@ -38,11 +38,11 @@ import torch
 from hookscope.stats import native
 from hookscope.stats.traced import GRAD_FIELDS, grad_row
 
-__all__ = ["grad_row_into_op", "register", "unregister"]
+__all__ = ["grad_row_add_op", "register", "unregister"]
 
 _LIB = torch.library.Library("hookscope", "FRAGMENT")
 _LIB.define(
-    "grad_row_into(Tensor g, int key, int index) -> Tensor", tags=(torch.Tag.flexible_layout,)
+    "grad_row_add(Tensor g, int key, int index) -> Tensor", tags=(torch.Tag.flexible_layout,)
 )
 
 #: key -> a ``(rows, len(GRAD_FIELDS))`` buffer the op adds rows into.
@@ -74,7 +74,7 @@ def unregister(key: int) -> None:
     _ADDRESSES.pop(key, None)
 
 
-def _grad_row_into(g: torch.Tensor, key: int, index: int) -> torch.Tensor:
+def _grad_row_add(g: torch.Tensor, key: int, index: int) -> torch.Tensor:
     """Add ``g``'s gradient row into row ``index`` of ``key``'s buffer; a float64 zero scalar."""
     token = _TOKEN if g.is_cpu else g.new_zeros((), dtype=torch.float64)
     if not g.numel():  # its row is all zeros
@@ -94,13 +94,13 @@ def _grad_row_into(g: torch.Tensor, key: int, index: int) -> torch.Tensor:
     return token
 
 
-def _grad_row_into_fake(g: torch.Tensor, key: int, index: int) -> torch.Tensor:
+def _grad_row_add_fake(g: torch.Tensor, key: int, index: int) -> torch.Tensor:
     return g.new_empty((), dtype=torch.float64)
 
 
-_LIB.impl("grad_row_into", _grad_row_into, "CompositeExplicitAutograd")
-torch.library.register_fake("hookscope::grad_row_into", _grad_row_into_fake, lib=_LIB)
+_LIB.impl("grad_row_add", _grad_row_add, "CompositeExplicitAutograd")
+torch.library.register_fake("hookscope::grad_row_add", _grad_row_add_fake, lib=_LIB)
 
 #: ``(g, key, index) -> float64 zero scalar``: adds ``g``'s `GRAD_FIELDS` row into row
 #: ``index`` of the buffer `register` returned ``key`` for.
-grad_row_into_op = torch.ops.hookscope.grad_row_into.default
+grad_row_add_op = torch.ops.hookscope.grad_row_add.default
