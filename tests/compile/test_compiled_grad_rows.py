@@ -33,7 +33,8 @@ def _records(model: nn.Module, compiled: bool, backwards: int) -> dict[tuple[str
         if compiled:
             assert mon._compiled is not None
             traced = mon._compiled.traced
-            assert not traced.grad_rows.any() and traced.tick.grad is None  # emptied by take
+            assert traced.tick is not None and traced.tick.grad is None  # emptied by take
+            assert not traced.grad_rows.any()
             key = traced._grad_key
     if compiled:
         assert key not in gradrow._BUFFERS  # closed: a graph that outlives it writes nothing

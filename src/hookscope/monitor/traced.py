@@ -135,7 +135,12 @@ class TracedCollector:
         #: leaf whose gradient keeps their ops in the graph.
         self.grad_rows = torch.zeros_like(self.sink, requires_grad=False)
         self._grad_key = gradrow.register(self.grad_rows)
-        self.tick = torch.zeros((), dtype=torch.float64, device=device).requires_grad_(grads)
+        #: (float64, as the op's result: none on MPS, which has no float64 and no extern rows.)
+        self.tick = (
+            None
+            if device.type == "mps"
+            else torch.zeros((), dtype=torch.float64, device=device).requires_grad_(grads)
+        )
         #: While tracing, the last BatchNorm's returned output and the spare row that
         #: holds the row of its ReLU (cleared by the next hook: no tensor outlives the graph).
         self._norm: tuple[torch.Tensor, int] | None = None
@@ -248,7 +253,7 @@ class TracedCollector:
         if not (t.requires_grad and t.is_floating_point()):
             return t
         extern = self._uses_extern(t) if self.grad_extern is None else self.grad_extern
-        if extern and self.grad_into:
+        if extern and self.grad_into and self.tick is not None:
             return RowProbe.apply(t, self.tick, self._grad_key, row)
         return Probe.apply(t, self.sink, row, extern)
 
@@ -289,9 +294,9 @@ class TracedCollector:
         ``grad_rows`` (and a zero ``tick.grad`` to say they ran).
         """
         summed, self.sink.grad = self.sink.grad, None
-        ran, self.tick.grad = self.tick.grad is not None, None
-        if not ran:
+        if self.tick is None or self.tick.grad is None:
             return summed
+        self.tick.grad = None
         return self.grad_rows if summed is None else summed + self.grad_rows
 
     def close(self) -> None:
