@@ -33,8 +33,7 @@ def _records(model: nn.Module, compiled: bool, backwards: int) -> dict[tuple[str
         if compiled:
             assert mon._compiled is not None
             traced = mon._compiled.traced
-            assert traced.tick is not None and traced.tick.grad is None  # emptied by take
-            assert not traced.grad_rows.any()
+            assert traced.row_probed and not traced.grad_rows.any()  # emptied by take
             key = traced._grad_key
     if compiled:
         assert key not in gradrow._BUFFERS  # closed: a graph that outlives it writes nothing

@@ -29,14 +29,13 @@ def test_rows_add_up_as_the_sink_gradients_did(g: torch.Tensor) -> None:
     buffer = torch.zeros(3, 4, dtype=torch.float64)
     key = gradrow.register(buffer)
     try:
-        token = grad_row_add_op(g, key, 1)
+        assert grad_row_add_op(g, key, 1) is None
         grad_row_add_op(g, key, 1)
     finally:
         gradrow.unregister(key)
     once = grad_rows_op(g, 1, 3, torch.float64)
     assert torch.equal(buffer, once + once)
     assert buffer[1, 0] == 2 * g.numel()
-    assert token.shape == () and token.dtype == torch.float64 and not token.any()
 
 
 def test_nan_and_inf_are_counted_exactly() -> None:
@@ -68,9 +67,9 @@ def test_an_unregistered_key_writes_nothing() -> None:
     buffer = torch.zeros(2, 4, dtype=torch.float64)
     key = gradrow.register(buffer)
     gradrow.unregister(key)
-    token = grad_row_add_op(torch.randn(10, generator=_SEED), key, 0)
-    assert not buffer.any() and token.shape == ()
-    assert not grad_row_add_op(torch.empty(0), key, 0).any()
+    grad_row_add_op(torch.randn(10, generator=_SEED), key, 0)
+    grad_row_add_op(torch.empty(0), key, 0)
+    assert not buffer.any()
 
 
 def test_a_buffer_of_another_shape_is_refused() -> None:

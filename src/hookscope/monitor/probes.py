@@ -5,8 +5,8 @@ compiled autograd for them), so `hookscope.monitor.traced` wraps each
 monitored output in one of these `torch.autograd.Function` s instead:
 
 * `RowProbe` (extern rows, the CPU's default): the backward adds the row
-  into a buffer outside the graph (`hookscope.stats.gradrow`); its zero
-  result is the gradient of a scalar leaf, which keeps the op in the graph;
+  into a buffer outside the graph (`hookscope.stats.gradrow`), an op marked
+  as having a side effect, so the graph keeps it;
 * `Probe`: the backward hands the row back as the gradient of a leaf
   ``sink`` of all the rows, which autograd sums into ``sink.grad`` (tensor
   ops elsewhere, and on the CPU until the eleventh session).
@@ -57,15 +57,15 @@ class Probe(torch.autograd.Function):
 class RowProbe(torch.autograd.Function):
     """Identity on ``x`` whose backward adds the gradient's row into a buffer outside the graph.
 
-    One extern op (`hookscope.stats.gradrow`) per gradient; its zero result is
-    the gradient of ``tick``, a scalar leaf, which keeps the op in the graph.
+    One extern op (`hookscope.stats.gradrow`) per gradient, with no result.
     """
 
     @staticmethod
-    def forward(ctx: Any, x: torch.Tensor, tick: torch.Tensor, key: int, row: int) -> torch.Tensor:
+    def forward(ctx: Any, x: torch.Tensor, key: int, row: int) -> torch.Tensor:
         ctx.key, ctx.row = key, row
         return x.clone()
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None, None]:
-        return grad, grad_row_add_op(grad.detach(), ctx.key, ctx.row), None, None
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None, None]:
+        grad_row_add_op(grad.detach(), ctx.key, ctx.row)
+        return grad, None, None

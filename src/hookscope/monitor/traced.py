@@ -131,16 +131,11 @@ class TracedCollector:
         self.sink = torch.zeros(
             rows, len(GRAD_FIELDS), dtype=accumulator_dtype(device), device=device
         ).requires_grad_(grads)
-        #: Where the extern gradient rows go (`hookscope.stats.gradrow`), and the scalar
-        #: leaf whose gradient keeps their ops in the graph.
+        #: Where the extern gradient rows go (`hookscope.stats.gradrow`); whether a
+        #: traced graph puts rows there (set while tracing, replayed each run).
         self.grad_rows = torch.zeros_like(self.sink, requires_grad=False)
         self._grad_key = gradrow.register(self.grad_rows)
-        #: (float64, as the op's result: none on MPS, which has no float64 and no extern rows.)
-        self.tick = (
-            None
-            if device.type == "mps"
-            else torch.zeros((), dtype=torch.float64, device=device).requires_grad_(grads)
-        )
+        self.row_probed = False
         #: While tracing, the last BatchNorm's returned output and the spare row that
         #: holds the row of its ReLU (cleared by the next hook: no tensor outlives the graph).
         self._norm: tuple[torch.Tensor, int] | None = None
@@ -253,8 +248,9 @@ class TracedCollector:
         if not (t.requires_grad and t.is_floating_point()):
             return t
         extern = self._uses_extern(t) if self.grad_extern is None else self.grad_extern
-        if extern and self.grad_into and self.tick is not None:
-            return RowProbe.apply(t, self.tick, self._grad_key, row)
+        if extern and self.grad_into:
+            self.row_probed = True
+            return RowProbe.apply(t, self._grad_key, row)
         return Probe.apply(t, self.sink, row, extern)
 
     def take(self) -> tuple[list[Entry], list[Entry]]:
@@ -291,12 +287,11 @@ class TracedCollector:
         """This step's gradient rows, or None when no backward reached a probe.
 
         Tensor-op probes leave theirs in ``sink.grad``, extern ones in
-        ``grad_rows`` (and a zero ``tick.grad`` to say they ran).
+        ``grad_rows`` (rows of no backward stay empty: `take` skips them).
         """
         summed, self.sink.grad = self.sink.grad, None
-        if self.tick is None or self.tick.grad is None:
+        if not self.row_probed:
             return summed
-        self.tick.grad = None
         return self.grad_rows if summed is None else summed + self.grad_rows
 
     def close(self) -> None:

@@ -11,15 +11,16 @@ calls a SmallCNN step.
 
 ``grad_row_add(g, key, index)`` instead adds ``g``'s row (`GRAD_FIELDS`)
 into row ``index`` of a buffer that `register` made known under ``key``, and
-returns a fresh float64 zero scalar: the gradient of a scalar leaf (``tick``),
-which is what keeps the op in the graph (inductor drops an op whose result is
-empty). Fresh, not one shared zero (which saved ~8 µs a call): inductor
-treats each result as a buffer of its own and may reuse its memory for
-another value once it is read, so two results sharing memory could let two
-live values overwrite each other. The result's shape is not part of
+returns nothing: it is registered as having a side effect
+(``torch.fx.node.has_side_effect``), so neither AOT autograd's partitioner
+nor inductor drops it although no value of the graph depends on it. No
+tensor is made per call, no gradient is summed, no leaf accumulates one.
+(An op whose result is an *empty* tensor is dropped by inductor; one that
+returns a shared zero would hand inductor buffers that alias each other.)
+What the op returns is not part of
 inductor's cache key for the backward graph (the custom op's fake is not
-hashed): changing it needs a new op name, or a cached graph compiled for
-the old one is run.
+hashed): changing it needs a new op name or a graph whose code differs, or
+a cached graph compiled for the old one is run.
 
 Rows add as ``sink.grad`` did: sizes, sums of squares, NaN and Inf counts
 are sums, so a module called twice, or two backwards before ``take``, give
@@ -44,9 +45,7 @@ from hookscope.stats.traced import GRAD_FIELDS, grad_row
 __all__ = ["grad_row_add_op", "register", "unregister"]
 
 _LIB = torch.library.Library("hookscope", "FRAGMENT")
-_LIB.define(
-    "grad_row_add(Tensor g, int key, int index) -> Tensor", tags=(torch.Tag.flexible_layout,)
-)
+_LIB.define("grad_row_add(Tensor g, int key, int index) -> ()", tags=(torch.Tag.flexible_layout,))
 
 #: key -> a ``(rows, len(GRAD_FIELDS))`` buffer the op adds rows into.
 _BUFFERS: dict[int, torch.Tensor] = {}
@@ -75,11 +74,10 @@ def unregister(key: int) -> None:
     _ADDRESSES.pop(key, None)
 
 
-def _grad_row_add(g: torch.Tensor, key: int, index: int) -> torch.Tensor:
-    """Add ``g``'s gradient row into row ``index`` of ``key``'s buffer; a float64 zero scalar."""
-    token = g.new_zeros((), dtype=torch.float64)
+def _grad_row_add(g: torch.Tensor, key: int, index: int) -> None:
+    """Add ``g``'s gradient row into row ``index`` of ``key``'s buffer."""
     if not g.numel():  # its row is all zeros
-        return token
+        return
     place = _ADDRESSES.get(key)
     if place is not None and 0 <= index < place[2]:
         got = native.loaded()
@@ -88,20 +86,20 @@ def _grad_row_add(g: torch.Tensor, key: int, index: int) -> torch.Tensor:
             address = place[0] + index * place[1]
             threads = torch.get_num_threads()
             if lib.hs_grad_row_add(codes[g.dtype], g.data_ptr(), g.numel(), threads, address) == 0:
-                return token
+                return
     buffer = _BUFFERS.get(key)
     if buffer is not None:
         buffer[index] += grad_row(g.detach(), buffer.dtype).to(buffer.device)
-    return token
 
 
-def _grad_row_add_fake(g: torch.Tensor, key: int, index: int) -> torch.Tensor:
-    return g.new_empty((), dtype=torch.float64)
+def _grad_row_add_fake(g: torch.Tensor, key: int, index: int) -> None:
+    """Nothing to make: the op only writes outside the graph."""
 
 
 _LIB.impl("grad_row_add", _grad_row_add, "CompositeExplicitAutograd")
 torch.library.register_fake("hookscope::grad_row_add", _grad_row_add_fake, lib=_LIB)
 
-#: ``(g, key, index) -> float64 zero scalar``: adds ``g``'s `GRAD_FIELDS` row into row
+#: ``(g, key, index) -> None``: adds ``g``'s `GRAD_FIELDS` row into row
 #: ``index`` of the buffer `register` returned ``key`` for.
 grad_row_add_op = torch.ops.hookscope.grad_row_add.default
+torch.fx.node.has_side_effect(grad_row_add_op)  # kept in graphs that do not use a result of it
