@@ -26,6 +26,9 @@ is set to False and the row function swapped through
 * ``python rows``: the defaults but each extern op's row handed back to
   Python and merged there, as until the tenth session
   (``rowop.KERNEL_ROWS`` off during its steps);
+* ``sink rows``: the defaults but each gradient row handed back as a fresh
+  ``(rows, 4)`` tensor, the gradient of a leaf that autograd sums, as until
+  the eleventh session (``TracedCollector.grad_into`` off);
 * ``grad ops``: the defaults but gradient rows as tensor ops that inductor
   fuses into the backward's kernels (``TracedCollector.grad_extern`` off);
 * ``grads=False``, ``params=False``: the defaults without gradient rows, or
@@ -131,6 +134,7 @@ VARIANTS: dict[str, tuple[dict[str, bool] | None, Row | None]] = {
     "norm outputs": ({}, None),
     "affine scratch": ({}, None),
     "python rows": ({}, None),
+    "sink rows": ({}, None),
     "grad ops": ({}, None),
     "grads=False": ({"grads": False}, None),
     "params=False": ({"params": False}, None),
@@ -207,6 +211,7 @@ def main() -> None:
             traced.norm_from_input = name != "norm outputs"
             if name == "grad ops":
                 traced.grad_extern = False
+            traced.grad_into = name != "sink rows"
         runs[name] = torch.compile(model)
         opts[name] = torch.optim.SGD(model.parameters(), lr=1e-3)
     times: dict[str, dict[str, list[float]]] = {n: {p: [] for p in PHASES} for n in names}

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from hookscope.stats import native, rowop
-from hookscope.stats.rowop import affine_row_op, grad_rows_op, merge_row_op
+from hookscope.stats.rowop import affine_row_op, grad_rows_op, merge_row_op, move_row_op
 from hookscope.stats.traced import empty_rows
 
 pytestmark = pytest.mark.skipif(
@@ -112,3 +112,18 @@ def test_the_kernel_writes_finite_dense_rows_and_leaves_the_rest_to_python() -> 
     assert not rowop._kernel_merge(rows, 4, x, relu=False)  # out of range: Python raises
     assert not rowop._kernel_merge(rows.float(), 0, x, relu=False)  # not a float64 buffer
     assert not rowop._kernel_grad(torch.zeros(4, 4), 0, x)
+
+
+def test_moved_rows_match_the_python_path(paths: Callable[[bool], None]) -> None:
+    """``move_row_`` by the kernel (``hs_move_row``): the same merge, and an emptied source."""
+    got = []
+    for kernel in (True, False):
+        paths(kernel)
+        rows = _buffer()
+        rows[3] = torch.tensor([1.0, 5.0, -2.0, 7.0, -3.0, 0.5, 4.0, 0.0, 0.0])
+        move_row_op(rows, 3, 1)
+        move_row_op(rows, 3, 0)  # the emptied row moved on: only neutral values
+        move_row_op(rows, 1, 1)  # onto itself: Python's path (the kernel needs two rows)
+        got.append(rows)
+    assert _same(got[0], got[1])
+    assert _same(got[0][3], empty_rows(1)[0])

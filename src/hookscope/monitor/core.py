@@ -267,6 +267,8 @@ class Monitor:
         finally:
             if self._grad_hooks is not None:
                 self._grad_hooks.remove()
+            if self._compiled is not None:
+                self._compiled.traced.close()
             if self._session is not None:
                 self._session.close()
             self._sinks.close()

@@ -13,18 +13,17 @@ When dynamo traces a monitored module, `Collector` hands the forward hook to
   On the CPU a float32 BatchNorm's row is made from its input
   (`hookscope.stats.rowop.affine_row_op`), and so is the row of a ReLU
   called next on its output, so that inductor need store neither output;
-* gradients w.r.t. those outputs go through `_Probe`, an identity whose
-  backward writes the gradient's row into the gradient of ``sink``, a leaf
-  tensor: autograd accumulates it in ``sink.grad`` like any parameter's
-  (the row: `hookscope.stats.rowop.grad_rows_op` or tensor ops, as above).
-  Tensor hooks on intermediate tensors would break the graph (dynamo needs
-  compiled autograd for them). The probe clones the output, since a module
-  downstream may modify it in place (``x += residual``, ``ReLU(inplace=True)``);
+* gradients w.r.t. those outputs go through a probe
+  (`hookscope.monitor.probes`), an identity whose backward records the
+  gradient's row: on the CPU one extern op that adds it into `grad_rows`, a
+  buffer outside the graph (`hookscope.stats.gradrow`); elsewhere tensor
+  ops whose row is the gradient of ``sink``, a leaf that autograd
+  accumulates in ``sink.grad`` like any parameter;
 * what the rows hold (tensor paths, shapes, dtypes) is written to a plain
   object per module, an attribute store dynamo replays after each run without
   guarding on it.
 
-`TracedCollector.take` reads the buffer and ``sink.grad`` once per step and
+`TracedCollector.take` reads the buffer and the gradient rows once per step and
 turns the rows into the same `Entry` objects as the eager path. Parameter
 gradients need nothing here: ``AccumulateGrad`` and its hooks run outside
 the compiled graph, in eager mode.
@@ -43,19 +42,19 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from torch.nn.modules import module as _module
 
 from hookscope.monitor.collector import Entry
-from hookscope.stats import Plan, kind_of, tensors_in
+from hookscope.monitor.probes import Probe, RowProbe
+from hookscope.monitor.rowsources import Affine, hooks_alone, norm_parts, relu_input
+from hookscope.stats import Plan, gradrow, kind_of, tensors_in
 from hookscope.stats.reduce import Kind
-from hookscope.stats.rowop import affine_row_op, grad_rows_op, merge_row_op, move_row_op
+from hookscope.stats.rowop import affine_row_op, merge_row_op, move_row_op
 from hookscope.stats.traced import (
     FIELDS,
     GRAD_FIELDS,
     accumulator_dtype,
     empty_rows,
     grad_reduction,
-    grad_row,
     merge_row,
     reduce_row,
     to_reduction,
@@ -68,103 +67,21 @@ SLOTS = 8
 RowFn = Callable[[torch.Tensor, Plan, torch.dtype], torch.Tensor]
 
 
-def _relu_input(
-    module: nn.Module | None, args: tuple[Any, ...], output: Any
-) -> torch.Tensor | None:
-    """The input of an out-of-place ``nn.ReLU`` whose output is ``relu(input)``, else None.
-
-    Only float32 (the one dtype `hookscope.stats.rowop.relu_row_values` reads
-    in one pass); an in-place ReLU's input is its output.
-    """
-    if type(module) is not nn.ReLU or module.inplace or len(args) != 1:
-        return None
-    x = args[0]
-    if not isinstance(x, torch.Tensor) or not isinstance(output, torch.Tensor):
-        return None
-    return x if x.dtype == torch.float32 and x.shape == output.shape else None
-
-
-#: A BatchNorm's output as its input and per-channel parts: ``(x, mean, scale, bias)``,
-#: the output being ``(x - mean) * scale + bias`` along dim 1.
-Affine = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
-_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
-
-
-def _norm_parts(module: nn.Module | None, args: tuple[Any, ...], output: Any) -> Affine | None:
-    """A float32 BatchNorm's output as `Affine` parts of its input, else None.
-
-    The mean and variance are the batch's (``var_mean`` over every dim but 1,
-    as BatchNorm computes them: inductor merges the two) in training mode,
-    the running ones otherwise. Reading the input, which the backward keeps
-    anyway, instead of the output lets inductor keep BatchNorm → ReLU →
-    pooling in one kernel without storing the BatchNorm output.
-    """
-    if type(module) not in _NORMS or len(args) != 1:
-        return None
-    assert isinstance(module, nn.modules.batchnorm._BatchNorm)
-    if not _hooks_alone(module):
-        return None
-    x = args[0]
-    if not isinstance(x, torch.Tensor) or not isinstance(output, torch.Tensor):
-        return None
-    if x.dtype != torch.float32 or x.dim() < 2 or x.shape != output.shape:
-        return None
-    x = x.detach()
-    if module.training or module.running_mean is None or module.running_var is None:
-        dims = [d for d in range(x.dim()) if d != 1]
-        var, mean = torch.var_mean(x, dim=dims, correction=0)
-    else:
-        mean, var = module.running_mean, module.running_var
-    scale = torch.rsqrt(var + module.eps)
-    if module.weight is not None:
-        scale = scale * module.weight.detach()
-    bias = torch.zeros_like(mean) if module.bias is None else module.bias.detach()
-    return x, mean, scale, bias
-
-
-def _hooks_alone(module: nn.Module) -> bool:
-    """Whether the module has no hooks but the Monitor's (a pre-hook and a forward hook).
-
-    Another hook could change the output, or a ReLU's input in place, so that
-    a row made from the BatchNorm's input would no longer be the one eager
-    mode reads.
-    """
-    return (
-        len(module._forward_hooks) <= 1
-        and len(module._forward_pre_hooks) <= 1
-        and not (_module._global_forward_hooks or _module._global_forward_pre_hooks)
-    )
+#: What one module's rows hold: the tensors' paths, shapes, dtypes and kinds.
+Held = tuple[
+    tuple[str, ...], tuple[tuple[int, ...], ...], tuple[torch.dtype, ...], tuple[Kind, ...]
+]
+#: One row of `TracedCollector._rows`: ``(row, (module, path, shape, dtype, kind))``.
+RowInfo = tuple[int, tuple[str, str, tuple[int, ...], torch.dtype, Kind]]
 
 
 class _Layout:
-    """What one module's rows hold, as last traced (written inside the graph, read by `take`)."""
+    """What one module's rows hold, as last traced (written inside the graph, read by `take`).
 
-    paths: tuple[str, ...] = ()
-    shapes: tuple[tuple[int, ...], ...] = ()
-    dtypes: tuple[torch.dtype, ...] = ()
-    kinds: tuple[Kind, ...] = ()
+    One attribute, so that dynamo replays one store per module after each run.
+    """
 
-
-class _Probe(torch.autograd.Function):
-    """Identity on ``x`` whose backward puts the gradient's row into ``sink``'s gradient."""
-
-    @staticmethod
-    def forward(
-        ctx: Any, x: torch.Tensor, sink: torch.Tensor, row: int, extern: bool
-    ) -> torch.Tensor:
-        ctx.row, ctx.extern = row, extern
-        ctx.rows = sink.shape[0]
-        ctx.dtype = sink.dtype
-        return x.clone()
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None, None]:
-        g = grad.detach()
-        if ctx.extern:
-            return grad, grad_rows_op(g, ctx.row, ctx.rows, ctx.dtype), None, None
-        rows = torch.zeros(ctx.rows, len(GRAD_FIELDS), dtype=ctx.dtype, device=grad.device)
-        rows[ctx.row] = grad_row(g, ctx.dtype)
-        return grad, rows, None, None
+    held: Held = ((), (), (), ())
 
 
 class TracedCollector:
@@ -198,8 +115,11 @@ class TracedCollector:
         self.extern: bool | None = None
         #: Gradient rows as extern ops (None: as `extern`); benchmarks set it to compare.
         self.grad_extern: bool | None = None
+        #: Extern gradient rows added into `grad_rows` outside the graph (`hookscope.monitor.probes.RowProbe`)
+        #: rather than handed back as ``sink``'s gradient; benchmarks turn it off to compare.
+        self.grad_into = True
         #: BatchNorm rows (and the next ReLU's) from the BatchNorm's input on the CPU
-        #: (`_norm_parts`); benchmarks turn it off to compare.
+        #: (`hookscope.monitor.rowsources.norm_parts`); benchmarks turn it off to compare.
         self.norm_from_input = True
         #: The tensor-op formulation of a forward row (`reduce_row`).
         self.reduce: RowFn = reduce_row
@@ -211,16 +131,26 @@ class TracedCollector:
         self.sink = torch.zeros(
             rows, len(GRAD_FIELDS), dtype=accumulator_dtype(device), device=device
         ).requires_grad_(grads)
+        #: Where the extern gradient rows go (`hookscope.stats.gradrow`); whether a
+        #: traced graph puts rows there (set while tracing, replayed each run).
+        self.grad_rows = torch.zeros_like(self.sink, requires_grad=False)
+        self._grad_key = gradrow.register(self.grad_rows)
+        self.row_probed = False
         #: While tracing, the last BatchNorm's returned output and the spare row that
         #: holds the row of its ReLU (cleared by the next hook: no tensor outlives the graph).
         self._norm: tuple[torch.Tensor, int] | None = None
         #: The rows `take` last fetched, and the same as an index tensor on the device.
-        self._used: tuple[int, ...] = ()
+        self._used: list[RowInfo] | None = None
         self._used_index = torch.empty(0, dtype=torch.long, device=device)
         self._used_array = np.empty(0, dtype=np.intp)
         #: `_rows` as last built, and the layouts it was built from.
-        self._rows_key: list[Any] = []
-        self._rows_cache: list[tuple[int, tuple[str, str, tuple[int, ...], torch.dtype, Kind]]] = []
+        self._rows_key: list[Held] = []
+        self._rows_cache: list[RowInfo] = []
+        #: NumPy views of the CPU buffers (the same memory for the Monitor's life).
+        cpu = device.type == "cpu"
+        self._views = (
+            (self.buffer.numpy(), self.grad_rows.numpy(), self._empty.numpy()) if cpu else None
+        )
         #: Set inside the graph (a replayed attribute store) when it ran this step.
         self.used = False
         #: Whether a compiled graph ran in the step `take` last handed over.
@@ -232,7 +162,7 @@ class TracedCollector:
         """Traced forward hook body: merge output rows, probe gradients; the new output or None.
 
         Given the module and its ``args``, the row of an ``nn.ReLU``'s output is
-        taken from its input (`_relu_input`), so that inductor need not store
+        taken from its input (`hookscope.monitor.rowsources.relu_input`), so that inductor need not store
         the output for the op.
         """
         i = self.index[name]
@@ -241,7 +171,7 @@ class TracedCollector:
         parts: Affine | None = None
         if self.outputs:
             plan = self.plans[name]
-            parts = _norm_parts(module, args, output) if self.norm_from_input else None
+            parts = norm_parts(module, args, output) if self.norm_from_input else None
             if parts is not None and (len(found) != 1 or not self._uses_extern(parts[0])):
                 parts = None
             # a ReLU right after a BatchNorm (as in nn.Sequential): the BatchNorm's op made its row
@@ -250,10 +180,10 @@ class TracedCollector:
                 norm is not None
                 and type(module) is nn.ReLU
                 and len(args) == 1
-                and _hooks_alone(module)
+                and hooks_alone(module)
             ):
                 spare = norm[1] if args[0] is norm[0] and len(found) == 1 else None
-            source = _relu_input(module, args, output)
+            source = relu_input(module, args, output)
             for j, (_path, t) in enumerate(found):
                 if parts is not None:
                     self._merge_affine(i * SLOTS, parts, plan, relu_index=(i + 1) * SLOTS - 1)
@@ -263,11 +193,12 @@ class TracedCollector:
                     self._merge(i * SLOTS + j, source.detach(), plan, relu=True)
                 else:
                     self._merge(i * SLOTS + j, t.detach(), plan)
-        layout = self.layouts[i]
-        layout.paths = tuple(path for path, _ in found)
-        layout.shapes = tuple(tuple(t.shape) for _, t in found)
-        layout.dtypes = tuple(t.dtype for _, t in found)
-        layout.kinds = tuple(kind_of(t) for _, t in found)
+        self.layouts[i].held = (
+            tuple(path for path, _ in found),
+            tuple(tuple(t.shape) for _, t in found),
+            tuple(t.dtype for _, t in found),
+            tuple(kind_of(t) for _, t in found),
+        )
         self.used = True
         result = self._probed(output, found, i)
         if parts is not None:
@@ -317,7 +248,10 @@ class TracedCollector:
         if not (t.requires_grad and t.is_floating_point()):
             return t
         extern = self._uses_extern(t) if self.grad_extern is None else self.grad_extern
-        return _Probe.apply(t, self.sink, row, extern)
+        if extern and self.grad_into:
+            self.row_probed = True
+            return RowProbe.apply(t, self._grad_key, row)
+        return Probe.apply(t, self.sink, row, extern)
 
     def take(self) -> tuple[list[Entry], list[Entry]]:
         """This step's forward and backward entries (one host read each); empties the buffers."""
@@ -325,10 +259,17 @@ class TracedCollector:
         if not self.used:
             return [], []
         self.used = False
-        grad, self.sink.grad = self.sink.grad, None
+        grad = self._grads()
         rows = self._rows()
-        fwd_rows, bwd_rows = self._fetch(grad, [row for row, _ in rows])
-        self.buffer.copy_(self._empty)
+        fwd_rows, bwd_rows = self._fetch(grad, rows)
+        if self._views is not None:  # NumPy: ~1 µs each, torch's copy_ and zero_ ~5
+            np.copyto(self._views[0], self._views[2])
+            if grad is not None:
+                self._views[1].fill(0.0)
+        else:
+            self.buffer.copy_(self._empty)
+            if grad is not None:
+                self.grad_rows.zero_()
         fwd: list[Entry] = []
         bwd: list[Entry] = []
         for (_row, (name, path, shape, dtype, kind)), values in zip(rows, fwd_rows, strict=False):
@@ -342,26 +283,43 @@ class TracedCollector:
         bwd.reverse()  # backward runs in reverse order
         return fwd, bwd
 
-    def _rows(self) -> list[tuple[int, tuple[str, str, tuple[int, ...], torch.dtype, Kind]]]:
+    def _grads(self) -> torch.Tensor | None:
+        """This step's gradient rows, or None when no backward reached a probe.
+
+        Tensor-op probes leave theirs in ``sink.grad``, extern ones in
+        ``grad_rows`` (rows of no backward stay empty: `take` skips them).
+        """
+        summed, self.sink.grad = self.sink.grad, None
+        if not self.row_probed:
+            return summed
+        return self.grad_rows if summed is None else summed + self.grad_rows
+
+    def close(self) -> None:
+        """Stop the extern gradient ops writing rows (a graph may outlive the Monitor)."""
+        gradrow.unregister(self._grad_key)
+
+    def _rows(self) -> list[RowInfo]:
         """The rows that hold a tensor's statistics, each with what it describes.
 
         Rebuilt only when a graph traced anew wrote other layouts: a replayed
         graph stores the same tuples each run.
         """
-        key = [(lay.paths, lay.shapes, lay.dtypes, lay.kinds) for lay in self.layouts]
+        key = [lay.held for lay in self.layouts]
         if key != self._rows_key:
             self._rows_key = key
             self._rows_cache = [
-                (i * SLOTS + j, (name, lay.paths[j], lay.shapes[j], lay.dtypes[j], lay.kinds[j]))
-                for i, (name, lay) in enumerate(zip(self.names, self.layouts, strict=True))
-                for j in range(len(lay.paths))
+                (i * SLOTS + j, (name, paths[j], shapes[j], dtypes[j], kinds[j]))
+                for i, (name, (paths, shapes, dtypes, kinds)) in enumerate(
+                    zip(self.names, key, strict=True)
+                )
+                for j in range(len(paths))
             ]
         return self._rows_cache
 
     def _fetch(
-        self, grad: torch.Tensor | None, used: list[int]
+        self, grad: torch.Tensor | None, used: list[RowInfo]
     ) -> tuple[list[list[float]], list[list[float]]]:
-        """Rows ``used`` of the forward buffer (if recorded) and of ``grad``, as host floats.
+        """The ``used`` rows of the forward buffer (if recorded) and of ``grad``, as host floats.
 
         Only rows that hold a tensor's statistics are turned into host floats
         (about one in `SLOTS` in a typical model). On the CPU through NumPy
@@ -372,15 +330,16 @@ class TracedCollector:
         if not parts or not used:
             return [], []
         width = len(FIELDS) if self.outputs else 0
-        if parts[0].device.type == "cpu":
-            if self._used != tuple(used):
-                self._used = tuple(used)
-                self._used_array = np.array(used, dtype=np.intp)
-            both = [part.numpy()[self._used_array].tolist() for part in parts]
+        if used is not self._used:  # `_rows` hands back the same list until the layouts change
+            self._used = used
+            self._used_array = np.array([row for row, _ in used], dtype=np.intp)
+            self._used_index = torch.from_numpy(self._used_array).to(parts[0].device)
+        if self._views is not None:
+            views = ([self._views[0]] if self.outputs else []) + (
+                [] if grad is None else [self._views[1] if grad is self.grad_rows else grad.numpy()]
+            )
+            both = [view[self._used_array].tolist() for view in views]
         else:
-            if self._used != tuple(used):
-                self._used = tuple(used)
-                self._used_index = torch.tensor(used, device=parts[0].device)
             joined = parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
             rows = joined.index_select(0, self._used_index).cpu().tolist()
             both = [[row[:width] for row in rows]] if width else []

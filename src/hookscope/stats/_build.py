@@ -30,6 +30,8 @@ SYMBOLS = (
     "hs_merge_row",
     "hs_grad_row",
     "hs_affine_row",
+    "hs_grad_row_add",
+    "hs_move_row",
 )
 
 
@@ -70,8 +72,11 @@ def open_library(path: Path) -> ctypes.CDLL | None:
     lib.hs_grad_row.argtypes = [ctypes.c_int, ptr, i64, ctypes.c_int, ptr]
     lib.hs_affine_row.argtypes = [ptr, i64, i64, i64, ptr, ptr, ptr, ctypes.c_int, ctypes.c_int]
     lib.hs_affine_row.argtypes += [ptr, ptr]
-    for fn in (lib.hs_merge_row, lib.hs_grad_row, lib.hs_affine_row):
+    lib.hs_grad_row_add.argtypes = lib.hs_grad_row.argtypes
+    for fn in (lib.hs_merge_row, lib.hs_grad_row, lib.hs_affine_row, lib.hs_grad_row_add):
         fn.restype = ctypes.c_int
+    lib.hs_move_row.argtypes = [ptr, ptr]
+    lib.hs_move_row.restype = None
     lib.hs_supports.argtypes = [ctypes.c_int]
     lib.hs_set_helpers.argtypes = [ctypes.c_int]
     return lib

@@ -988,6 +988,27 @@ int hs_grad_row(int dtype, const void *data, int64_t n, int threads, double *out
     return 0;
 }
 
+/* hs_grad_row's row of g added into row[4] (sizes, sums of squares and counts add). */
+int hs_grad_row_add(int dtype, const void *data, int64_t n, int threads, double *row) {
+    double out[4];
+    int failed = hs_grad_row(dtype, data, n, threads, out);
+    if (failed) return failed;
+    for (int k = 0; k < 4; k++) row[k] += out[k];
+    return 0;
+}
+
+/* Merge src[9] into dst[9] (rowop's _merge_values: sums add, min and max combine) and empty src. */
+void hs_move_row(double *src, double *dst) {
+    for (int k = 0; k < 9; k++) {
+        if (k == 4) dst[k] = src[k] < dst[k] ? src[k] : dst[k];
+        else if (k == 5) dst[k] = src[k] > dst[k] ? src[k] : dst[k];
+        else dst[k] = dst[k] + src[k];
+        src[k] = 0.0;
+    }
+    src[4] = INFINITY;
+    src[5] = -INFINITY;
+}
+
 /* hs_reduce_affine's y merged into row[9]; with relu, relu(y)'s row replaces spare[9]. */
 int hs_affine_row(const float *x, int64_t n, int64_t stride, int64_t channels, const float *mean,
                   const float *scale, const float *bias, int relu, int threads, double *row,

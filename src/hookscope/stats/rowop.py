@@ -17,7 +17,10 @@ one pass of hookscope's C kernel (`hookscope.stats.native`); everything else
 tensor, no C compiler) runs `reduce_row`'s tensor ops eagerly, on the
 tensor's own device and without a host read. A fake (meta) implementation
 lets dynamo and inductor trace it; ``fullgraph=True`` works. ``grad_rows``
-does the same for a gradient row (`GRAD_FIELDS`).
+does the same for a gradient row (`GRAD_FIELDS`), handed back in a fresh
+tensor; the compiled Monitor's CPU default now adds gradient rows into a
+buffer instead (`hookscope.stats.gradrow`), and ``move_row_`` is one call of
+the C kernel (``hs_move_row``).
 
 Reading a tensor makes inductor store it. A BatchNorm's output, and the
 ReLU's after it, are otherwise never stored: the next pooling loop
@@ -188,6 +191,11 @@ def _move_row_(rows: torch.Tensor, source: int, index: int) -> None:
     if not rows.is_cpu:
         rows[index] = merge_row(rows[index], rows[source])
         rows[source] = empty_rows(1, rows.device)[0]
+        return
+    got = native.loaded() if KERNEL_ROWS else None
+    to, source_address = _row_address(rows, index), _row_address(rows, source)
+    if got is not None and to is not None and source_address is not None and to != source_address:
+        got[0].hs_move_row(source_address, to)  # the same merge, without NumPy views (~40 µs cold)
         return
     view = rows.numpy()
     _merge_values(rows, index, view[source].tolist())
