@@ -17,10 +17,10 @@ nor inductor drops it although no value of the graph depends on it. No
 tensor is made per call, no gradient is summed, no leaf accumulates one.
 (An op whose result is an *empty* tensor is dropped by inductor; one that
 returns a shared zero would hand inductor buffers that alias each other.)
-What the op returns is not part of
-inductor's cache key for the backward graph (the custom op's fake is not
-hashed): changing it needs a new op name or a graph whose code differs, or
-a cached graph compiled for the old one is run.
+What the op returns is not part of inductor's cache key for the backward
+graph (the custom op's fake is not hashed): changing it needs a new op name
+or a graph whose code differs, or a cached graph compiled for the old one
+is run.
 
 Rows add as ``sink.grad`` did: sizes, sums of squares, NaN and Inf counts
 are sums, so a module called twice, or two backwards before ``take``, give
