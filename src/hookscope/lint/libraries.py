@@ -144,6 +144,10 @@ MODULE_PACKAGES = (
     "vit_pytorch",
     "ultralytics.nn",
     "dgl.nn.pytorch",
+    # vLLM's layers whose every public class is a ``CustomOp`` (an ``nn.Module``)
+    "vllm.model_executor.layers.rotary_embedding",
+    "vllm.model_executor.layers.layernorm",
+    "vllm.model_executor.layers.activation",
 )
 _NOT_MODULE_SUBPACKAGES = (".functional", ".utilities")
 # Classes of those packages that are exceptions (``nflows.transforms.InverseNotAvailable``).
