@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from hookscope.lint.frameworks import OTHER_FRAMEWORKS
+
 # Libraries whose module base overrides ``__call__`` without running torch hooks
 # (``gpytorch.Module.__call__`` calls ``self.forward`` itself): a ``.forward`` call on
 # their classes skips nothing that calling would run.
@@ -26,13 +28,7 @@ NOT_MODULE_PACKAGES = (
     "torch.utils.serialization",
     "torchfile",
     "torch.utils.cpp_extension",
-    "flax",
-    "jax",
-    "haiku",
-    "tensorflow",
-    "keras",
-    "tf_keras",
-    "mxnet",
+    *sorted(OTHER_FRAMEWORKS),
     "paddle",
     "cv2",
     "onnxruntime",
