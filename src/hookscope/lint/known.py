@@ -229,6 +229,29 @@ MODULE_WRAPPERS = frozenset(
     }
 )
 
+# Library functions whose first argument is a torch module, by the qualified name they are
+# imported from (`hookscope.lint.uses`): a model summary, a FLOP counter, an exporter or
+# tracer, an experiment tracker's gradient watch.
+MODULE_TAKERS = frozenset(
+    {
+        "torchsummary.summary",
+        "torchinfo.summary",
+        "thop.profile",
+        "ptflops.get_model_complexity_info",
+        "fvcore.nn.FlopCountAnalysis",
+        "fvcore.nn.flop_count",
+        "fvcore.nn.parameter_count",
+        "fvcore.nn.parameter_count_table",
+        "wandb.watch",
+        "torch.onnx.export",
+        "torch.export.export",
+        "torch.jit.trace",
+        "torch.jit.script",
+        "torch.nn.utils.prune.global_unstructured",
+        "torch.nn.utils.fusion.fuse_conv_bn_eval",
+    }
+)
+
 # ``torch.distributed.rpc.RRef`` methods that give back the value the RRef holds.
 RREF_VALUE = frozenset({"to_here", "local_value"})
 

@@ -30,29 +30,6 @@ from hookscope.lint.pyfile import Scope
 if TYPE_CHECKING:
     from hookscope.lint.resolve import Resolver
 
-# Library functions whose first argument is a torch module (a model summary, a FLOP
-# counter, an exporter or tracer, an experiment tracker's gradient watch).
-MODULE_TAKERS = frozenset(
-    {
-        "torchsummary.summary",
-        "torchinfo.summary",
-        "thop.profile",
-        "ptflops.get_model_complexity_info",
-        "fvcore.nn.FlopCountAnalysis",
-        "fvcore.nn.flop_count",
-        "fvcore.nn.parameter_count",
-        "fvcore.nn.parameter_count_table",
-        "wandb.watch",
-        "torch.onnx.export",
-        "torch.export.export",
-        "torch.jit.trace",
-        "torch.jit.script",
-        "torch.nn.utils.prune.global_unstructured",
-        "torch.nn.utils.fusion.fuse_conv_bn_eval",
-    }
-)
-
-
 # Methods a module shares with tensors and trainers: evidence on `torch_loaded` names only.
 LOADED_MODULE_METHODS = frozenset({"to", "cuda", "cpu", "train", "state_dict", "half", "float"})
 
@@ -105,10 +82,10 @@ def _applies_function(resolver: Resolver, node: ast.Call, scope: Scope) -> bool:
 
 def module_taker(resolver: Resolver, node: ast.Call, scope: Scope) -> str:
     """The name of the callee when ``node`` passes a module as its first argument by what
-    the callee is (`known.MODULE_WRAPPERS` by name, `MODULE_TAKERS` by import); ``""``."""
+    the callee is (`known.MODULE_WRAPPERS` by name, `known.MODULE_TAKERS` by import); ``""``."""
     path = dotted(node.func) or ""
     name = path.rpartition(".")[2]
     if name in known.MODULE_WRAPPERS:
         return name
     origin = import_origin(resolver, path, scope) if path else ""
-    return origin if origin in MODULE_TAKERS else ""
+    return origin if origin in known.MODULE_TAKERS else ""
