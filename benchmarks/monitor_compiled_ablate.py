@@ -26,6 +26,9 @@ is set to False and the row function swapped through
 * ``python rows``: the defaults but each extern op's row handed back to
   Python and merged there, as until the tenth session
   (``rowop.KERNEL_ROWS`` off during its steps);
+* ``python kernels``: the defaults but the extern ops' CPU kernels in Python,
+  as until the twelfth session (``cpuops.set_enabled(False)`` during its steps),
+  each calling the C kernel through ctypes;
 * ``sink rows``: the defaults but each gradient row handed back as a fresh
   ``(rows, 4)`` tensor, the gradient of a leaf that autograd sums, as until
   the eleventh session (``TracedCollector.grad_into`` off);
@@ -68,7 +71,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from monitor_compiled import median_ci_text
 
 import hookscope
-from hookscope.stats import Plan, native, rowop
+from hookscope.stats import Plan, cpuops, native, rowop
 from hookscope.stats.traced import reduce_row
 from hookscope.zoo import SmallCNN
 
@@ -134,6 +137,7 @@ VARIANTS: dict[str, tuple[dict[str, bool] | None, Row | None]] = {
     "norm outputs": ({}, None),
     "affine scratch": ({}, None),
     "python rows": ({}, None),
+    "python kernels": ({}, None),
     "sink rows": ({}, None),
     "grad ops": ({}, None),
     "grads=False": ({"grads": False}, None),
@@ -146,11 +150,25 @@ VARIANTS: dict[str, tuple[dict[str, bool] | None, Row | None]] = {
 def python_rows(on: bool) -> Iterator[None]:
     """With ``on``, the extern ops merge rows in Python (`hookscope.stats.rowop.KERNEL_ROWS` off)."""
     real = rowop.KERNEL_ROWS
-    rowop.KERNEL_ROWS = real and not on
+    if on:
+        rowop.set_kernel_rows(False)
     try:
         yield
     finally:
-        rowop.KERNEL_ROWS = real
+        if on:
+            rowop.set_kernel_rows(real)
+
+
+@contextlib.contextmanager
+def python_kernels(on: bool) -> Iterator[None]:
+    """With ``on``, the extern ops' CPU kernels are the Python ones (`hookscope.stats.cpuops` off)."""
+    if on:
+        cpuops.set_enabled(False)
+    try:
+        yield
+    finally:
+        if on:
+            cpuops.set_enabled(True)
 
 
 @contextlib.contextmanager
@@ -221,6 +239,7 @@ def main() -> None:
         with (
             affine_scratch(name == "affine scratch"),
             python_rows(name == "python rows"),
+            python_kernels(name == "python kernels"),
         ):
             loss = runs[name](x).square().mean()
             t1 = clock()

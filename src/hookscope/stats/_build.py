@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 #: Flags every build gets (`hookscope.stats.native` adds ``-march=native`` where it can).
@@ -115,22 +116,32 @@ def cpu_signature() -> str:
 
 
 def build(
-    source: bytes, compiler: str, flags: tuple[str, ...], target: Path | None
+    source: bytes,
+    compiler: str,
+    flags: tuple[str, ...],
+    target: Path | None,
+    *,
+    name: str = "kernel.c",
+    libs: tuple[str, ...] = (),
+    opener: Callable[[Path], ctypes.CDLL | None] = open_library,
 ) -> tuple[ctypes.CDLL | None, str]:
     """Compile, load from the build directory, then publish to ``target`` atomically if possible.
 
     The library is loaded from its private build directory (removed after;
     the mapping stays), never from ``target``: a process that had loaded a
-    bad file from ``target`` would get that same handle back. Returns the
-    library, or None and the error text.
+    bad file from ``target`` would get that same handle back. ``name`` is
+    the source file's name (its suffix tells the compiler the language),
+    ``libs`` the linker arguments after it, ``opener`` loads and checks the
+    result (`open_library` for ``_kernel.c``). Returns the library, or None
+    and the error text.
     """
     with tempfile.TemporaryDirectory(prefix="hookscope-build-") as tmp:
-        src = Path(tmp) / "kernel.c"
+        src = Path(tmp) / name
         src.write_bytes(source)
         built = Path(tmp) / "kernel.so"
         try:
             done = subprocess.run(
-                [compiler, *_BASE_FLAGS, *flags, str(src), "-o", str(built)],
+                [compiler, *_BASE_FLAGS, *flags, str(src), "-o", str(built), *libs],
                 capture_output=True,
                 text=True,
                 timeout=120,
@@ -140,7 +151,7 @@ def build(
         if done.returncode != 0:
             lines = (done.stderr or done.stdout).strip().splitlines()
             return None, lines[-1] if lines else f"exit status {done.returncode}"
-        lib = open_library(built)
+        lib = opener(built)
         if lib is None:
             return None, "built, but not loadable"
         if target is not None:

@@ -39,7 +39,7 @@ import itertools
 
 import torch
 
-from hookscope.stats import native
+from hookscope.stats import cpuops, native
 from hookscope.stats.traced import GRAD_FIELDS, grad_row
 
 __all__ = ["grad_row_add_op", "register", "unregister"]
@@ -67,6 +67,7 @@ def register(buffer: torch.Tensor) -> int:
     _BUFFERS[key] = buffer
     if buffer.is_cpu and buffer.dtype == torch.float64 and buffer.is_contiguous():
         _ADDRESSES[key] = (buffer.data_ptr(), buffer.stride(0) * 8, buffer.shape[0])
+        cpuops.set_buffer(key, buffer.data_ptr(), buffer.stride(0), buffer.shape[0])
     return key
 
 
@@ -74,6 +75,7 @@ def unregister(key: int) -> None:
     """Forget ``key``'s buffer: the op then writes nothing for it."""
     _BUFFERS.pop(key, None)
     _ADDRESSES.pop(key, None)
+    cpuops.clear_buffer(key)
 
 
 def _grad_row_add(g: torch.Tensor, key: int, index: int) -> None:
@@ -95,10 +97,15 @@ def _grad_row_add(g: torch.Tensor, key: int, index: int) -> None:
 
 
 def _grad_row_add_fake(g: torch.Tensor, key: int, index: int) -> None:
-    """Nothing to make: the op only writes outside the graph."""
+    """Nothing to make: the op only writes outside the graph; on the CPU, `cpuops.ensure`."""
+    if g.device.type == "cpu":
+        cpuops.ensure()
 
 
 _LIB.impl("grad_row_add", _grad_row_add, "CompositeExplicitAutograd")
+# the C++ kernel's (`hookscope.stats.cpuops`) way back to this one, for what it does not take
+_LIB.define("grad_row_add_py(Tensor g, int key, int index) -> ()")
+_LIB.impl("grad_row_add_py", _grad_row_add, "CompositeExplicitAutograd")
 torch.library.register_fake("hookscope::grad_row_add", _grad_row_add_fake, lib=_LIB)
 
 #: ``(g, key, index) -> None``: adds ``g``'s `GRAD_FIELDS` row into row

@@ -42,7 +42,7 @@ import os
 import shutil
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 
@@ -72,6 +72,7 @@ class _State:
 
 _lock = threading.Lock()
 _state = _State()
+_listeners: list[Callable[[], None]] = []
 _Out6 = ctypes.c_double * 6
 _Out9 = ctypes.c_double * 9
 
@@ -106,6 +107,14 @@ class Moments:
 def set_enabled(enabled: bool) -> None:
     """Turn the kernel off (eager reductions) or back on for this process, e.g. to compare."""
     _state.off = not enabled
+    for listener in _listeners:
+        listener()
+
+
+def on_switch(listener: Callable[[], None]) -> None:
+    """Call ``listener()`` after each `set_enabled` (`hookscope.stats.cpuops` follows the switch)."""
+    if listener not in _listeners:
+        _listeners.append(listener)
 
 
 def set_helpers(policy: str) -> None:

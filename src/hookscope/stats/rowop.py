@@ -41,7 +41,7 @@ import threading
 
 import torch
 
-from hookscope.stats import native
+from hookscope.stats import cpuops, native
 from hookscope.stats.reduce import Plan, Zeros
 from hookscope.stats.traced import (
     FIELDS,
@@ -204,8 +204,16 @@ def _move_row_(rows: torch.Tensor, source: int, index: int) -> None:
 
 #: Rows written by the C kernel straight into the buffer (``hs_merge_row``,
 #: ``hs_grad_row``, ``hs_affine_row``): no result objects and no NumPy view per
-#: call, the same values bit for bit. False: the Python path (benchmarks compare).
+#: call, the same values bit for bit. False: the Python path (benchmarks compare;
+#: set it with `set_kernel_rows`, which also routes the C++ kernels to it).
 KERNEL_ROWS = True
+
+
+def set_kernel_rows(on: bool) -> None:
+    """`KERNEL_ROWS`, with the C++ kernels (`cpuops`) off while it is False, on again with True."""
+    global KERNEL_ROWS
+    KERNEL_ROWS = on
+    cpuops.set_enabled(on)
 
 
 def _row_address(rows: torch.Tensor, index: int) -> int | None:
@@ -303,8 +311,13 @@ def _scratch(x: torch.Tensor) -> torch.Tensor:
     return got
 
 
-def _merge_row_fake(*_args: object, **_kwargs: object) -> None:
-    """``merge_row_`` only writes into ``rows``: under fake tensors there is nothing to make."""
+def _merge_row_fake(rows: torch.Tensor, *_args: object, **_kwargs: object) -> None:
+    """``merge_row_`` only writes into ``rows``: under fake tensors there is nothing to make.
+
+    Tracing a row op on the CPU is when the C++ kernels are registered (`cpuops.ensure`).
+    """
+    if rows.device.type == "cpu":
+        cpuops.ensure()
 
 
 def _grad_rows(g: torch.Tensor, index: int, rows: int, dtype: torch.dtype) -> torch.Tensor:
@@ -324,10 +337,20 @@ def _grad_rows_fake(g: torch.Tensor, index: int, rows: int, dtype: torch.dtype) 
     return g.new_empty(rows, len(GRAD_FIELDS), dtype=dtype)
 
 
-# One Python kernel for every device: the C kernel on the CPU, tensor ops elsewhere.
+# One Python kernel for every device: the C kernel on the CPU, tensor ops elsewhere. Once
+# `cpuops.ensure` has run, the CPU kernels are C++ (`_ops.cpp`); they hand what they do not
+# take to the twin ``*_py_`` op, whose kernel is the Python one.
 _LIB.impl("merge_row_", _merge_row_, "CompositeExplicitAutograd")
 _LIB.impl("grad_rows", _grad_rows, "CompositeExplicitAutograd")
 _LIB.impl("affine_row_", _affine_row_, "CompositeExplicitAutograd")
+for _name, _kernel in (
+    ("merge_row_", _merge_row_),
+    ("affine_row_", _affine_row_),
+    ("move_row_", _move_row_),
+):
+    _schema = str(getattr(torch.ops.hookscope, _name).default._schema)
+    _LIB.define(_schema.replace(f"hookscope::{_name}(", f"{_name[:-1]}_py_(", 1))
+    _LIB.impl(f"{_name[:-1]}_py_", _kernel, "CompositeExplicitAutograd")
 torch.library.register_fake("hookscope::affine_row_", _merge_row_fake, lib=_LIB)
 _LIB.impl("move_row_", _move_row_, "CompositeExplicitAutograd")
 torch.library.register_fake("hookscope::move_row_", _merge_row_fake, lib=_LIB)
