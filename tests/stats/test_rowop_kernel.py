@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 import pytest
 import torch
 
-from hookscope.stats import native, rowop
+from hookscope.stats import cpuops, native, rowop
 from hookscope.stats.rowop import affine_row_op, grad_rows_op, merge_row_op, move_row_op
 from hookscope.stats.traced import empty_rows
 
@@ -35,16 +35,25 @@ TENSORS = {
 }
 
 
+#: How the ops' CPU kernels run: C++ kernels (`cpuops`), Python kernels calling the C
+#: kernel, Python kernels merging in Python. Each is compared with the last.
+PATHS = ("c++", "kernel", "python")
+
+
 @pytest.fixture
-def paths() -> Iterator[Callable[[bool], None]]:
-    """``set(kernel)``: rows from the kernel (True) or merged in Python (False)."""
+def paths() -> Iterator[Callable[[str], None]]:
+    """``set(path)``: rows by one of `PATHS`."""
+    if not cpuops.ensure():
+        pytest.skip(f"C++ op kernels unavailable: {cpuops.why_unavailable()}")
     real = rowop.KERNEL_ROWS
 
-    def choose(kernel: bool) -> None:
-        rowop.KERNEL_ROWS = kernel
+    def choose(path: str) -> None:
+        rowop.set_kernel_rows(path != "python")
+        cpuops.set_enabled(path == "c++")
 
     yield choose
-    rowop.KERNEL_ROWS = real
+    rowop.set_kernel_rows(real)
+    cpuops.set_enabled(True)
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -61,19 +70,20 @@ def _buffer() -> torch.Tensor:
 @pytest.mark.parametrize("relu", [False, True])
 @pytest.mark.parametrize("name", list(TENSORS))
 def test_merged_and_gradient_rows_match_the_python_path(
-    name: str, relu: bool, paths: Callable[[bool], None]
+    name: str, relu: bool, paths: Callable[[str], None]
 ) -> None:
     x = TENSORS[name]
     got = []
-    for kernel in (True, False):
-        paths(kernel)
+    for path in PATHS:
+        paths(path)
         rows = _buffer()
         for index in (0, 1, 0):
             merge_row_op(rows, index, x, True, True, True, relu)
         got.append((rows, grad_rows_op(x, 2, 4, torch.float64)))
-    (rows_k, grad_k), (rows_p, grad_p) = got
-    assert _same(rows_k, rows_p)
-    assert _same(grad_k, grad_p)
+    *others, (rows_p, grad_p) = got
+    for rows, grad in others:
+        assert _same(rows, rows_p)
+        assert _same(grad, grad_p)
 
 
 @pytest.mark.parametrize("relu_index", [-1, 3])
@@ -87,19 +97,20 @@ def test_merged_and_gradient_rows_match_the_python_path(
     ],
 )
 def test_affine_rows_match_the_python_path(
-    x: torch.Tensor, relu_index: int, paths: Callable[[bool], None]
+    x: torch.Tensor, relu_index: int, paths: Callable[[str], None]
 ) -> None:
     channels = x.shape[1]
     mean, bias = _randn(channels), _randn(channels)
     scale = torch.rand(channels, generator=_SEED) + 0.5
     got = []
-    for kernel in (True, False):
-        paths(kernel)
+    for path in PATHS:
+        paths(path)
         rows = _buffer()
         for index in (1, 0):
             affine_row_op(rows, index, x, mean, scale, bias, True, True, True, relu_index)
         got.append(rows)
-    assert torch.equal(got[0], got[1])
+    assert torch.equal(got[0], got[2])
+    assert torch.equal(got[1], got[2])
 
 
 def test_the_kernel_writes_finite_dense_rows_and_leaves_the_rest_to_python() -> None:
@@ -114,16 +125,17 @@ def test_the_kernel_writes_finite_dense_rows_and_leaves_the_rest_to_python() -> 
     assert not rowop._kernel_grad(torch.zeros(4, 4), 0, x)
 
 
-def test_moved_rows_match_the_python_path(paths: Callable[[bool], None]) -> None:
+def test_moved_rows_match_the_python_path(paths: Callable[[str], None]) -> None:
     """``move_row_`` by the kernel (``hs_move_row``): the same merge, and an emptied source."""
     got = []
-    for kernel in (True, False):
-        paths(kernel)
+    for path in PATHS:
+        paths(path)
         rows = _buffer()
         rows[3] = torch.tensor([1.0, 5.0, -2.0, 7.0, -3.0, 0.5, 4.0, 0.0, 0.0])
         move_row_op(rows, 3, 1)
         move_row_op(rows, 3, 0)  # the emptied row moved on: only neutral values
         move_row_op(rows, 1, 1)  # onto itself: Python's path (the kernel needs two rows)
         got.append(rows)
-    assert _same(got[0], got[1])
+    assert _same(got[0], got[2])
+    assert _same(got[1], got[2])
     assert _same(got[0][3], empty_rows(1)[0])

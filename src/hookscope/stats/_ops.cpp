@@ -61,8 +61,11 @@ void release(StableIValue* stack, std::initializer_list<int> at) {
   for (int i : at) aoti_torch_delete_tensor_object(tensor(stack[i]));
 }
 
+std::atomic<int64_t> fallbacks{0};  // calls handed to the Python kernels
+
 // Hand the whole stack (its tensors included) to the op's Python kernel.
 void fall_back(const char* op, StableIValue* stack) {
+  fallbacks.fetch_add(1, std::memory_order_relaxed);
   if (torch_call_dispatcher(op, "", stack, TORCH_ABI_VERSION) != AOTI_TORCH_SUCCESS)
     throw std::runtime_error(torch_exception_get_what_without_backtrace());
 }
@@ -249,6 +252,8 @@ int hs_ops_register(void) {
 }
 
 void hs_ops_set_on(int value) { on = value != 0; }
+
+int64_t hs_ops_fallbacks(void) { return fallbacks.load(std::memory_order_relaxed); }
 
 // gradrow.register / unregister: where key's rows are (a float64 CPU buffer).
 void hs_ops_set_buffer(int64_t key, int64_t address, int64_t stride, int64_t rows) {

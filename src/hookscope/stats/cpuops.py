@@ -48,7 +48,15 @@ from hookscope.stats._build import build as _build
 from hookscope.stats._build import cache_dir as _cache_dir
 from hookscope.stats._build import key as _key
 
-__all__ = ["active", "clear_buffer", "ensure", "set_buffer", "set_enabled", "why_unavailable"]
+__all__ = [
+    "active",
+    "clear_buffer",
+    "ensure",
+    "fallbacks",
+    "set_buffer",
+    "set_enabled",
+    "why_unavailable",
+]
 
 #: Entry points of a usable ``_ops.cpp`` build.
 _SYMBOLS = (
@@ -57,6 +65,7 @@ _SYMBOLS = (
     "hs_ops_set_on",
     "hs_ops_set_buffer",
     "hs_ops_clear_buffer",
+    "hs_ops_fallbacks",
 )
 #: The dtypes in ``hs_ops_setup``'s order of kernel codes.
 _DTYPES = (torch.float32, torch.bfloat16, torch.float16, torch.float64)
@@ -101,6 +110,11 @@ def active() -> bool:
 def why_unavailable() -> str | None:
     """Why `ensure` did not register the kernels (None: it did, or was not called yet)."""
     return _state.reason
+
+
+def fallbacks() -> int:
+    """How many calls the C++ kernels have handed to the Python kernels in this process."""
+    return 0 if _state.lib is None else int(_state.lib.hs_ops_fallbacks())
 
 
 def set_enabled(enabled: bool) -> None:
@@ -177,9 +191,7 @@ def _load() -> ctypes.CDLL:
     path = None if cache is None else cache / f"ops-{digest}.so"
     lib = _open(path) if path is not None and path.is_file() else None
     if lib is None:
-        lib, error = _build(
-            source, compiler, flags, path, name="ops.cpp", libs=libs, opener=_open
-        )
+        lib, error = _build(source, compiler, flags, path, name="ops.cpp", libs=libs, opener=_open)
         if lib is None:
             raise RuntimeError(f"could not build the C++ op kernels: {error}"[:500])
     return lib
@@ -204,4 +216,6 @@ def _open(path: Path) -> ctypes.CDLL | None:
     lib.hs_ops_set_buffer.restype = None
     lib.hs_ops_clear_buffer.argtypes = [i64]
     lib.hs_ops_clear_buffer.restype = None
+    lib.hs_ops_fallbacks.argtypes = []
+    lib.hs_ops_fallbacks.restype = ctypes.c_int64
     return lib
