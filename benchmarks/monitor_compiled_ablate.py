@@ -36,6 +36,8 @@ is set to False and the row function swapped through
   fuses into the backward's kernels (``TracedCollector.grad_extern`` off);
 * ``grads=False``, ``params=False``: the defaults without gradient rows, or
   without parameter gradients (what each costs);
+* ``keep=False``: the defaults without the retained results (what keeping them costs,
+  mostly in garbage collection);
 * ``defaults``: the Monitor as shipped (on the CPU one extern op per row,
   `hookscope.stats.rowop`; a BatchNorm's row and the next ReLU's from the
   BatchNorm's input).
@@ -142,6 +144,7 @@ VARIANTS: dict[str, tuple[dict[str, bool] | None, Row | None]] = {
     "grad ops": ({}, None),
     "grads=False": ({"grads": False}, None),
     "params=False": ({"params": False}, None),
+    "keep=False": ({"keep": False}, None),
     "defaults": ({}, None),
 }
 

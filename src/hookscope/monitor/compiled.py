@@ -27,7 +27,7 @@ from hookscope.monitor.collector import Entry
 from hookscope.monitor.coverage import missing_phases, warn_inputs, warn_missing
 from hookscope.monitor.records import Missing, Phase
 from hookscope.monitor.traced import TracedCollector
-from hookscope.stats import Plan
+from hookscope.stats import Plan, cpuops
 
 if TYPE_CHECKING:
     from hookscope.monitor.core import Monitor
@@ -42,13 +42,16 @@ class CompiledSupport:
         model = monitor.model
         warn_stale(model, "Monitor", stacklevel=5)
         self.model = model
+        device = _device_of(model)
         self.traced = TracedCollector(
             [sel.name for sel in selected],
             plans,
             outputs=monitor.outputs,
             grads=monitor.grads,
-            device=_device_of(model),
+            device=device,
         )
+        if device.type == "cpu":
+            cpuops.prepare()  # the row ops' C++ kernels, ready by the first compiled call
         trainable = any(p.requires_grad for p in model.parameters())
         expected: list[Phase] = []
         if monitor.outputs or monitor.inputs:

@@ -22,9 +22,10 @@ this module cannot build.
 
 The library is built once per torch build and source with the system C++
 compiler (``$CXX``, else ``c++``; about a second: the shim is a C header, no
-ATen headers) and cached beside the C kernel (`hookscope.stats._build`). It
-is loaded the first time a row op is traced (its fake kernel calls
-`ensure`), so eager Monitors never build it. Without a compiler, torch's
+ATen headers) and cached beside the C kernel (`hookscope.stats._build`). A
+Monitor opened on a CPU model starts loading it on a background thread
+(`prepare`), and the first time a row op is traced its fake kernel waits for
+it (`ensure`). Without a compiler, torch's
 headers or the C kernel, or after any failure (tried once per process),
 `ensure` returns False and `why_unavailable` says why; the Python kernels
 then run, with the same rows. ``HOOKSCOPE_CPU_OPS=0`` keeps them from the start.
@@ -53,6 +54,7 @@ __all__ = [
     "clear_buffer",
     "ensure",
     "fallbacks",
+    "prepare",
     "set_buffer",
     "set_enabled",
     "why_unavailable",
@@ -83,6 +85,7 @@ class _State:
 
 _lock = threading.Lock()
 _state = _State()
+_started = False  # `prepare`'s thread
 
 
 def ensure() -> bool:
@@ -100,6 +103,20 @@ def ensure() -> bool:
                     _state.reason = str(exc) or type(exc).__name__
                 _state.tried = True
     return active()
+
+
+def prepare() -> None:
+    """Start `ensure` on a background thread, once: the first build then overlaps other work.
+
+    A Monitor opened on a CPU model calls it, so that a first-ever build (about
+    two seconds, with the C kernel's) runs while dynamo traces the model rather
+    than inside the first row op's trace, which waits for it (`ensure`).
+    """
+    global _started
+    if _state.tried or _started:
+        return
+    _started = True
+    threading.Thread(target=ensure, name="hookscope-cpuops", daemon=True).start()
 
 
 def active() -> bool:
