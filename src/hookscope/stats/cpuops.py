@@ -38,6 +38,7 @@ import os
 import shutil
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -57,6 +58,8 @@ __all__ = [
     "prepare",
     "set_buffer",
     "set_enabled",
+    "twin",
+    "twin_name",
     "why_unavailable",
 ]
 
@@ -88,6 +91,22 @@ _state = _State()
 _started = False  # `prepare`'s thread
 
 
+def twin_name(name: str) -> str:
+    """The op a C++ kernel hands ``hookscope::name``'s calls to: ``merge_row_`` -> ``merge_row_py_``."""
+    return f"{name[:-1]}_py_" if name.endswith("_") else f"{name}_py"
+
+
+def twin(lib: torch.library.Library, name: str, kernel: Callable[..., None]) -> None:
+    """Define ``hookscope::name``'s twin in ``lib`` (same schema), with ``kernel`` as its kernel.
+
+    ``_ops.cpp`` calls the twin, through the dispatcher, with the arguments it
+    did not take: ``kernel`` is the op's own Python kernel.
+    """
+    schema = str(getattr(torch.ops.hookscope, name).default._schema)
+    lib.define(schema.replace(f"hookscope::{name}(", f"{twin_name(name)}(", 1))
+    lib.impl(twin_name(name), kernel, "CompositeExplicitAutograd")
+
+
 def ensure() -> bool:
     """Register the C++ kernels (building them if needed) once per process; True when they run.
 
@@ -116,7 +135,8 @@ def prepare() -> None:
     if _state.tried or _started:
         return
     _started = True
-    threading.Thread(target=ensure, name="hookscope-cpuops", daemon=True).start()
+    # not a daemon: a process that exits first waits for the build (no orphaned compiler)
+    threading.Thread(target=ensure, name="hookscope-cpuops").start()
 
 
 def active() -> bool:

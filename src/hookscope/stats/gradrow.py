@@ -103,9 +103,7 @@ def _grad_row_add_fake(g: torch.Tensor, key: int, index: int) -> None:
 
 
 _LIB.impl("grad_row_add", _grad_row_add, "CompositeExplicitAutograd")
-# the C++ kernel's (`hookscope.stats.cpuops`) way back to this one, for what it does not take
-_LIB.define("grad_row_add_py(Tensor g, int key, int index) -> ()")
-_LIB.impl("grad_row_add_py", _grad_row_add, "CompositeExplicitAutograd")
+cpuops.twin(_LIB, "grad_row_add", _grad_row_add)  # for what the C++ kernel does not take
 torch.library.register_fake("hookscope::grad_row_add", _grad_row_add_fake, lib=_LIB)
 
 #: ``(g, key, index) -> None``: adds ``g``'s `GRAD_FIELDS` row into row

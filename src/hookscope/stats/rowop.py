@@ -17,10 +17,12 @@ one pass of hookscope's C kernel (`hookscope.stats.native`); everything else
 tensor, no C compiler) runs `reduce_row`'s tensor ops eagerly, on the
 tensor's own device and without a host read. A fake (meta) implementation
 lets dynamo and inductor trace it; ``fullgraph=True`` works. ``grad_rows``
-does the same for a gradient row (`GRAD_FIELDS`), handed back in a fresh
-tensor; the compiled Monitor's CPU default now adds gradient rows into a
-buffer instead (`hookscope.stats.gradrow`), and ``move_row_`` is one call of
-the C kernel (``hs_move_row``).
+does the same for a gradient row (`GRAD_FIELDS`) in a fresh tensor (the
+compiled Monitor's CPU default adds them into a buffer instead,
+`hookscope.stats.gradrow`); ``move_row_`` is one call of the C kernel. The
+Python kernels below run where `hookscope.stats.cpuops` has not registered
+its C++ CPU kernels, which call the same C entries without a Python frame
+and hand everything else back to these.
 
 Reading a tensor makes inductor store it. A BatchNorm's output, and the
 ReLU's after it, are otherwise never stored: the next pooling loop
@@ -337,22 +339,16 @@ def _grad_rows_fake(g: torch.Tensor, index: int, rows: int, dtype: torch.dtype) 
     return g.new_empty(rows, len(GRAD_FIELDS), dtype=dtype)
 
 
-# One Python kernel for every device: the C kernel on the CPU, tensor ops elsewhere. Once
-# `cpuops.ensure` has run, the CPU kernels are C++ (`_ops.cpp`); they hand what they do not
-# take to the twin ``*_py_`` op, whose kernel is the Python one.
+# One Python kernel for every device: the C kernel on the CPU, tensor ops elsewhere (once
+# `cpuops.ensure` has run, C++ kernels on the CPU, handing the rest to the twins' Python ones).
 _LIB.impl("merge_row_", _merge_row_, "CompositeExplicitAutograd")
 _LIB.impl("grad_rows", _grad_rows, "CompositeExplicitAutograd")
 _LIB.impl("affine_row_", _affine_row_, "CompositeExplicitAutograd")
-for _name, _kernel in (
-    ("merge_row_", _merge_row_),
-    ("affine_row_", _affine_row_),
-    ("move_row_", _move_row_),
-):
-    _schema = str(getattr(torch.ops.hookscope, _name).default._schema)
-    _LIB.define(_schema.replace(f"hookscope::{_name}(", f"{_name[:-1]}_py_(", 1))
-    _LIB.impl(f"{_name[:-1]}_py_", _kernel, "CompositeExplicitAutograd")
 torch.library.register_fake("hookscope::affine_row_", _merge_row_fake, lib=_LIB)
 _LIB.impl("move_row_", _move_row_, "CompositeExplicitAutograd")
+for _name, _kernel in (("merge_row_", _merge_row_), ("affine_row_", _affine_row_)):
+    cpuops.twin(_LIB, _name, _kernel)
+cpuops.twin(_LIB, "move_row_", _move_row_)
 torch.library.register_fake("hookscope::move_row_", _merge_row_fake, lib=_LIB)
 torch.library.register_fake("hookscope::merge_row_", _merge_row_fake, lib=_LIB)
 torch.library.register_fake("hookscope::grad_rows", _grad_rows_fake, lib=_LIB)
