@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -98,3 +99,15 @@ def test_switches_route_every_call_to_python(switch: str) -> None:
 def test_an_index_out_of_range_raises_from_the_python_kernel() -> None:
     with pytest.raises(RuntimeError, match="out of bounds"):
         merge_row_op(empty_rows(2), 5, _x(), True, True, True)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_child_forked_while_a_build_holds_the_locks_can_still_load() -> None:
+    """`prepare` builds on a thread that a fork leaves behind: the child gets fresh locks."""
+    with cpuops._lock, native._lock:
+        pid = os.fork()
+        if pid == 0:  # the child: the thread that held the locks does not exist here
+            ok = cpuops._lock.acquire(timeout=5) and native._lock.acquire(timeout=5)
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

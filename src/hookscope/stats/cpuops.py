@@ -91,6 +91,16 @@ _state = _State()
 _started = False  # `prepare`'s thread
 
 
+def _after_fork() -> None:
+    """A forked child gets a fresh lock: `prepare`'s thread may have held it, and is gone there."""
+    global _lock, _started
+    _lock, _started = threading.Lock(), False
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
 def twin_name(name: str) -> str:
     """The op a C++ kernel hands ``hookscope::name``'s calls to: ``merge_row_`` -> ``merge_row_py_``."""
     return f"{name[:-1]}_py_" if name.endswith("_") else f"{name}_py"

@@ -73,6 +73,16 @@ class _State:
 _lock = threading.Lock()
 _state = _State()
 _listeners: list[Callable[[], None]] = []
+
+
+def _after_fork() -> None:
+    """A forked child gets a fresh lock (a build on another thread, e.g. `cpuops.prepare`'s, may hold it)."""
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 _Out6 = ctypes.c_double * 6
 _Out9 = ctypes.c_double * 9
 
