@@ -226,6 +226,8 @@ def _load() -> ctypes.CDLL:
     compiler = os.environ.get("CXX") or "c++"
     if shutil.which(compiler) is None:
         raise RuntimeError(f"no C++ compiler found ({compiler!r}; set CXX)")
+    if tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 13):
+        raise RuntimeError(f"needs torch >= 2.13 (its stable C shim), not {torch.__version__}")
     root = Path(torch.__file__).parent
     include, libdir = root / "include", root / "lib"
     if not (include / "torch" / "csrc" / "stable" / "c" / "shim.h").is_file():
