@@ -25,7 +25,7 @@ compiler (``$CXX``, else ``c++``; about a second: the shim is a C header, no
 ATen headers) and cached beside the C kernel (`hookscope.stats._build`). A
 Monitor opened on a CPU model starts loading it on a background thread
 (`prepare`), and the first time a row op is traced its fake kernel waits for
-it (`ensure`). Without a compiler, torch's
+it (`ensure`). On torch older than 2.13, without a compiler, torch's
 headers or the C kernel, or after any failure (tried once per process),
 `ensure` returns False and `why_unavailable` says why; the Python kernels
 then run, with the same rows. ``HOOKSCOPE_CPU_OPS=0`` keeps them from the start.
