@@ -87,14 +87,16 @@ class _State:
 
 
 _lock = threading.Lock()
+#: Guards `_State.places` and its copy in the library (a build never holds it).
+_places_lock = threading.Lock()
 _state = _State()
 _started = False  # `prepare`'s thread
 
 
 def _after_fork() -> None:
-    """A forked child gets a fresh lock: `prepare`'s thread may have held it, and is gone there."""
-    global _lock, _started
-    _lock, _started = threading.Lock(), False
+    """A forked child gets fresh locks: `prepare`'s thread may have held one, and is gone there."""
+    global _lock, _places_lock, _started
+    _lock, _places_lock, _started = threading.Lock(), threading.Lock(), False
 
 
 if hasattr(os, "register_at_fork"):
@@ -175,7 +177,7 @@ def set_buffer(key: int, address: int, stride: int, rows: int) -> None:
 
     ``address`` is row 0's, ``stride`` the row stride in float64 elements.
     """
-    with _lock:
+    with _places_lock:
         _state.places[key] = (address, stride, rows)
         if _state.lib is not None:
             _state.lib.hs_ops_set_buffer(key, address, stride, rows)
@@ -183,7 +185,7 @@ def set_buffer(key: int, address: int, stride: int, rows: int) -> None:
 
 def clear_buffer(key: int) -> None:
     """Forget ``key``'s rows: the kernel hands its calls to the Python kernel (which skips them)."""
-    with _lock:
+    with _places_lock:
         _state.places.pop(key, None)
         if _state.lib is not None:
             _state.lib.hs_ops_clear_buffer(key)
@@ -212,9 +214,10 @@ def _install() -> None:
     failed = lib.hs_ops_register()
     if failed:
         raise RuntimeError(f"hs_ops_register failed at step {failed}")
-    for key, (address, stride, rows) in _state.places.items():
-        lib.hs_ops_set_buffer(key, address, stride, rows)
-    _state.lib = lib
+    with _places_lock:  # a buffer registered from now on is pushed by `set_buffer` itself
+        for key, (address, stride, rows) in _state.places.items():
+            lib.hs_ops_set_buffer(key, address, stride, rows)
+        _state.lib = lib
     native.on_switch(_sync)
     _sync()
 
