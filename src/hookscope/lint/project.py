@@ -15,7 +15,6 @@ that cannot be read or written is rebuilt or skipped silently.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -151,6 +150,8 @@ def _cache_path(root: Path) -> Path:
 
 def _load(root: Path) -> tuple[dict[str, list[Any]], ClassIndex | None]:
     try:
+        import json  # here: runs outside any project (installed trees) never need it
+
         data = json.loads(_cache_path(root).read_text(encoding="utf-8"))
         if data.get("version") != _VERSION or data.get("root") != str(root):
             return {}, None
@@ -218,6 +219,8 @@ def _save(root: Path, files: dict[str, list[Any]], index: ClassIndex) -> None:
                 "lookalike_methods": sorted(index.lookalike_methods),
             },
         }
+        import json
+
         tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
         os.replace(tmp, target)  # atomic: a concurrent reader sees the old or the new file
     except OSError:
