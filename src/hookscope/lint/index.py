@@ -12,11 +12,12 @@ enough to resolve ``model = build_model(...)`` in another file.
 from __future__ import annotations
 
 import bisect
+import functools
 import os
 import posixpath
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -42,12 +43,15 @@ JIT_INTERFACE = "@torch.jit.interface"
 # each "def"/"return" with a fast search; line starts and word starts are checked by hand.
 _DEF = re.compile(rb"def[ \t]+(\w+)[ \t]*\(")
 _ASYNC = re.compile(rb"async[ \t]+")
-_A = ord("a")  # the first byte of "async": most indented defs are told apart by it alone
+_D, _A = ord("d"), ord("a")  # the first bytes of "def" and "async"
 # The end of a signature, with its return annotation if any: ") -> T:" or "):".
 _SIGNATURE_END = re.compile(rb"\)[ \t]*(?:->[ \t]*([^\n]+?)[ \t]*)?:[ \t]*(?:#[^\n]*)?\r?\n")
 _TOP_LEVEL = re.compile(rb"\n(?=[^\s#)\]}])")  # not the ")" closing a signature
-_RETURN = re.compile(rb"return\b")
-_RETURN_CALL = re.compile(rb"return[ \t]+([A-Za-z_][\w.]*)[ \t]*\(")
+# Every ``return`` word of a body (not inside a longer word), with the name it calls when
+# it returns a call (``return Net(...)``) and b"" when not. The call is looked ahead at,
+# not consumed: no ``return`` is skipped for lying inside the previous one's call.
+# (The word start is checked behind the literal, which keeps the fast search for it.)
+_RETURN = re.compile(rb"return(?<![A-Za-z0-9_]return)\b(?=[ \t]+([A-Za-z_][\w.]*)[ \t]*\(|)")
 _MAX_SIGNATURE = 4000
 
 # (name, bases, annotated attributes, "path:line")
@@ -163,7 +167,7 @@ def _scan_classes(data: bytes, path: str) -> tuple[list[ClassEntry], _Lines]:
         line, counted = line + data.count(b"\n", counted, start), start
         starts.append(start)
         numbers.append(line)
-        bases = _bases(raw.decode("utf-8", errors="replace")) if raw else ()
+        bases = _bases(raw) if raw else ()
         if _JIT_INTERFACE.search(data, max(0, start - 80), start):
             bases = (JIT_INTERFACE,)
         entries.append((name, bases, [], f"{path}:{line}"))
@@ -200,7 +204,7 @@ def _from_imports(data: bytes, path: str = "", wanted: set[str] | None = None) -
         return out
     for module, raw in _FROM_IMPORT.findall(data):
         names = raw.decode("ascii", "replace")
-        if wanted is not None and not any(name in names for name in wanted):
+        if wanted is not None and not any(map(names.__contains__, wanted)):
             continue
         prefix = absolute_module(module.decode("ascii", "replace"), path)
         for name, alias in _IMPORTED.findall(names.strip("()")):
@@ -266,16 +270,8 @@ def scan_functions(data: bytes, path: str = "", known: _Lines | None = None) -> 
     out: list[FunctionEntry] = []
     line, counted = 1, 0  # lines counted up to ``counted``, incrementally (defs come in order)
     offsets, numbers = known or ([], [])
-    for match in _DEF.finditer(data):
-        start = match.start()
-        line_start = data.rfind(b"\n", 0, start) + 1
-        if line_start != start and (
-            data[line_start] != _A or not _ASYNC.fullmatch(data, line_start, start)
-        ):
-            continue  # not a top-level def
+    for match, line_start, end in _top_level_defs(data):
         begin = match.end()
-        top = _TOP_LEVEL.search(data, begin)
-        end = top.start() if top else len(data)
         signature = _SIGNATURE_END.search(data, begin, min(end, begin + _MAX_SIGNATURE))
         arrow = signature.group(1) if signature else None
         annotation = arrow.decode("utf-8", "replace") if arrow else ""
@@ -291,37 +287,58 @@ def scan_functions(data: bytes, path: str = "", known: _Lines | None = None) -> 
     return out
 
 
+def _top_level_defs(data: bytes) -> Iterator[tuple[re.Match[bytes], int, int]]:
+    """Each top-level ``def`` of ``data`` (``async`` ones too): its match, the start of its
+    line and the end of its body (where the next top-level line starts, or the end).
+
+    One pass over the top-level lines, which are where such a ``def`` starts and where
+    its body ends: what finding every ``def`` and keeping those at a line start (then
+    looking for the next top-level line) gives, without a loop over the methods.
+    """
+    pending = _def_at(data, 0) if data else None
+    for top in _TOP_LEVEL.finditer(data):
+        if pending is not None:
+            yield pending[0], pending[1], top.start()
+        pending = _def_at(data, top.end())
+    if pending is not None:
+        yield pending[0], pending[1], len(data)
+
+
+def _def_at(data: bytes, start: int) -> tuple[re.Match[bytes], int] | None:
+    """The ``def`` that the line starting at ``start`` opens, with ``start``; or ``None``."""
+    first = data[start]
+    if first == _D:
+        found = _DEF.match(data, start)
+    elif first == _A and (blanks := _ASYNC.match(data, start)) is not None:
+        found = _DEF.match(data, blanks.end())
+    else:
+        return None
+    return None if found is None else (found, start)
+
+
 def _returned_calls(data: bytes, begin: int, end: int) -> tuple[str, ...]:
     """The names called by the ``return`` statements of ``data[begin:end]`` when every
     ``return`` returns a call (``return Net(...)``), else ``()``.
 
-    One pass over the ``return`` words: a ``return NAME(`` match starts at one of them,
-    so trying `_RETURN_CALL` there, after the end of the previous match, finds exactly
-    what its own ``finditer`` over the body would.
+    One regular-expression pass over the body: each ``return`` word with the name it
+    calls or ``b""``. (A ``return`` inside another one's call, as in ``return
+    a.return(``, is never followed by a call of its own, so looking the call up at
+    every ``return`` finds what matching calls one after the other would.)
     """
-    calls: list[bytes] = []
-    returns, resume = 0, begin
-    for match in _RETURN.finditer(data, begin, end):
-        word = _starts(data, match)
-        returns += word
-        if match.start() >= resume:
-            call = _RETURN_CALL.match(data, match.start(), end)
-            if call is not None:
-                resume = call.end()
-                if word:
-                    calls.append(call.group(1))
-    if len(calls) != returns:
+    called = _RETURN.findall(data, begin, end)
+    if not called or not all(called):
         return ()
-    return tuple(c.decode("ascii", "replace") for c in calls)
+    return tuple(c.decode("ascii", "replace") for c in called)
 
 
-def _starts(data: bytes, match: re.Match[bytes]) -> bool:
-    """The match starts a word (what a leading ``\\b`` would check, only slower)."""
-    before = data[match.start() - 1 : match.start()]
-    return not before or not (before.isalnum() or before == b"_")
+@functools.lru_cache(maxsize=1 << 14)
+def _bases(written: bytes) -> tuple[str, ...]:
+    """The base classes in the parentheses of a ``class`` line (bytes as written).
 
-
-def _bases(raw: str) -> tuple[str, ...]:
+    Cached: most classes of a tree repeat a few base lists (``nn.Module``,
+    ``PreTrainedModel``), decoded and split once each.
+    """
+    raw = written.decode("utf-8", errors="replace")
     if "[" in raw:
         raw = _SUBSCRIPT.sub("", raw)
     bases = []

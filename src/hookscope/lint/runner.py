@@ -62,7 +62,7 @@ def _scan(path: str, max_bytes: int = DEFAULT_MAX_FILE_SIZE, where: str = "") ->
     where = where or path
     classes, functions = scan_definitions(data, where)
     # Look-alikes define "def forward": no "forward" at all, none (one pass over the bytes less).
-    lookalikes = scan_lookalikes(data) if first >= 0 else ()
+    lookalikes = scan_lookalikes(data, first) if first >= 0 else ()
     return Scan(tuple(classes), candidate, "", len(data), tuple(functions), lookalikes)
 
 
