@@ -21,6 +21,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from hookscope.lint.importlists import ImportLists
+
 # No "^" anchor: a literal-prefixed pattern is ten times faster; the line start is checked by hand.
 _CLASS = re.compile(rb"class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?[ \t]*:")
 _SELF_ANNOTATION = re.compile(
@@ -81,6 +83,8 @@ class ClassIndex:
             they are paths as given).
         lookalike_methods: the module-only methods that a plain class of the tree
             defines next to a ``forward`` (`lookalikes`): no evidence of a module there.
+        import_lists: the from-import lists of every file with classes or functions
+            (`importlists`), sorted by file; ``None`` when they were not scanned.
     """
 
     bases: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
@@ -90,6 +94,7 @@ class ClassIndex:
     functions: dict[str, tuple[FunctionEntry, ...]] = field(default_factory=dict)
     root: str = ""
     lookalike_methods: frozenset[str] = frozenset()
+    import_lists: tuple[ImportLists, ...] | None = None
 
     def in_module(
         self, name: str, module: str, importer: str = ""
@@ -359,10 +364,11 @@ def merge(
     entries: Iterable[ClassEntry],
     functions: Iterable[FunctionEntry] = (),
     lookalike_methods: Iterable[str] = (),
+    import_lists: Iterable[ImportLists] | None = None,
 ) -> ClassIndex:
     """Group entries by name; distinct base lists are kept apart."""
     builder = IndexBuilder()
-    builder.add(entries, functions, lookalike_methods)
+    builder.add(entries, functions, lookalike_methods, import_lists)
     return builder.build()
 
 
@@ -381,15 +387,22 @@ class IndexBuilder:
         self._defs: dict[str, tuple[tuple[tuple[str, ...], str], ...]] = {}
         self._functions: dict[str, tuple[FunctionEntry, ...]] = {}
         self._lookalikes: set[str] = set()
+        self._imports: list[ImportLists] | None = []
 
     def add(
         self,
         entries: Iterable[ClassEntry],
         functions: Iterable[FunctionEntry] = (),
         lookalike_methods: Iterable[str] = (),
+        import_lists: Iterable[ImportLists] | None = None,
     ) -> None:
-        """Add the classes, functions and look-alike methods of the next files."""
+        """Add the classes, functions, look-alike methods and from-import lists of the
+        next files (without ``import_lists``, the index carries none)."""
         self._lookalikes.update(lookalike_methods)
+        if import_lists is None or self._imports is None:
+            self._imports = None
+        else:
+            self._imports.extend(import_lists)
         bases, attrs, where, defs = self._bases, self._attrs, self._where, self._defs
         for name, class_bases, class_attrs, location in entries:
             known = bases.get(name)
@@ -416,4 +429,5 @@ class IndexBuilder:
             self._defs,
             self._functions,
             lookalike_methods=frozenset(self._lookalikes),
+            import_lists=None if self._imports is None else tuple(sorted(self._imports)),
         )
