@@ -158,6 +158,7 @@ def given_in_other_files(
 ) -> Resolved | None:
     """The parameter ``name`` of ``func`` (a module-level function, or the ``__init__`` of
     a module-level class) from what the calls in the files importing it pass."""
+    from hookscope.lint.forwarded import through_varargs  # (it imports passing)
     from hookscope.lint.passing import (
         argument_for,
         left_none,
@@ -187,7 +188,11 @@ def given_in_other_files(
         if argument is None and left_none(func, skip, call, name):
             continue  # ``None`` there: that call never reaches a ``.forward``
         if argument is None:
-            return None
+            forwarded = through_varargs(other, func, skip, call, caller, name, depth)
+            if forwarded is None:
+                return None
+            results.append((call, other.file.path, forwarded))  # ``helper(*args)``
+            continue
         result = passed(other, argument, call, caller, depth)
         if result.kind is Kind.UNKNOWN or result.is_class:
             return None
