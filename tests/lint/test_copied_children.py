@@ -1,7 +1,7 @@
 """Children taken out of copies (#15): ``list(model.children())[0]``,
-``next(iter(model.children()))``, ``dict(model.named_modules())[name]`` are modules, as
-``for m in list(model.children())`` already was; copies of plain objects are not, and a
-project function named ``list`` is not the builtin."""
+``next(iter(model.children()))``, ``dict(model.named_modules())[name]`` and ``max(nets,
+key=score)`` are modules, as ``for m in list(model.children())`` already was; copies of
+plain objects are not, and a project function named ``list`` is not the builtin."""
 
 from __future__ import annotations
 
@@ -78,3 +78,27 @@ def test_children_out_of_copies(tmp_path: Path) -> None:
 def test_copies_of_plain_objects(tmp_path: Path) -> None:
     path = write_source(tmp_path, "plain.py", _PLAIN)
     assert found(tmp_path, path, CONFIDENT) == set()
+
+
+def test_the_best_of_a_list_of_modules_is_a_module(tmp_path: Path) -> None:
+    path = write_source(
+        tmp_path,
+        "ensemble.py",
+        """\
+        from torch import nn
+
+
+        class Stage:
+            def forward(self, x):
+                return x
+
+
+        def pick(x, scores):
+            nets = [nn.Linear(2, 2), nn.Linear(2, 2)]
+            stages = [Stage(), Stage()]
+            best = max(nets, key=lambda n: scores[id(n)])
+            worst = min(stages, key=lambda s: scores[id(s)])
+            return best.forward(x), worst.forward(x)  # HS101
+        """,
+    )
+    assert found(tmp_path, path, ("HS101", "HS102", "HS103", "HS104")) == expected_codes(path)

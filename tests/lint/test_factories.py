@@ -185,6 +185,7 @@ def test_a_base_class_constructor_inherited_by_subclasses(tmp_path: Path) -> Non
         tmp_path,
         "pkg/act.py",
         """\
+        from pkg.nets import Node
         from pkg.trainer import Holder, Runner, Trainer
 
 
@@ -198,8 +199,8 @@ def test_a_base_class_constructor_inherited_by_subclasses(tmp_path: Path) -> Non
                 return self.job.forward(x)
 
 
-        # A subclass with its own __init__ may store anything: what Holder's holds is
-        # unknown, even though every call here passes a module.
+        # A subclass's own __init__ hands Holder a plain object through super(): what
+        # Holder's holds is not one kind, though every call here passes a module.
         class Plain(Holder):
             def train_step(self, x):
                 return self.model.forward(x)
@@ -207,7 +208,8 @@ def test_a_base_class_constructor_inherited_by_subclasses(tmp_path: Path) -> Non
 
         class OwnInit(Holder):
             def __init__(self, model):
-                super().__init__(model.inner)
+                super().__init__(Node())
+                self.net = model
         """,
     )
     # Another class named Trainer, built with a plain object: a namesake, left out.

@@ -1,6 +1,6 @@
-"""Layers of vLLM whose every public class is a ``CustomOp`` (an ``nn.Module``) (#15):
-``RotaryEmbedding(...).forward(...)`` skips hooks; vLLM's other classes (``SamplingParams``,
-a linear layer's quantization ``LinearMethodBase``) are not shown modules by the package."""
+"""Library layers that are torch modules (#15): vLLM's ``CustomOp`` layers (``RotaryEmbedding(...)
+.forward(...)`` skips hooks; ``SamplingParams`` and a linear layer's ``LinearMethodBase`` are
+no modules) and torchvision's image transforms that are ``nn.Module``s (``Compose`` is not)."""
 
 from __future__ import annotations
 
@@ -33,3 +33,34 @@ def test_vllm_layers_are_modules_and_its_other_classes_are_not(tmp_path: Path) -
     path = write_source(tmp_path, "rope.py", _LAYERS)
     assert found(tmp_path, path, CONFIDENT) == expected_codes(path)
     assert len(expected_codes(path)) == 2
+
+
+_TRANSFORMS = """\
+    import torchvision.transforms as T
+    from torchvision.transforms import v2
+
+
+    class Jitter(T.ColorJitter):
+        def __call__(self, sample):
+            return {"image": self.forward(sample["image"])}  # HS102
+
+
+    class Tensors(T.ToTensor):
+        def __call__(self, picture):
+            return self.forward(picture)
+
+
+    def augment(image, picture):
+        flip = T.RandomHorizontalFlip()
+        compose = T.Compose([T.ToTensor()])
+        crop = v2.RandomCrop(32)
+        flip.forward(image)  # HS101
+        crop.forward(image)  # HS101
+        return compose.forward(picture)
+    """
+
+
+def test_torchvision_transforms_that_are_modules_and_those_that_are_not(tmp_path: Path) -> None:
+    path = write_source(tmp_path, "augment.py", _TRANSFORMS)
+    assert found(tmp_path, path, CONFIDENT) == expected_codes(path)
+    assert len(expected_codes(path)) == 3

@@ -140,3 +140,67 @@ def _adds_to(node: ast.AST, target: str) -> bool:
         and node.func.attr in ("append", "insert", "extend")
         and dotted(node.func.value) == target
     )
+
+
+# Containers whose rows unpack into modules: ``for attn, ff in self.layers`` where every
+# row is a ``ModuleList([...])`` (a ``ModuleDict`` unpacks into its keys).
+_ROW_CONTAINERS = frozenset({"ModuleList", "Sequential"})
+
+
+def rows_of_modules(resolver: Resolver, iterable: ast.expr, scope: Scope, depth: int) -> bool:
+    """Whether every row of ``iterable`` (``self.layers`` or a local name, a torch
+    container) is a ``ModuleList``/``Sequential``, as built and as appended to it: then a
+    tuple target's every name is a module (``for attn, ff in self.layers``)."""
+    target = dotted(iterable)
+    func = scope.method if target and "." in target else scope.node
+    if not target or not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    if "." not in target:
+        funcs: list[Function] = [func]
+    elif scope.cls is not None and target.partition(".")[0] == scope.self_name:
+        funcs = [
+            f for f in scope.cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ]
+    else:
+        return False
+    rows: list[tuple[ast.expr, Scope]] = []
+    for method in funcs:
+        where = resolver.scope_of(method)
+        spelled = target if method is func else _respelled(target, scope, where)
+        found = _values(method, spelled) if spelled is not None else []
+        built = _built(method, spelled) if spelled is not None else []
+        if found is None or built is None:
+            return False
+        rows.extend((row, where) for row in [*found, *built])
+    return bool(rows) and all(_a_row_container(resolver, r, s, depth) for r, s in rows)
+
+
+def _built(func: Function, target: str) -> list[ast.expr] | None:
+    """The rows that ``target = ModuleList([...])`` statements of ``func`` build with (a
+    display's elements, a comprehension's element); ``None`` when they cannot be read."""
+    rows: list[ast.expr] = []
+    for node in own_nodes(func.body):
+        if not (isinstance(node, ast.Assign) and any(dotted(t) == target for t in node.targets)):
+            continue
+        value = node.value
+        if not isinstance(value, ast.Call) or len(value.args) > 1 or value.keywords:
+            return None
+        if not value.args:
+            continue
+        arg = value.args[0]
+        if isinstance(arg, (ast.List, ast.Tuple)):
+            rows.extend(arg.elts)
+        elif isinstance(arg, (ast.ListComp, ast.GeneratorExp)):
+            rows.append(arg.elt)
+        else:
+            return None
+    return rows
+
+
+def _a_row_container(resolver: Resolver, row: ast.expr, scope: Scope, depth: int) -> bool:
+    """``ModuleList([...])`` or ``nn.Sequential(...)`` (a call of a torch container class
+    that holds its modules as a list)."""
+    if not isinstance(row, ast.Call):
+        return False
+    name = (dotted(row.func) or "").rpartition(".")[2]
+    return name in _ROW_CONTAINERS and resolver.resolve(row, scope, depth + 1).container

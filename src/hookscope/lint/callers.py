@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Literal
 
 from hookscope.lint.crossfile import foreign_file
+from hookscope.lint.importlists import ImportLists, import_lists
 from hookscope.lint.index import defined_in
 from hookscope.lint.kinds import Kind, Resolved, agreed
 from hookscope.lint.pyfile import Scope
@@ -37,17 +38,11 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 # A call, the resolver of its file, and the calling scope.
 Site = tuple["Resolver", ast.Call, Scope]
 
-# ``from pkg.mod import a, b as c`` or ``from .mod import (\n a,\n b,\n)``.
-# (A literal start lets the regex engine skip to each "from"; one in a string or comment
-# only adds a file to look at.)
-_FROM_IMPORT = re.compile(rb"from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)")
-_COMMENT = re.compile(rb"#[^\n]*")
 # Files that import a name a caller needs more than this are not read one by one.
 MAX_IMPORTERS = 30
 
-# (file relative to the root, the names its ``from ... import`` lines list, the modules
-# they import from), for one index
-_IMPORT_LISTS: list[tuple[str, bytes, bytes]] = []
+# `importlists.ImportLists` of every project file with classes or functions, for one index
+_IMPORT_LISTS: list[ImportLists] = []
 _IMPORTERS: dict[str, list[str]] = {}  # name -> the files importing it, as asked
 _MODULE_IMPORTERS: dict[str, list[str]] = {}  # module stem -> the files importing from it
 _IMPORTERS_INDEX: list[tuple[int, str, int]] = [(0, "", 0)]
@@ -59,7 +54,8 @@ def _refresh(index: ClassIndex) -> None:
         _IMPORTERS_INDEX[0] = stamp
         _IMPORTERS.clear()
         _MODULE_IMPORTERS.clear()
-        _IMPORT_LISTS[:] = _import_lists(index)
+        known = index.import_lists  # scanned with the index; else the files are read here
+        _IMPORT_LISTS[:] = known if known is not None else _import_lists(index)
 
 
 def module_importers(index: ClassIndex, stem: str) -> list[str]:
@@ -102,9 +98,9 @@ def importers(index: ClassIndex, name: str) -> list[str]:
     return _IMPORTERS[name]
 
 
-def _import_lists(index: ClassIndex) -> list[tuple[str, bytes, bytes]]:
-    """``(file, the text of its from-import lists, their modules one a line)`` for every
-    project file that has one, read once per index."""
+def _import_lists(index: ClassIndex) -> list[ImportLists]:
+    """`importlists.ImportLists` of every project file (one with classes or functions in
+    ``index``) that has them, read once per index that does not carry them."""
     entries = [where for defs in index.defs.values() for _, where in defs]
     entries += [entry[3] for found in index.functions.values() for entry in found]
     out = []
@@ -114,12 +110,9 @@ def _import_lists(index: ClassIndex) -> list[tuple[str, bytes, bytes]]:
             data = read_bytes(path, DEFAULT_MAX_FILE_SIZE)
         except Unreadable:
             continue
-        if b"import" in data:
-            # (one list a line: a comment ends at its line's end, not at the last list's)
-            found = list(_FROM_IMPORT.finditer(data))
-            listed = b"\n".join(m.group(2) for m in found)
-            modules = b"\n".join(m.group(1) for m in found)
-            out.append((where, _COMMENT.sub(b"", listed), modules))
+        lists = import_lists(data, where)
+        if lists is not None:
+            out.append(lists)
     return out
 
 
@@ -165,6 +158,7 @@ def given_in_other_files(
 ) -> Resolved | None:
     """The parameter ``name`` of ``func`` (a module-level function, or the ``__init__`` of
     a module-level class) from what the calls in the files importing it pass."""
+    from hookscope.lint.forwarded import through_varargs  # (it imports passing)
     from hookscope.lint.passing import (
         argument_for,
         left_none,
@@ -194,7 +188,11 @@ def given_in_other_files(
         if argument is None and left_none(func, skip, call, name):
             continue  # ``None`` there: that call never reaches a ``.forward``
         if argument is None:
-            return None
+            forwarded = through_varargs(other, func, skip, call, caller, name, depth)
+            if forwarded is None:
+                return None
+            results.append((call, other.file.path, forwarded))  # ``helper(*args)``
+            continue
         result = passed(other, argument, call, caller, depth)
         if result.kind is Kind.UNKNOWN or result.is_class:
             return None

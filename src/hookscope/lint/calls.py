@@ -11,13 +11,13 @@ from hookscope.lint import known, libraries
 from hookscope.lint.bindings import dotted, returned
 from hookscope.lint.containers import (
     contents,
-    element,
     entry_of,
     getattr_value,
     literal_element,
     named_display,
     rref_value,
 )
+from hookscope.lint.copies import copied_elements, picks_from
 from hookscope.lint.crossfile import factory_returns, foreign_function, import_origin
 from hookscope.lint.kinds import MAX_DEPTH, UNKNOWN, Kind, Resolved
 from hookscope.lint.methods import built_by_classmethod, find_method, is_classmethod
@@ -63,8 +63,8 @@ def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) ->
         built = _entries_called(resolver, func, scope, depth)
         if built is not None:  # ``MODELS[name](cfg)``: what every entry of the table builds
             return built
-    if isinstance(func, ast.Name) and len(expr.args) == 1 and not expr.keywords:
-        copied = _copied(resolver, func.id, expr.args[0], scope, depth)
+    if isinstance(func, ast.Name) and len(expr.args) == 1 and picks_from(expr):
+        copied = copied_elements(resolver, func.id, expr.args[0], scope, depth)
         if copied is not None:  # ``list(model.children())[0]``, ``next(iter(...))``
             return copied
     if last == "cast" and len(expr.args) == 2 and _typing_cast(resolver, func, scope):
@@ -170,39 +170,9 @@ def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) ->
     return Resolved(Kind.UNKNOWN, name=last)
 
 
-def _copied(
-    resolver: Resolver, builtin: str, arg: ast.expr, scope: Scope, depth: int
-) -> Resolved | None:
-    """``list(x)`` (``tuple``, ``sorted``, ``reversed``, ``iter``) holding the elements of
-    ``x``, ``dict(pairs)`` holding their second items, ``next(x)`` one element of ``x``:
-    when those elements are known (``model.children()`` gives modules)."""
-    if builtin not in _COPIES or _shadowed(resolver, builtin, scope):
-        return None
-    position = 1 if builtin == "dict" else None
-    inner = element(resolver, arg, position, scope, depth + 1)
-    if inner.kind is Kind.UNKNOWN:
-        return None
-    if builtin == "next":
-        return inner
-    return Resolved(Kind.OTHER, name=builtin, elem=inner.kind, elem_cls=inner.cls)
-
-
 def _typing_cast(resolver: Resolver, func: ast.expr, scope: Scope) -> bool:
     origin = import_origin(resolver, dotted(func) or "", scope)
     return origin in ("typing.cast", "typing_extensions.cast")
-
-
-_COPIES = frozenset({"list", "tuple", "sorted", "reversed", "iter", "dict", "next"})
-
-
-def _shadowed(resolver: Resolver, name: str, scope: Scope) -> bool:
-    """Whether ``name`` is bound in ``scope`` or around it (not the builtin there)."""
-    current: Scope | None = scope
-    while current is not None:
-        if resolver.bindings_of(current.node).get(name):
-            return True
-        current = current.parent
-    return False
 
 
 def _entries_called(

@@ -8,7 +8,9 @@ built as ``ActTrainer(model=model, ...)``): every call of such a subclass runs
 naming one of those classes are found by the import scan of `callers`; each is walked
 once per question. A name used otherwise than called, subclassed, imported, or named in
 ``isinstance``/``issubclass``/``super(...)`` or an annotation makes the answer unknown
-(it may be built out of sight), and so does a subclass with its own ``__init__``.
+(it may be built out of sight), and so does a subclass with its own ``__init__``, unless
+that ``__init__`` hands on through one ``super().__init__(...)`` (a subclass of one base):
+that call is then where the base is built (``super().__init__(model, lr)``).
 """
 
 from __future__ import annotations
@@ -52,10 +54,12 @@ def constructions(
     # This file's calls of the class come first: one that cannot be seen ends the look-up
     # before the project's subclasses are looked for.
     yield from _sites_in(resolver, {cls.name: where})
-    types = _inheriting(resolver, cls.name, init, where)
-    if types is None:
+    found = _inheriting(resolver, cls.name, init, where)
+    if found is None:
         yield None
         return
+    types, supers = found
+    yield from supers  # ``super().__init__(model, lr)`` in a subclass's own ``__init__``
     subclasses = {name: defined for name, defined in types.items() if name != cls.name}
     if subclasses:
         yield from _sites_in(resolver, subclasses)
@@ -97,23 +101,69 @@ def _sites_in(other: Resolver, types: dict[str, str]) -> Iterator[Site | None]:
         yield other, call, caller
 
 
-def _inheriting(resolver: Resolver, name: str, init: Function, where: str) -> dict[str, str] | None:
+def _inheriting(
+    resolver: Resolver, name: str, init: Function, where: str
+) -> tuple[dict[str, str], list[Site]] | None:
     """``{class: the file defining it}`` for ``name`` and every project class deriving
-    from it that runs ``init`` when built; ``None`` when one has its own ``__init__``."""
+    from it that runs ``init`` when built, and the ``super().__init__(...)`` calls of the
+    subclasses whose own ``__init__`` hands on to ``init`` (`_super_init`; their own
+    subclasses build through it); ``None`` when another ``__init__`` comes between."""
     subclasses = descendants(resolver.index, name, MAX_SUBCLASSES)
     if subclasses is None:
         return None
     out = {name: where}
+    supers: list[Site] = []
+    overriding: set[int] = set()
     for child in subclasses:  # (parents before their children)
         defs = resolver.index.defs.get(child, ())
         located = find_method(resolver, child, "__init__")
-        if len(defs) != 1 or located is None or located[1].lineno != init.lineno:
-            return None  # a namesake, or its own ``__init__``
-        owner = located[0]
+        if len(defs) != 1 or located is None:
+            return None  # a namesake
+        owner, method = located
+        if id(method) in overriding:
+            continue  # built through a subclass's ``__init__`` that hands on to ``init``
+        if method.lineno != init.lineno:
+            site = _super_init(owner, child, method, set(out), defs[0][0])
+            if site is None:
+                return None  # its own ``__init__``
+            supers.append(site)
+            overriding.add(id(method))
+            continue
         if owner is not resolver and not same_file(resolver, owner.file.path):
             return None
         out[child] = defs[0][1].rpartition(":")[0]
-    return out
+    return out, supers
+
+
+def _super_init(
+    owner: Resolver, child: str, method: Function, parents: set[str], bases: tuple[str, ...]
+) -> Site | None:
+    """The one ``super().__init__(...)`` of ``child``'s own ``__init__`` (``method``, in the
+    file of ``owner``), when ``child`` has one base and it is one of ``parents`` (so that
+    the call runs their ``__init__``)."""
+    if len(bases) != 1 or bases[0].rpartition(".")[2] not in parents:
+        return None
+    cls = owner.file.classes.get(child)
+    if cls is None or method not in cls.body:
+        return None
+    calls = [
+        node
+        for node in ast.walk(method)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "__init__"
+    ]
+    if len(calls) != 1:
+        return None
+    call = calls[0]
+    receiver = call.func.value  # type: ignore[attr-defined]
+    if not (
+        isinstance(receiver, ast.Call)
+        and isinstance(receiver.func, ast.Name)
+        and receiver.func.id == "super"
+    ):
+        return None
+    return owner, call, owner.scope_of(method)
 
 
 def _defined_only_in(other: Resolver, name: str, where: str) -> bool:

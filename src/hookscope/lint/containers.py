@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from hookscope.lint import known
+from hookscope.lint.appends import rows_of_modules
 from hookscope.lint.bindings import class_attributes, dotted, name_prefix
 from hookscope.lint.crossfile import imported_file
 from hookscope.lint.kinds import MAX_DEPTH, UNKNOWN, Kind, Resolved
@@ -92,6 +93,8 @@ def element(
         return literal_element(resolver, iterable, scope, depth) if position is None else UNKNOWN
     inner = resolver.resolve(iterable, scope, depth + 1)
     if position is not None:
+        if inner.container and rows_of_modules(resolver, iterable, scope, depth):
+            return Resolved(Kind.MODULE, via=f"a module of a row of {inner.via or 'a container'}")
         return UNKNOWN
     return member(resolver, inner, scope)
 

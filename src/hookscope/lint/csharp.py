@@ -11,15 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import lru_cache
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from hookscope.errors import require_extra
 from hookscope.lint.csharp_index import scan_csharp
-from hookscope.lint.csharp_resolve import FileResolver, Typed
-from hookscope.lint.csharp_types import Hierarchy
 from hookscope.lint.findings import Edit, Finding
 from hookscope.lint.index import ClassIndex, merge
 from hookscope.lint.registry import Rule, register
+
+if TYPE_CHECKING:  # imported when a C# file is checked: a Python-only run never needs them
+    from hookscope.lint.csharp_resolve import Typed
+    from hookscope.lint.csharp_types import Hierarchy
 
 # ``base.forward(...)`` / ``this.forward(...)``: the module's own forward (node names of
 # older and newer tree-sitter-c-sharp grammars).
@@ -58,6 +60,8 @@ _HIERARCHIES: dict[int, tuple[ClassIndex, Hierarchy]] = {}
 
 def _hierarchy(index: ClassIndex) -> Hierarchy:
     """One `Hierarchy` (and its caches) per index object, shared by the files of a run."""
+    from hookscope.lint.csharp_types import Hierarchy
+
     cached = _HIERARCHIES.get(id(index))
     if cached is None or cached[0] is not index:
         _HIERARCHIES.clear()
@@ -95,6 +99,8 @@ class _ForwardRule(CSharpRule):
     verdict: ClassVar[bool | None]
 
     def check(self, path: str, data: bytes, root: Any, index: ClassIndex) -> Iterator[Finding]:
+        from hookscope.lint.csharp_resolve import FileResolver
+
         resolver = FileResolver(_hierarchy(index))
         lines = data.split(b"\n")
         for call, receiver, name in forward_calls(root):

@@ -17,6 +17,7 @@ import ast
 from hookscope.lint import frameworks
 from hookscope.lint.analysis import Analysis
 from hookscope.lint.bindings import dotted
+from hookscope.lint.outside_entries import entered_from_outside
 
 Method = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -55,6 +56,25 @@ def entry_methods(analysis: Analysis, cls: ast.ClassDef, *, own_call: bool = Tru
     elif not own_call and replaced_call(cls):
         entry.discard("__call__")
         todo.remove("__call__")
+    roots = set(entry)
+    entry |= _reached(methods, todo, entry)
+    # a helper that other code also runs directly (``policy.sample_actions(...)``) is an
+    # entry point of its own: it and what it reaches skip the hooks when entered that way
+    helpers = [m for m in entry - roots if m in methods]
+    if not any(_calls_own_forward(methods[m]) for m in helpers):
+        helpers = []  # (nothing there would be reported: not looked up)
+    outside = [m for m in helpers if entered_from_outside(analysis, cls, m)]
+    if outside:
+        entry -= {*outside, *_reached(methods, outside, roots)}
+    analysis.cache[key] = entry
+    return entry
+
+
+def _reached(methods: dict[str, Method], todo: list[str], known: set[str]) -> set[str]:
+    """The methods that ``todo``'s methods reach through ``self`` (the class's own,
+    ``self.x(...)`` or ``self.x`` handed on), transitively, less those in ``known``."""
+    todo, seen = list(todo), set(known) | set(todo)
+    found: set[str] = set()
     while todo:
         method = methods[todo.pop()]
         own = self_names_of(method)
@@ -62,13 +82,25 @@ def entry_methods(analysis: Analysis, cls: ast.ClassDef, *, own_call: bool = Tru
             if (
                 isinstance(node, ast.Attribute)
                 and node.attr in methods
-                and node.attr not in entry
+                and node.attr not in seen
                 and _on_self(node.value, own)
             ):
-                entry.add(node.attr)
+                seen.add(node.attr)
+                found.add(node.attr)
                 todo.append(node.attr)
-    analysis.cache[key] = entry
-    return entry
+    return found
+
+
+def _calls_own_forward(method: Method) -> bool:
+    """Whether ``method`` holds a ``self.forward`` (its first parameter's)."""
+    own = self_names_of(method)
+    return any(
+        isinstance(node, ast.Attribute)
+        and node.attr == "forward"
+        and isinstance(node.value, ast.Name)
+        and node.value.id in own
+        for node in ast.walk(method)
+    )
 
 
 def replaced_call(cls: ast.ClassDef) -> bool:

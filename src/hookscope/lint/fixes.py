@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -37,6 +36,8 @@ class FileFix:
 
     def diff(self) -> str:
         """A unified diff from ``original`` to ``fixed``."""
+        import difflib  # here: a lint run that shows no diff never needs it
+
         return "".join(
             difflib.unified_diff(
                 self.original.splitlines(keepends=True),

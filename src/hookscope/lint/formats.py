@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -23,6 +22,8 @@ def render(findings: Sequence[Finding], fmt: str) -> str:
     """
     if fmt == "text":
         return to_text(findings)
+    import json  # here: the default text output never needs it
+
     if fmt == "json":
         return json.dumps([f.to_dict() for f in findings], indent=2)
     if fmt == "sarif":

@@ -124,6 +124,7 @@ MODULE_PACKAGES = (
     # MONAI's networks, mamba_ssm's blocks (``Mamba``, ``Mamba2``) and
     # segmentation_models_pytorch's losses and decoders
     "torchvision.ops",
+    "torchvision.transforms.v2",
     "einops.layers.torch",
     "monai.networks.nets",
     "mamba_ssm.modules",
@@ -215,6 +216,19 @@ LIBRARY_MODULE_CLASSES: dict[str, frozenset[str]] = {
     "segmentation_models_pytorch": frozenset(
         {"Unet", "UnetPlusPlus", "MAnet", "Linknet", "FPN", "PSPNet", "DeepLabV3"}
         | {"DeepLabV3Plus", "PAN", "UPerNet", "Segformer", "DPT"}
+    ),
+    # torchvision's image transforms that are ``nn.Module``s (since torchvision 0.8);
+    # ``Compose``, ``ToTensor``, ``PILToTensor``, ``ToPILImage``, ``Lambda``, ``RandomOrder``
+    # and ``RandomChoice`` are plain classes. (Every public class of ``transforms.v2`` is a
+    # ``Transform``, an ``nn.Module``: `MODULE_PACKAGES`.)
+    "torchvision.transforms": frozenset(
+        {"Normalize", "Resize", "CenterCrop", "Pad", "RandomApply", "RandomCrop"}
+        | {"RandomHorizontalFlip", "RandomVerticalFlip", "RandomPerspective", "FiveCrop"}
+        | {"RandomResizedCrop", "TenCrop", "LinearTransformation", "ColorJitter", "Grayscale"}
+        | {"RandomRotation", "RandomAffine", "RandomGrayscale", "RandomErasing", "GaussianBlur"}
+        | {"RandomInvert", "RandomPosterize", "RandomSolarize", "RandomAdjustSharpness"}
+        | {"RandomAutocontrast", "RandomEqualize", "ElasticTransform", "ConvertImageDtype"}
+        | {"AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix"}
     ),
     # detectron2's layers (``from detectron2.layers import ROIAlign``), used by the many
     # projects built on it; ``ShapeSpec`` and the autograd functions are left out.

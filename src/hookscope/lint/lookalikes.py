@@ -22,10 +22,14 @@ _MODULE_ONLY_DEF = re.compile(
 )
 
 
-def scan_lookalikes(data: bytes) -> tuple[str, ...]:
+def scan_lookalikes(data: bytes, first: int = 0) -> tuple[str, ...]:
     """The module-only methods (`known.MODULE_ONLY_METHODS`) that a class of ``data`` with no
-    base defines next to a ``forward`` of its own, sorted."""
-    if b"def forward" not in data or not _MODULE_ONLY_DEF.search(data):
+    base defines next to a ``forward`` of its own, sorted.
+
+    ``first``: where the first ``forward`` of ``data`` starts, if known (no ``def forward``
+    starts more than four bytes before it: the search for one starts there).
+    """
+    if data.find(b"def forward", max(0, first - 4)) < 0 or not _MODULE_ONLY_DEF.search(data):
         return ()
     found: set[str] = set()
     for match in _PLAIN_CLASS.finditer(data):

@@ -91,26 +91,35 @@ def built_by_classmethod(
     resolver: Resolver, func: ast.Attribute, scope: Scope, depth: int
 ) -> Resolved | None:
     """What ``Cls.method(...)`` or ``super().method(...)`` returns when ``method`` is a
-    class method of a known class; ``None`` when it is not one."""
+    class method of a known class (or, called on the class, a static method:
+    ``ModelFactory.get_model(...)``); ``None`` when it is not one."""
     receiver = func.value
     if isinstance(receiver, ast.Call) and dotted(receiver.func) == "super":
         if scope.cls is None or not is_classmethod(scope.method):
             return None
         located = _in_bases(resolver, scope.cls, func.attr, frozenset({scope.cls.name}))
-        cls_name = scope.cls.name
+        cls_name, owner_named = scope.cls.name, False
     else:
         owner = resolver.resolve(receiver, scope, depth + 1)
         if not owner.is_class or owner.kind is Kind.UNKNOWN or not owner.name:
             return None
-        cls_name = owner.name.rsplit(".", 1)[-1]
-        located = find_method(resolver, cls_name, func.attr)
-    if located is None or not is_classmethod(located[1]):
+        cls_name, owner_named = owner.name.rsplit(".", 1)[-1], True
+        located = find_method(resolver, cls_name, func.attr)  # (a static method too)
+    if located is None or not (
+        is_classmethod(located[1]) or (owner_named and is_staticmethod(located[1]))
+    ):
         return None
     where, method = located
     result = where.returns_of(method, depth + 1)
     if result.kind is Kind.UNKNOWN or result.is_class:
         return None
-    shown = f"classmethod {cls_name}.{method.name}() at {where.file.path}:{method.lineno}"
+    shown = f"{cls_name}.{method.name}() at {where.file.path}:{method.lineno}"
+    if is_staticmethod(method):  # a factory: what it returns, not an instance of its class
+        shown = f" ({result.via})" if result.via else ""
+        return replace(
+            result, name=func.attr, via=f"static {cls_name}.{method.name}() returns it{shown}"
+        )
+    shown = f"classmethod {shown}"
     return replace(
         result,
         name=func.attr,

@@ -29,6 +29,7 @@ from hookscope.lint.bindings import Binding, child_nodes, dotted, returned
 from hookscope.lint.callees import callee_is, runs_another, skipped
 from hookscope.lint.callers import given_in_other_files
 from hookscope.lint.crossfile import foreign_function
+from hookscope.lint.forwarded import through_varargs
 from hookscope.lint.instances import given_to_forward, given_to_instances, given_to_method
 from hookscope.lint.kinds import UNKNOWN, Kind, Resolved, agreed
 from hookscope.lint.methods import find_method, is_staticmethod
@@ -134,7 +135,11 @@ def _given_here(
         if argument is None or _is_none(argument):
             if left_none(func, passes, call, name) or _is_none(argument):
                 continue  # ``None`` there: that call never reaches a ``.forward``
-            return None
+            forwarded = through_varargs(resolver, func, passes, call, caller, name, depth)
+            if forwarded is None:
+                return None
+            results.append((call, resolver.file.path, forwarded))  # ``helper(*args)``
+            continue
         if caller.node is func and isinstance(argument, ast.Name) and argument.id == name:
             continue  # a recursive call passes the parameter on
         result = passed(resolver, argument, call, caller, depth)

@@ -15,19 +15,19 @@ that cannot be read or written is rebuilt or skipped silently.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hookscope.lint.importlists import ImportLists
 from hookscope.lint.index import ClassEntry, ClassIndex, FunctionEntry, merge
 
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 CACHE_DIR = ".hookscope_cache"
 _CACHE_FILE = "lint-index.json"
-_VERSION = 6  # bump whenever what a scan records changes
+_VERSION = 7  # bump whenever what a scan records changes
 _INSTALLED = frozenset({"site-packages", "dist-packages"})
 
 
@@ -42,6 +42,8 @@ class Scan:
         size: its size in bytes.
         functions: its top-level functions (see `scan_functions`).
         lookalikes: module-only methods a plain class defines (see `scan_lookalikes`).
+        imports: its from-import lists when it has classes or functions (see
+            `importlists.import_lists`), else ``None``.
     """
 
     classes: tuple[ClassEntry, ...]
@@ -50,6 +52,7 @@ class Scan:
     size: int = 0
     functions: tuple[FunctionEntry, ...] = ()
     lookalikes: tuple[str, ...] = ()
+    imports: ImportLists | None = None
 
 
 Scanner = Callable[[list[str]], dict[str, Scan]]
@@ -139,6 +142,7 @@ def scan_with_cache(
             (e for s in scans for e in s.classes),
             (f for s in scans for f in s.functions),
             (m for s in scans for m in s.lookalikes),
+            (s.imports for s in scans if s.imports is not None),
         )
         kept = {p: _raw(stamp, scan_of(p)) for p, stamp in stamps.items() if p in fresh or p in raw}
         _save(root, {p: r for p, r in kept.items() if r is not None}, index)
@@ -151,6 +155,8 @@ def _cache_path(root: Path) -> Path:
 
 def _load(root: Path) -> tuple[dict[str, list[Any]], ClassIndex | None]:
     try:
+        import json  # here: runs outside any project (installed trees) never need it
+
         data = json.loads(_cache_path(root).read_text(encoding="utf-8"))
         if data.get("version") != _VERSION or data.get("root") != str(root):
             return {}, None
@@ -163,7 +169,7 @@ def _load(root: Path) -> tuple[dict[str, list[Any]], ClassIndex | None]:
 
 
 def _scan_from(raw: list[Any]) -> Scan:
-    _, size, candidate, classes, functions, lookalikes = raw
+    _, size, candidate, classes, functions, lookalikes, imports = raw
     return Scan(
         tuple((n, tuple(b), tuple((a, t) for a, t in attrs), w) for n, b, attrs, w in classes),
         bool(candidate),
@@ -171,7 +177,19 @@ def _scan_from(raw: list[Any]) -> Scan:
         size,
         tuple((n, ann, tuple(calls), w) for n, ann, calls, w in functions),
         tuple(lookalikes),
+        None if imports is None else _lists_from(imports),
     )
+
+
+def _lists_from(raw: list[str]) -> ImportLists:
+    # JSON holds text: the bytes are kept as latin-1 characters, one per byte
+    where, listed, modules = raw
+    return where, listed.encode("latin-1"), modules.encode("latin-1")
+
+
+def _lists_raw(lists: ImportLists) -> list[str]:
+    where, listed, modules = lists
+    return [where, listed.decode("latin-1"), modules.decode("latin-1")]
 
 
 def _raw(stamp: tuple[int, int], scan: Scan) -> list[Any] | None:
@@ -179,7 +197,8 @@ def _raw(stamp: tuple[int, int], scan: Scan) -> list[Any] | None:
         return None  # unreadable files are read (and reported) again next time
     classes = [list(entry) for entry in scan.classes]
     functions = [list(entry) for entry in scan.functions]
-    return [*stamp, scan.candidate, classes, functions, list(scan.lookalikes)]
+    imports = None if scan.imports is None else _lists_raw(scan.imports)
+    return [*stamp, scan.candidate, classes, functions, list(scan.lookalikes), imports]
 
 
 def _index_from(raw: dict[str, Any]) -> ClassIndex:
@@ -193,6 +212,7 @@ def _index_from(raw: dict[str, Any]) -> ClassIndex:
             for name, entries in raw["functions"].items()
         },
         lookalike_methods=frozenset(raw["lookalike_methods"]),
+        import_lists=tuple(_lists_from(lists) for lists in raw["import_lists"]),
     )
 
 
@@ -216,8 +236,11 @@ def _save(root: Path, files: dict[str, list[Any]], index: ClassIndex) -> None:
                 "defs": index.defs,
                 "functions": index.functions,
                 "lookalike_methods": sorted(index.lookalike_methods),
+                "import_lists": [_lists_raw(lists) for lists in index.import_lists or ()],
             },
         }
+        import json
+
         tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
         os.replace(tmp, target)  # atomic: a concurrent reader sees the old or the new file
     except OSError:

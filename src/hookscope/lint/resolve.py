@@ -42,9 +42,6 @@ from hookscope.lint.containers import (
     collection,
     either,
     element,
-    entry_of,
-    literal_element,
-    member,
 )
 from hookscope.lint.crossfile import (
     fixture,
@@ -65,9 +62,8 @@ from hookscope.lint.narrowing import Guard, guards, narrowed
 from hookscope.lint.passing import calls_by_name, given_by_callers, says_nothing, unpacked
 from hookscope.lint.pyfile import PyFile, Scope
 from hookscope.lint.reach import in_own_value, outside_own_values, reaching, settled
-from hookscope.lint.registries import registry_class
 from hookscope.lint.rewriters import rewriter_self
-from hookscope.lint.tuples import tuple_item
+from hookscope.lint.subscripts import subscript
 from hookscope.lint.typehints import annotation_kind
 
 _COLLECTIONS = (
@@ -107,30 +103,7 @@ class Resolver(ClassKinds):
         if isinstance(expr, ast.Attribute):
             return self._narrow(self._attribute(expr, scope, depth), expr, scope)
         if isinstance(expr, ast.Subscript):
-            if isinstance(expr.value, (ast.Dict, ast.List, ast.Tuple)):
-                return literal_element(self, expr.value, scope, depth)
-            if isinstance(expr.value, ast.Name) and not isinstance(expr.slice, ast.Slice):
-                entry = entry_of(self, expr.value, scope, depth)  # ``BUILDERS[name]``
-                if entry is not None:
-                    return entry
-            base = self.resolve(expr.value, scope, depth + 1)
-            if isinstance(expr.slice, ast.Slice) and (base.container or base.elem is not None):
-                return base  # a slice of a ModuleList, or of a list, holds the same kind
-            found = member(self, base, scope)
-            if base.elem is not None and base.via and not found.via:  # ``children[0]``
-                found = replace(found, via=f"an element of {base.via}")
-            if found.kind is Kind.UNKNOWN and base.cls and not base.is_class:
-                item = (
-                    None
-                    if isinstance(expr.slice, ast.Slice)
-                    else method_value(self, base.cls, "__getitem__", depth)
-                )  # ``ensemble[0]``
-                if item is not None:
-                    return item
-            if found.kind is Kind.UNKNOWN and base.kind is not Kind.MODULE:
-                item = tuple_item(self, expr, scope, depth)
-                return item or registry_class(self, expr.value, scope) or found
-            return found
+            return subscript(self, expr, scope, depth)
         if isinstance(expr, ast.Call):
             return self._call(expr, scope, depth)
         if isinstance(expr, _COLLECTIONS):
@@ -163,12 +136,8 @@ class Resolver(ClassKinds):
         while current is not None:
             if not isinstance(current.node, ast.ClassDef):
                 bindings = self.bindings_of(current.node).get(name)
-                if bindings and all(says_nothing(b) for b in bindings):
-                    found = fixture(self, name, current, depth) or self._parameter(
-                        current, name, depth
-                    )
-                    if found is not None:
-                        return found
+                if (found := self._told_by_callers(bindings, current, name, depth)) is not None:
+                    return found
                 declared = declared_type(self, current, bindings, name)
                 if declared is not None:
                     return declared
@@ -176,6 +145,10 @@ class Resolver(ClassKinds):
                     if current is scope and line:
                         bindings = [b for b in bindings if not in_own_value(b, line)]
                         bindings = reaching(current.node, bindings, line)
+                        # ``net = net.cuda()``: the ``net`` on the right is the parameter
+                        found = self._told_by_callers(bindings, current, name, depth)
+                        if found is not None:
+                            return found
                     result = self.combine(bindings, depth, name)
                     return result if result is NAMESPACE else replace(result, name=name)
             current = current.parent
@@ -183,6 +156,14 @@ class Resolver(ClassKinds):
             kind, container = self.class_kind(name)
             return Resolved(kind, is_class=True, container=container, name=name)
         return Resolved(Kind.UNKNOWN, is_class=name[:1].isupper(), name=name)
+
+    def _told_by_callers(
+        self, bindings: list[Binding] | None, scope: Scope, name: str, depth: int
+    ) -> Resolved | None:
+        """A parameter (or pytest fixture) whose own binding says nothing: what is passed."""
+        if not bindings or not all(says_nothing(b) for b in bindings):
+            return None
+        return fixture(self, name, scope, depth) or self._parameter(scope, name, depth)
 
     def _parameter(self, scope: Scope, name: str, depth: int) -> Resolved | None:
         """An unannotated parameter, from what the file's calls of its function pass."""

@@ -26,6 +26,7 @@ from hookscope.lint.analysis import Analysis, PythonRule, WholeFileNeeded
 from hookscope.lint.csharp_index import scan_csharp
 from hookscope.lint.discovery import discover
 from hookscope.lint.findings import Finding
+from hookscope.lint.importlists import import_lists
 from hookscope.lint.index import ClassIndex, IndexBuilder, scan_definitions
 from hookscope.lint.lookalikes import scan_lookalikes
 from hookscope.lint.project import Scan, find_root, group_by_root, scan_with_cache
@@ -51,19 +52,23 @@ def _scan(path: str, max_bytes: int = DEFAULT_MAX_FILE_SIZE, where: str = "") ->
         data = read_bytes(path, max_bytes)
     except Unreadable as exc:
         return Scan((), False, str(exc))
+    where = where or path
     if path.endswith(".cs"):
         candidate = b"forward" in data and bool(_DOT_FORWARD.search(data))
-        return Scan(tuple(scan_csharp(data, where or path)), candidate, "", len(data))
+        found = tuple(scan_csharp(data, where))
+        imports = import_lists(data, where) if found else None
+        return Scan(found, candidate, "", len(data), imports=imports)
     first = data.find(b"forward")
     # Every _HOOK match holds "register_": a longer word is found (or ruled out) faster.
     candidate = (first >= 0 and _calls_forward(data, first)) or (
         b"register_" in data and _registers_hook(data)
     )
-    where = where or path
     classes, functions = scan_definitions(data, where)
     # Look-alikes define "def forward": no "forward" at all, none (one pass over the bytes less).
-    lookalikes = scan_lookalikes(data) if first >= 0 else ()
-    return Scan(tuple(classes), candidate, "", len(data), tuple(functions), lookalikes)
+    lookalikes = scan_lookalikes(data, first) if first >= 0 else ()
+    # (the files of the index, those with classes or functions: see `callers.importers`)
+    imports = import_lists(data, where) if classes or functions else None
+    return Scan(tuple(classes), candidate, "", len(data), tuple(functions), lookalikes, imports)
 
 
 def _calls_forward(data: bytes, first: int = 0) -> bool:
@@ -390,6 +395,7 @@ def _scan_all(
                 (e for scan in ready.values() for e in scan.classes),
                 (f for scan in ready.values() for f in scan.functions),
                 (m for scan in ready.values() for m in scan.lookalikes),
+                (scan.imports for scan in ready.values() if scan.imports is not None),
             )
             merged += 1
     return {path: scan for part in parts if part is not None for path, scan in part.items()}
