@@ -33,20 +33,8 @@ def appended(resolver: Resolver, binding: Binding, depth: int) -> Resolved | Non
     if target is None or not isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
     scope = resolver.scope_of(owner)
-    if "." not in target:
-        funcs: list[Function] = [owner]
-    elif scope.cls is not None and target.startswith(f"{scope.self_name}."):
-        funcs = [
-            f for f in scope.cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-        ]
-    else:
-        return None
     values: list[tuple[ast.expr, Scope]] = []
-    for func in funcs:
-        where = resolver.scope_of(func)
-        spelled = target if func is owner else _respelled(target, scope, where)
-        if spelled is None:
-            continue
+    for func, where, spelled in _spellings(resolver, target, owner, scope) or ():
         found = _values(func, spelled)
         if found is None:
             return None  # ``xs.extend(other)``: what it adds is not read here
@@ -63,6 +51,26 @@ def appended(resolver: Resolver, binding: Binding, depth: int) -> Resolved | Non
     classes = {r.cls for r in results}
     elem_cls = classes.pop() if len(classes) == 1 else ""
     return Resolved(Kind.OTHER, elem=kinds.pop(), elem_cls=elem_cls, via=via)
+
+
+def _spellings(
+    resolver: Resolver, target: str, owner: Function, scope: Scope
+) -> list[tuple[Function, Scope, str]] | None:
+    """The functions that may fill ``target`` (a local name of ``owner``, or ``self.x``
+    of its class: every method), each with its scope and how it spells ``target``;
+    ``None`` when ``target`` is neither."""
+    if "." not in target:
+        return [(owner, scope, target)]
+    if scope.cls is None or target.partition(".")[0] != scope.self_name:
+        return None
+    out = []
+    for func in scope.cls.body:
+        if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            where = resolver.scope_of(func)
+            spelled = target if func is owner else _respelled(target, scope, where)
+            if spelled is not None:
+                out.append((func, where, spelled))
+    return out
 
 
 def _target(binding: Binding) -> str | None:
@@ -155,20 +163,12 @@ def rows_of_modules(resolver: Resolver, iterable: ast.expr, scope: Scope, depth:
     func = scope.method if target and "." in target else scope.node
     if not target or not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
-    if "." not in target:
-        funcs: list[Function] = [func]
-    elif scope.cls is not None and target.partition(".")[0] == scope.self_name:
-        funcs = [
-            f for f in scope.cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-        ]
-    else:
+    spellings = _spellings(resolver, target, func, scope)
+    if spellings is None:
         return False
     rows: list[tuple[ast.expr, Scope]] = []
-    for method in funcs:
-        where = resolver.scope_of(method)
-        spelled = target if method is func else _respelled(target, scope, where)
-        found = _values(method, spelled) if spelled is not None else []
-        built = _built(method, spelled) if spelled is not None else []
+    for method, where, spelled in spellings:
+        found, built = _values(method, spelled), _built(method, spelled)
         if found is None or built is None:
             return False
         rows.extend((row, where) for row in [*found, *built])
