@@ -52,6 +52,7 @@ from hookscope.lint.crossfile import (
 from hookscope.lint.declared import declared_type
 from hookscope.lint.index import ClassIndex
 from hookscope.lint.kinds import MAX_DEPTH, NAMESPACE, UNKNOWN, Kind, Resolved, with_elements
+from hookscope.lint.library_attributes import library_attribute
 from hookscope.lint.methods import (
     is_classmethod,
     is_property,
@@ -203,6 +204,8 @@ class Resolver(ClassKinds):
             return Resolved(Kind.OTHER, name=expr.attr)
         if (saved := saved_on_ctx(self, expr, scope, depth)) is not None:
             return replace(saved, name=expr.attr)  # ``ctx.layer = layer`` in ``forward``
+        if (documented := library_attribute(self, expr, scope)) is not None:
+            return documented  # ``PPO(...).policy``
         base = self.resolve(expr.value, scope, depth + 1)
         if base.foreign and not base.is_class:  # ``load_lua(p).model``: that library's too
             return replace(base, name=expr.attr, via=f"{base.via}, nor its attributes")
