@@ -289,6 +289,9 @@ def import_origin(resolver: Resolver, path: str, scope: Scope) -> str:
     first, dot, rest = path.partition(".")
     current: Scope | None = scope
     while current is not None:
+        if current is not scope and isinstance(current.node, ast.ClassDef):
+            current = current.parent  # a method does not see its class's names (``def lpips``)
+            continue
         bindings = resolver.bindings_of(current.node).get(first)
         if bindings:
             origins = {b.origin for b in bindings if b.kind in ("import", "namespace")}
