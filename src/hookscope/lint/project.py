@@ -27,7 +27,7 @@ from hookscope.lint.index import ClassEntry, ClassIndex, FunctionEntry, merge
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 CACHE_DIR = ".hookscope_cache"
 _CACHE_FILE = "lint-index.json"
-_VERSION = 8  # bump whenever what a scan records changes
+_VERSION = 9  # bump whenever what a scan records changes
 _INSTALLED = frozenset({"site-packages", "dist-packages"})
 
 
