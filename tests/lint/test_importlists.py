@@ -19,7 +19,8 @@ FILES = {
         "def build():\n    from torch import nn; return Net()\n"
     ),
     "pkg/util.py": "def helper():\n    return 1\n",
-    "pkg/plain.py": "X = 1\n",  # no class, no function: not one of the index's files
+    "pkg/plain.py": "X = 1\n",  # no import: no lists
+    "pkg/script.py": "from pkg.nets import Net\n\nnet = Net()\n",  # no def, no class
     "pkg/Model.cs": "using TorchSharp;\nclass M : Module {}\n",
 }
 
@@ -43,8 +44,13 @@ def test_the_index_carries_the_lists_that_reading_the_files_gives(
     for _ in range(2):  # cold, then (with a project) from the warm cache
         index = lint_run([str(pkg)], select=["HS1"], jobs=1).index
         assert index.import_lists is not None
-        assert list(index.import_lists) == callers._import_lists(index)
+        # (reading the files again covers those with definitions only; the scan also
+        # records scripts without them, not a bare package ``__init__``)
+        read = callers._import_lists(index)
+        assert [lists for lists in index.import_lists if lists in read] == read
         files = [where for where, _, _ in index.import_lists]
+        assert any(f.endswith("script.py") for f in files)
+        assert not any(f.endswith("__init__.py") for f in files)
         assert files == sorted(files)
         assert all(not f.endswith("plain.py") for f in files)
         train = next(lists for lists in index.import_lists if lists[0].endswith("train.py"))

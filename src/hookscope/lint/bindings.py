@@ -203,10 +203,12 @@ def _bind_target(target: ast.expr, value: ast.expr, owner: ast.AST, add: _Add) -
         add(target.id, Binding("value", value, owner))
     elif isinstance(target, (ast.Tuple, ast.List)):
         values = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
+        # (``engine, *_ = initialize(...)``: the names ahead of a starred one keep their index)
+        starred = [i for i, e in enumerate(target.elts) if isinstance(e, ast.Starred)]
         for i, elt in enumerate(target.elts):
             if not isinstance(elt, ast.Name):
                 continue
-            if values is None and not any(isinstance(e, ast.Starred) for e in target.elts):
+            if values is None and (not starred or i < starred[0]):
                 add(elt.id, Binding("unpacked", value, owner, position=i))
                 continue
             sub = values[i] if values and len(values) == len(target.elts) else None

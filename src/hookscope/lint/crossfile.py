@@ -52,9 +52,38 @@ def fixture(resolver: Resolver, name: str, scope: Scope, depth: int) -> Resolved
         where = f"{resolver.file.path}:{stmt.lineno}"
         return replace(result, name=name, via=f"pytest fixture {name}() at {where}")
     if resolver.index.functions_in(name, "conftest"):
+        yielded = _conftest_yield(resolver, name, depth)
+        if yielded is not None:
+            return yielded
         result = factory_returns(resolver, f"conftest:{name}")
         return replace(result, name=name) if result.kind is not Kind.UNKNOWN else None
     return None
+
+
+def _conftest_yield(resolver: Resolver, name: str, depth: int) -> Resolved | None:
+    """The module a yield fixture ``name`` of a ``conftest.py`` above this file yields
+    (``model = get_model(...); yield model``); ``None`` when it is no such fixture."""
+    entries = resolver.index.functions_in(name, "conftest")
+    found = foreign_function(resolver, f"conftest:{name}") if len(entries) == 1 else None
+    if found is None:
+        return None
+    other, stmt = found
+    returns, yields = returned(stmt)
+    here = os.path.dirname(resolver.where)
+    above = os.path.dirname(entries[0][3].rpartition(":")[0])  # (from the root, as ``here``)
+    fixture = any(_is_fixture(d) for d in stmt.decorator_list)
+    if (
+        not fixture
+        or returns
+        or not yields
+        or (above and os.path.commonpath([here, above]) != above)
+    ):
+        return None
+    result = other.returns_of(stmt, depth)
+    if result.elem is not Kind.MODULE:
+        return None
+    where = f"{other.file.path}:{stmt.lineno}"
+    return Resolved(Kind.MODULE, name=name, via=f"pytest fixture {name}() at {where} yields one")
 
 
 def _local_fixture(
@@ -260,6 +289,9 @@ def import_origin(resolver: Resolver, path: str, scope: Scope) -> str:
     first, dot, rest = path.partition(".")
     current: Scope | None = scope
     while current is not None:
+        if current is not scope and isinstance(current.node, ast.ClassDef):
+            current = current.parent  # a method does not see its class's names (``def lpips``)
+            continue
         bindings = resolver.bindings_of(current.node).get(first)
         if bindings:
             origins = {b.origin for b in bindings if b.kind in ("import", "namespace")}

@@ -66,8 +66,8 @@ class ClassIndex:
             they are paths as given).
         lookalike_methods: the module-only methods that a plain class of the tree
             defines next to a ``forward`` (`lookalikes`): no evidence of a module there.
-        import_lists: the from-import lists of every file with classes or functions
-            (`importlists`), sorted by file; ``None`` when they were not scanned.
+        import_lists: the from-import lists of every file, scripts without
+            definitions too (`importlists`), sorted by file; ``None`` when not scanned.
     """
 
     bases: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)

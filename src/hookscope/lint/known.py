@@ -262,3 +262,8 @@ MODULE_PASS_THROUGH = frozenset({"prepare", "prepare_model", "unwrap_model", "se
 # Calls that hand back their arguments in order, each wrapped: ``model, opt =
 # accelerator.prepare(model, opt)``, ``model, opt = fabric.setup(model, opt)``.
 PASS_THROUGH_TUPLES = frozenset({"prepare", "setup"})
+
+# Library calls whose result's element 0 is a torch module whatever they are given:
+# ``engine, opt, _, _ = deepspeed.initialize(model=model, ...)`` (a ``DeepSpeedEngine``,
+# an ``nn.Module`` subclass, as DeepSpeed's documentation of ``initialize`` says).
+FIRST_IS_MODULE = frozenset({"deepspeed.initialize"})

@@ -28,7 +28,7 @@ from hookscope.lint.autograd import applied
 from hookscope.lint.bindings import Binding, child_nodes, dotted, returned
 from hookscope.lint.callees import callee_is, runs_another, skipped
 from hookscope.lint.callers import given_in_other_files
-from hookscope.lint.crossfile import foreign_function
+from hookscope.lint.crossfile import foreign_function, import_origin
 from hookscope.lint.forwarded import through_varargs
 from hookscope.lint.instances import given_to_forward, given_to_instances, given_to_method
 from hookscope.lint.kinds import UNKNOWN, Kind, Resolved, agreed
@@ -197,9 +197,14 @@ def _handed_back(
     resolver: Resolver, call: ast.Call, position: int, scope: Scope, depth: int
 ) -> Resolved:
     """Element ``position`` of ``accelerator.prepare(model, opt)``-like calls, which hand
-    back their arguments in order: a module when that argument is one."""
+    back their arguments in order: a module when that argument is one. (Element 0 of
+    ``deepspeed.initialize(...)`` is always one: `known.FIRST_IS_MODULE`.)"""
     func = call.func
     last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    path = dotted(func) or ""
+    if position == 0 and path and import_origin(resolver, path, scope) in known.FIRST_IS_MODULE:
+        origin = import_origin(resolver, path, scope)
+        return Resolved(Kind.MODULE, name=last, via=f"element 0 of {origin}(...) is a module")
     args = call.args
     if (
         last not in known.PASS_THROUGH_TUPLES

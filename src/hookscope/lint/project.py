@@ -27,7 +27,7 @@ from hookscope.lint.index import ClassEntry, ClassIndex, FunctionEntry, merge
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 CACHE_DIR = ".hookscope_cache"
 _CACHE_FILE = "lint-index.json"
-_VERSION = 7  # bump whenever what a scan records changes
+_VERSION = 9  # bump whenever what a scan records changes
 _INSTALLED = frozenset({"site-packages", "dist-packages"})
 
 
@@ -42,8 +42,8 @@ class Scan:
         size: its size in bytes.
         functions: its top-level functions (see `scan_functions`).
         lookalikes: module-only methods a plain class defines (see `scan_lookalikes`).
-        imports: its from-import lists when it has classes or functions (see
-            `importlists.import_lists`), else ``None``.
+        imports: its from-import lists (see `importlists.import_lists`; a script
+            without definitions has them too), else ``None``.
     """
 
     classes: tuple[ClassEntry, ...]

@@ -4,7 +4,8 @@ Bindings are collected per scope without order (`bindings`); these helpers drop 
 that cannot hold the value at a given line: an assignment every path to the use runs
 hides those above it, a use inside a binding's own value sees the earlier value, and an
 instance attribute assigned several times at the top of ``__init__`` holds its last value
-in the other methods.
+in the other methods; seen from an inner scope, ``name = name.to(device)`` keeps what
+``name`` held.
 """
 
 from __future__ import annotations
@@ -106,3 +107,46 @@ def outside_own_values(bindings: list[Binding], method: ast.AST | None, line: in
     if method is None or not any(b.owner is method for b in bindings):
         return bindings
     return [b for b in bindings if b.owner is not method or not in_own_value(b, line)]
+
+
+# (``calls._SELF_RETURNING``'s methods that give back the object itself: a module stays one)
+_KEEPS_KIND = frozenset({"to", "cuda", "cpu", "eval", "train", "half", "float", "double"})
+
+
+def past_self_rebinds(bindings: list[Binding], name: str) -> list[Binding]:
+    """``bindings`` of an outer scope's ``name`` without ``name = name.to(device)`` ones
+    (made in a function that declares ``name`` global): they keep what ``name`` held, so
+    the others decide; all of them when there are no others."""
+    kept = [b for b in bindings if not _self_rebind(b, name)]
+    return kept or bindings
+
+
+def _self_rebind(binding: Binding, name: str) -> bool:
+    expr = binding.expr
+    return (
+        binding.kind == "value"
+        and isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Attribute)
+        and expr.func.attr in _KEEPS_KIND
+        and isinstance(expr.func.value, ast.Name)
+        and expr.func.value.id == name
+    )
+
+
+def declared_global(func: ast.AST) -> frozenset[str]:
+    """The names ``func`` declares ``global`` in its own body (not in nested functions)."""
+    if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return frozenset()
+    names: set[str] = set()
+    stack: list[ast.AST] = list(func.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Global):
+            names.update(node.names)
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            stack.extend(
+                n
+                for n in ast.iter_child_nodes(node)
+                if isinstance(n, (ast.stmt, ast.excepthandler, ast.match_case))
+            )
+    return frozenset(names)

@@ -52,6 +52,7 @@ from hookscope.lint.crossfile import (
 from hookscope.lint.declared import declared_type
 from hookscope.lint.index import ClassIndex
 from hookscope.lint.kinds import MAX_DEPTH, NAMESPACE, UNKNOWN, Kind, Resolved, with_elements
+from hookscope.lint.library_attributes import library_attribute
 from hookscope.lint.methods import (
     is_classmethod,
     is_property,
@@ -61,7 +62,14 @@ from hookscope.lint.methods import (
 from hookscope.lint.narrowing import Guard, guards, narrowed
 from hookscope.lint.passing import calls_by_name, given_by_callers, says_nothing, unpacked
 from hookscope.lint.pyfile import PyFile, Scope
-from hookscope.lint.reach import in_own_value, outside_own_values, reaching, settled
+from hookscope.lint.reach import (
+    declared_global,
+    in_own_value,
+    outside_own_values,
+    past_self_rebinds,
+    reaching,
+    settled,
+)
 from hookscope.lint.rewriters import rewriter_self
 from hookscope.lint.subscripts import subscript
 from hookscope.lint.typehints import annotation_kind
@@ -88,6 +96,7 @@ class Resolver(ClassKinds):
         self._guards: dict[int, list[Guard]] = {}
         self._calls: dict[str, list[tuple[ast.Call, Scope]]] | None = None
         self._inferring: set[tuple[int, str]] = set()
+        self._globals: dict[int, frozenset[str]] = {}
         # False while the tree comes from a masked text (`regions`): calls may be missing.
         self.complete = True
         # A resolution gave up for want of what the masked text dropped: parse it all.
@@ -134,6 +143,9 @@ class Resolver(ClassKinds):
             return Resolved(kind, container=container, name=name, cls=scope.cls.name)
         current: Scope | None = scope
         while current is not None:
+            if current.parent is not None and name in self._globals_of(current.node):
+                current = current.parent  # ``global m``: the module's ``m`` (holds ours too)
+                continue
             if not isinstance(current.node, ast.ClassDef):
                 bindings = self.bindings_of(current.node).get(name)
                 if (found := self._told_by_callers(bindings, current, name, depth)) is not None:
@@ -149,6 +161,8 @@ class Resolver(ClassKinds):
                         found = self._told_by_callers(bindings, current, name, depth)
                         if found is not None:
                             return found
+                    elif current is not scope:  # ``global m`` ... ``m = m.to(d)`` in a function
+                        bindings = past_self_rebinds(bindings, name)
                     result = self.combine(bindings, depth, name)
                     return result if result is NAMESPACE else replace(result, name=name)
             current = current.parent
@@ -156,6 +170,14 @@ class Resolver(ClassKinds):
             kind, container = self.class_kind(name)
             return Resolved(kind, is_class=True, container=container, name=name)
         return Resolved(Kind.UNKNOWN, is_class=name[:1].isupper(), name=name)
+
+    def _globals_of(self, node: ast.AST | None) -> frozenset[str]:
+        """The names the function ``node`` declares ``global`` (none in most files)."""
+        if node is None or "global " not in self.file.text:
+            return frozenset()
+        if id(node) not in self._globals:
+            self._globals[id(node)] = declared_global(node)
+        return self._globals[id(node)]
 
     def _told_by_callers(
         self, bindings: list[Binding] | None, scope: Scope, name: str, depth: int
@@ -203,6 +225,8 @@ class Resolver(ClassKinds):
             return Resolved(Kind.OTHER, name=expr.attr)
         if (saved := saved_on_ctx(self, expr, scope, depth)) is not None:
             return replace(saved, name=expr.attr)  # ``ctx.layer = layer`` in ``forward``
+        if (documented := library_attribute(self, expr, scope)) is not None:
+            return documented  # ``PPO(...).policy``
         base = self.resolve(expr.value, scope, depth + 1)
         if base.foreign and not base.is_class:  # ``load_lua(p).model``: that library's too
             return replace(base, name=expr.attr, via=f"{base.via}, nor its attributes")

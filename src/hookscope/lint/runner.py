@@ -66,8 +66,10 @@ def _scan(path: str, max_bytes: int = DEFAULT_MAX_FILE_SIZE, where: str = "") ->
     classes, functions = scan_definitions(data, where)
     # Look-alikes define "def forward": no "forward" at all, none (one pass over the bytes less).
     lookalikes = scan_lookalikes(data, first) if first >= 0 else ()
-    # (the files of the index, those with classes or functions: see `callers.importers`)
-    imports = import_lists(data, where) if classes or functions else None
+    # (a script's without definitions too: its module-level calls are callers, see
+    # `callers.importers`; not a bare package ``__init__``'s, often long re-export lists)
+    script = not path.endswith("__init__.py")
+    imports = import_lists(data, where) if classes or functions or script else None
     return Scan(tuple(classes), candidate, "", len(data), tuple(functions), lookalikes, imports)
 
 

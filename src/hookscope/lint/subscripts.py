@@ -1,5 +1,6 @@
 """What ``x[i]`` is: an element of a display, a table entry, a container's member, an
-item a class's ``__getitem__`` returns, a tuple's element or a registry's class."""
+item a class's ``__getitem__`` returns, a tuple's element (of a name, or of what a call
+returns: ``make()[0]``) or a registry's class."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING
 from hookscope.lint.containers import entry_of, literal_element, member
 from hookscope.lint.kinds import Kind, Resolved
 from hookscope.lint.methods import method_value
+from hookscope.lint.passing import unpacked
 from hookscope.lint.pyfile import Scope
 from hookscope.lint.registries import registry_class
 from hookscope.lint.tuples import tuple_item
@@ -26,6 +28,11 @@ def subscript(resolver: Resolver, expr: ast.Subscript, scope: Scope, depth: int)
         entry = entry_of(resolver, expr.value, scope, depth)  # ``BUILDERS[name]``
         if entry is not None:
             return entry
+    position = _constant_index(expr.slice)
+    if isinstance(expr.value, ast.Call) and position is not None:
+        element = unpacked(resolver, expr.value, position, scope, depth)  # ``make()[0]``
+        if element.kind is not Kind.UNKNOWN:
+            return element
     base = resolver.resolve(expr.value, scope, depth + 1)
     if isinstance(expr.slice, ast.Slice) and (base.container or base.elem is not None):
         return base  # a slice of a ModuleList, or of a list, holds the same kind
@@ -44,3 +51,10 @@ def subscript(resolver: Resolver, expr: ast.Subscript, scope: Scope, depth: int)
         item = tuple_item(resolver, expr, scope, depth)
         return item or registry_class(resolver, expr.value, scope) or found
     return found
+
+
+def _constant_index(index: ast.expr) -> int | None:
+    """``i`` of ``[i]``, a non-negative int literal; else ``None``."""
+    if isinstance(index, ast.Constant) and type(index.value) is int and index.value >= 0:
+        return index.value
+    return None
