@@ -163,11 +163,11 @@ def rows_of_modules(resolver: Resolver, iterable: ast.expr, scope: Scope, depth:
     func = scope.method if target and "." in target else scope.node
     if not target or not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
-    spellings = spellings(resolver, target, func, scope)
-    if spellings is None:
+    fillers = spellings(resolver, target, func, scope)
+    if fillers is None:
         return False
     rows: list[tuple[ast.expr, Scope]] = []
-    for method, where, spelled in spellings:
+    for method, where, spelled in fillers:
         found, built = values_added(method, spelled), _built(method, spelled)
         if found is None or built is None:
             return False

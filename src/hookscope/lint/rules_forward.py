@@ -225,7 +225,9 @@ class SelfForwardRule(PythonRule):
 
     code = "HS102"
     name = "self-forward-call"
-    message = "`{receiver}.forward(...)` in `{method}` skips this module's own hooks {why}. {advice}"
+    message = (
+        "`{receiver}.forward(...)` in `{method}` skips this module's own hooks {why}. {advice}"
+    )
     severity = "warning"
     fixable = True
 
