@@ -98,3 +98,35 @@ class Flow(nn.Module):
 """,
     )
     assert found(tmp_path, path) == set()
+
+
+def test_a_holder_of_another_file_holds_what_is_appended(tmp_path: Path) -> None:
+    holder, _, rest = _HOLDER.partition("class Block")
+    write_source(tmp_path, "pkg/__init__.py", "")
+    write_source(
+        tmp_path, "pkg/holder.py", holder.replace("import torch\nfrom torch import nn\n", "")
+    )
+    path = write_source(
+        tmp_path,
+        "pkg/flow.py",
+        "import torch\nfrom torch import nn\nfrom pkg.holder import Holder\n\n\nclass Block"
+        + rest
+        + """\
+class Flow(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.nets = Holder(self, "flow")
+        self.steps = Holder(self, "step")
+        for _ in range(n):
+            self.nets.append(Block())
+            self.steps.append(Step())
+
+    def forward(self, x):
+        for net in self.nets:
+            x = net.forward(x)  # HS101
+        for step in self.steps:
+            x = step.forward(x)
+        return x
+""",
+    )
+    assert found(tmp_path, path) == expected_codes(path)

@@ -1,7 +1,8 @@
 """Plain list-like holder classes: ``self.nets = Holder(self, "flow")`` then
 ``self.nets.append(Block())``, iterated or indexed like a list.
 
-A project class that is not a module but defines ``append`` (storing what it is given:
+A project class (of this file, or of the one other file that defines a class so named)
+that is not a module but defines ``append`` (storing what it is given:
 ``self.items.append(m)``, ``owner.add_module(name, m)``, ``self.d[k] = m``) and
 ``__getitem__`` or ``__iter__`` holds what the code appends to it. For ``self.x =
 Holder(...)`` the appends are those of every method of the class on ``self.x``, for a
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from hookscope.lint.appends import spellings, values_added
 from hookscope.lint.bindings import Binding, dotted, own_nodes
+from hookscope.lint.crossfile import class_def_of
 from hookscope.lint.kinds import Kind, Resolved
 from hookscope.lint.pyfile import Scope
 
@@ -41,16 +43,18 @@ def holder_items(resolver: Resolver, binding: Binding, made: Resolved, depth: in
         or not isinstance(binding.owner, (ast.FunctionDef, ast.AsyncFunctionDef))
     ):
         return made
-    cls = resolver.file.classes.get(made.cls)
+    target = _target(binding)
+    if target is None or f"{target.rpartition('.')[2]}.append(" not in resolver.file.text:
+        return made  # (cheap: most instances of plain classes are never appended to)
+    cls = resolver.file.classes.get(made.cls) or _other_file_class(resolver, made.cls)
     methods = _methods(cls) if cls is not None else {}
     append = methods.get("append")
     if append is None or not ("__getitem__" in methods or "__iter__" in methods):
         return made
     if not _stores_argument(append) or not _own_arguments_only(methods.get("__init__"), call):
         return made
-    target = _target(binding)
     scope = resolver.scope_of(binding.owner)
-    found = spellings(resolver, target, binding.owner, scope) if target else None
+    found = spellings(resolver, target, binding.owner, scope)
     values: list[tuple[ast.expr, Scope]] = []
     for func, where, spelled in found or ():
         added = values_added(func, spelled)
@@ -71,6 +75,13 @@ def holder_items(resolver: Resolver, binding: Binding, made: Resolved, depth: in
     classes = {r.cls for r in results}
     elem_cls = classes.pop() if len(classes) == 1 else ""
     return replace(made, elem=kinds.pop(), elem_cls=elem_cls, via=via)
+
+
+def _other_file_class(resolver: Resolver, name: str) -> ast.ClassDef | None:
+    """The class ``name`` of the one other project file that defines a class so named."""
+    files = {where.rpartition(":")[0] for _, where in resolver.index.defs.get(name, ())}
+    found = class_def_of(resolver, name, files.pop()) if len(files) == 1 else None
+    return found[0] if found is not None else None
 
 
 def _methods(cls: ast.ClassDef) -> dict[str, Function]:
