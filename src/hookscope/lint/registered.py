@@ -78,8 +78,8 @@ def _uses(tree: ast.AST) -> dict[str, list[tuple[str, int] | None]]:
     found = _USES[tree] = {}
     registered: set[int] = set()
     for node in ast.walk(tree):
-        registrar = _registrar(node)
-        arg = _hook_argument(node) if registrar else None
+        registrar = _registrar(node) if isinstance(node, ast.Call) else ""
+        arg = _hook_argument(node) if registrar and isinstance(node, ast.Call) else None
         if arg is not None:
             registered.add(id(arg))
             key = arg.id if isinstance(arg, ast.Name) else arg.attr
@@ -94,11 +94,9 @@ def _uses(tree: ast.AST) -> dict[str, list[tuple[str, int] | None]]:
     return found
 
 
-def _registrar(node: ast.AST) -> str:
+def _registrar(node: ast.Call) -> str:
     """The hook registration ``node`` calls (``m.register_forward_hook(...)``, or a bare
     ``register_module_forward_hook(...)`` imported from torch), else ``""``."""
-    if not isinstance(node, ast.Call):
-        return ""
     func = node.func
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
     return name if name in _BACKWARD or name in _FORWARD else ""
