@@ -78,8 +78,10 @@ def _uses(tree: ast.AST) -> dict[str, list[tuple[str, int] | None]]:
     found = _USES[tree] = {}
     registered: set[int] = set()
     for node in ast.walk(tree):
-        registrar = _registrar(node) if isinstance(node, ast.Call) else ""
-        arg = _hook_argument(node) if registrar and isinstance(node, ast.Call) else None
+        if not isinstance(node, ast.Call):
+            continue
+        registrar = _registrar(node)
+        arg = _hook_argument(node) if registrar else None
         if arg is not None:
             registered.add(id(arg))
             key = arg.id if isinstance(arg, ast.Name) else arg.attr
