@@ -34,8 +34,8 @@ def appended(resolver: Resolver, binding: Binding, depth: int) -> Resolved | Non
         return None
     scope = resolver.scope_of(owner)
     values: list[tuple[ast.expr, Scope]] = []
-    for func, where, spelled in _spellings(resolver, target, owner, scope) or ():
-        found = _values(func, spelled)
+    for func, where, spelled in spellings(resolver, target, owner, scope) or ():
+        found = values_added(func, spelled)
         if found is None:
             return None  # ``xs.extend(other)``: what it adds is not read here
         values.extend((v, where) for v in found)
@@ -53,7 +53,7 @@ def appended(resolver: Resolver, binding: Binding, depth: int) -> Resolved | Non
     return Resolved(Kind.OTHER, elem=kinds.pop(), elem_cls=elem_cls, via=via)
 
 
-def _spellings(
+def spellings(
     resolver: Resolver, target: str, owner: Function, scope: Scope
 ) -> list[tuple[Function, Scope, str]] | None:
     """The functions that may fill ``target`` (a local name of ``owner``, or ``self.x``
@@ -96,7 +96,7 @@ def _respelled(target: str, made: Scope, scope: Scope) -> str | None:
     return f"{scope.self_name}.{target.partition('.')[2]}"
 
 
-def _values(func: Function, target: str) -> list[ast.expr] | None:
+def values_added(func: Function, target: str) -> list[ast.expr] | None:
     """What ``func`` (its own body) puts into ``target``; ``None`` if it adds something
     that cannot be read (``extend`` of a name, ``+=`` of a call)."""
     out: list[ast.expr] = []
@@ -163,12 +163,12 @@ def rows_of_modules(resolver: Resolver, iterable: ast.expr, scope: Scope, depth:
     func = scope.method if target and "." in target else scope.node
     if not target or not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
-    spellings = _spellings(resolver, target, func, scope)
-    if spellings is None:
+    fillers = spellings(resolver, target, func, scope)
+    if fillers is None:
         return False
     rows: list[tuple[ast.expr, Scope]] = []
-    for method, where, spelled in spellings:
-        found, built = _values(method, spelled), _built(method, spelled)
+    for method, where, spelled in fillers:
+        found, built = values_added(method, spelled), _built(method, spelled)
         if found is None or built is None:
             return False
         rows.extend((row, where) for row in [*found, *built])

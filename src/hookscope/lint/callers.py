@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Literal
 from hookscope.lint.crossfile import foreign_file
 from hookscope.lint.importlists import ImportLists, import_lists
 from hookscope.lint.index import defined_in
-from hookscope.lint.kinds import Kind, Resolved, agreed
+from hookscope.lint.kinds import NAMESPACE, Kind, Resolved, agreed
 from hookscope.lint.pyfile import Scope
 from hookscope.lint.source import DEFAULT_MAX_FILE_SIZE, Unreadable, read_bytes
 
@@ -310,7 +310,48 @@ def imported_as(
         current = current.parent
     if isinstance(func, ast.Name):
         return _star_imported(other, name, where)
+    if isinstance(func, ast.Attribute):
+        return _on_another_object(other, func.value, scope, where)
     return "unknown"
+
+
+def _on_another_object(
+    other: Resolver, value: ast.expr, scope: Scope, where: str
+) -> Literal["no", "unknown"]:
+    """``obj.name(...)``, where ``where`` defines ``name`` at module level: ``"no"`` when
+    ``obj`` is bound, in the scopes around the call, only by imports of modules other than
+    that one and its packages (``llla.predict`` after ``from laplace import llla``), or is
+    an instance or a class of a known kind (``clf.predict``: its method, not the function)."""
+    if isinstance(value, ast.Name):
+        current: Scope | None = scope
+        while current is not None:
+            in_class = isinstance(current.node, ast.ClassDef)
+            bindings = None if in_class else other.bindings_of(current.node).get(value.id)
+            if bindings:
+                if not all(b.kind in ("import", "namespace") for b in bindings):
+                    break
+                modules = [_module_bound(b.kind, b.origin, value.id) for b in bindings]
+                return "unknown" if any(_holds(m, where) for m in modules) else "no"
+            current = current.parent
+    found = other.resolve(value, scope)
+    if found.kind is Kind.UNKNOWN or found.name == NAMESPACE.name:
+        return "unknown"
+    return "no"
+
+
+def _module_bound(kind: str, origin: str, name: str) -> str:
+    """The dotted module (or object) a name imported as ``origin`` stands for: ``a`` for
+    ``import a.b``, ``a.b`` for ``import a.b as x`` or ``from a import b``."""
+    head = origin.split(".")[0]
+    return head if kind == "namespace" and head == name else origin
+
+
+def _holds(module: str, where: str) -> bool:
+    """Whether the dotted ``module`` is the module of the file ``where`` or a package
+    holding it (its functions may be re-exported there)."""
+    tail = "/" + module.strip(".").replace(".", "/")
+    path = "/" + where.replace("\\", "/").removesuffix(".py").removesuffix("/__init__")
+    return path.endswith(tail) or f"{tail}/" in path
 
 
 def _star_imported(other: Resolver, name: str, where: str) -> Literal["yes", "no", "unknown"]:

@@ -122,7 +122,10 @@ class ClassKinds:
             )
             if not variants and module and self._ambiguous(last):
                 variants = self.index.in_package(last, module)  # re-exported by a package
-            if variants and last not in self.file.classes:
+            if variants and prefix and last in self.file.classes:
+                # ``class Base(gan.Base)``: the written module's class, not this file's own
+                variants = tuple(v for v in variants if v[1].rsplit(":", 1)[0] != self.where)
+            if variants and (prefix or last not in self.file.classes):
                 kinds = {
                     self._bases_kind(
                         self._same_file_bases(self._foreign_library_bases(bases, last, module), w)

@@ -198,6 +198,11 @@ LIBRARY_MODULE_CLASSES: dict[str, frozenset[str]] = {
     # higher's patched modules (``_MonkeyPatchBase(abc.ABC, torch.nn.Module)``)
     "higher.patch": frozenset({"_MonkeyPatchBase"}),
     "efficientnet_pytorch": frozenset({"EfficientNet"}),
+    # DeepSpeed's engines (``DeepSpeedEngine(Module)``; the pipeline and hybrid engines
+    # derive from it) and its pipeline model (``PipelineModule(nn.Module)``)
+    "deepspeed": frozenset(
+        {"DeepSpeedEngine", "PipelineEngine", "DeepSpeedHybridEngine", "PipelineModule"}
+    ),
     # AllenNLP's model base and layers (``allennlp.models.Model`` is an ``nn.Module``;
     # ``allennlp.models.archival.Archive`` next to it is a tuple), NeMo's model and module
     # bases, Pyro's module classes and nets

@@ -7,7 +7,9 @@ that module's hooks. In a *forward* hook (``register_forward_hook``/``_pre_hook`
 same call is the only way to run the module without running the hook again, so that
 parameter is given no module kind that a finding would rest on (it is hookless there).
 Only a function the file never calls itself, and whose every other use in the file is
-such a registration, counts.
+such a registration, counts. The function may be handed over as ``hook=fn``, wrapped in
+``partial(fn, key=value)`` (keywords only), or registered for every module with
+``torch.nn.modules.module.register_module_forward_hook(fn)`` and its backward siblings.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import ast
 import weakref
 from typing import TYPE_CHECKING
 
+from hookscope.lint.bindings import dotted
 from hookscope.lint.kinds import Kind, Resolved
 from hookscope.lint.pyfile import Scope
 
@@ -25,8 +28,14 @@ if TYPE_CHECKING:
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 _BACKWARD = frozenset(
     {"register_full_backward_hook", "register_full_backward_pre_hook", "register_backward_hook"}
+    # global hooks (``torch.nn.modules.module``): torch calls them with every module
+    | {"register_module_full_backward_hook", "register_module_full_backward_pre_hook"}
+    | {"register_module_backward_hook"}
 )
-_FORWARD = frozenset({"register_forward_hook", "register_forward_pre_hook"})
+_FORWARD = frozenset(
+    {"register_forward_hook", "register_forward_pre_hook"}
+    | {"register_module_forward_hook", "register_module_forward_pre_hook"}
+)
 
 # tree -> name -> (registrar, line) of each use of the name (``None``: another use)
 _USES: weakref.WeakKeyDictionary[ast.AST, dict[str, list[tuple[str, int] | None]]]
@@ -69,17 +78,14 @@ def _uses(tree: ast.AST) -> dict[str, list[tuple[str, int] | None]]:
     found = _USES[tree] = {}
     registered: set[int] = set()
     for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr in _BACKWARD | _FORWARD
-            and len(node.args) == 1
-            and isinstance(node.args[0], (ast.Name, ast.Attribute))
-        ):
-            arg = node.args[0]
+        if not isinstance(node, ast.Call):
+            continue
+        registrar = _registrar(node)
+        arg = _hook_argument(node) if registrar else None
+        if arg is not None:
             registered.add(id(arg))
             key = arg.id if isinstance(arg, ast.Name) else arg.attr
-            found.setdefault(key, []).append((node.func.attr, node.lineno))
+            found.setdefault(key, []).append((registrar, node.lineno))
     for node in ast.walk(tree):
         if id(node) in registered:
             continue
@@ -88,3 +94,27 @@ def _uses(tree: ast.AST) -> dict[str, list[tuple[str, int] | None]]:
         elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
             found.setdefault(node.attr, []).append(None)
     return found
+
+
+def _registrar(node: ast.Call) -> str:
+    """The hook registration ``node`` calls (``m.register_forward_hook(...)``, or a bare
+    ``register_module_forward_hook(...)`` imported from torch), else ``""``."""
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name if name in _BACKWARD or name in _FORWARD else ""
+
+
+def _hook_argument(call: ast.Call) -> ast.Name | ast.Attribute | None:
+    """The function a registration hands torch: its one argument (or ``hook=``), itself or
+    wrapped in ``partial(fn, key=value)`` (keywords only: the module stays first)."""
+    hooks = [*call.args, *(k.value for k in call.keywords if k.arg == "hook")]
+    if len(hooks) != 1:
+        return None
+    hook = hooks[0]
+    if (
+        isinstance(hook, ast.Call)
+        and (dotted(hook.func) or "") in ("partial", "functools.partial")
+        and len(hook.args) == 1
+    ):
+        hook = hook.args[0]
+    return hook if isinstance(hook, (ast.Name, ast.Attribute)) else None

@@ -50,6 +50,7 @@ from hookscope.lint.crossfile import (
     module_function,
 )
 from hookscope.lint.declared import declared_type
+from hookscope.lint.holders import holder_items
 from hookscope.lint.index import ClassIndex
 from hookscope.lint.kinds import MAX_DEPTH, NAMESPACE, UNKNOWN, Kind, Resolved, with_elements
 from hookscope.lint.library_attributes import library_attribute
@@ -382,12 +383,9 @@ class Resolver(ClassKinds):
             return element(self, binding.expr, binding.position, scope, depth)
         if binding.kind == "unpacked":
             return unpacked(self, binding.expr, binding.position or 0, scope, depth)
-        filled = (
-            appended(self, binding, depth)
-            if isinstance(binding.expr, (ast.List, ast.Dict))
-            else None
-        )
-        return filled or self.resolve(binding.expr, scope, depth + 1)
+        if isinstance(binding.expr, (ast.List, ast.Dict)):
+            return appended(self, binding, depth) or self.resolve(binding.expr, scope, depth + 1)
+        return holder_items(self, binding, self.resolve(binding.expr, scope, depth + 1), depth)
 
     def scope_of(self, owner: ast.AST) -> Scope:
         scope = self.file.scopes.get(id(owner))

@@ -225,7 +225,9 @@ class SelfForwardRule(PythonRule):
 
     code = "HS102"
     name = "self-forward-call"
-    message = "`self.forward(...)` in `{method}` skips this module's own hooks {why}. {advice}"
+    message = (
+        "`{receiver}.forward(...)` in `{method}` skips this module's own hooks {why}. {advice}"
+    )
     severity = "warning"
     fixable = True
 
@@ -249,6 +251,7 @@ class SelfForwardRule(PythonRule):
                     type(self),
                     site.node,
                     resolution=resolution,
+                    receiver=analysis.source(func.value),
                     method=method.name,
                     why=why + "which runs them",
                     advice="Remove the `__call__` override (`Module.__call__` runs `forward`) "
@@ -259,15 +262,17 @@ class SelfForwardRule(PythonRule):
                 kind = Kind.MODULE
                 resolution += f", a mixin that only modules subclass ({', '.join(users[:3])})"
             if kind is Kind.MODULE:
-                edits = drop_forward(analysis.file, func)
+                named_super = not _is_self(func.value, site)
                 yield analysis.finding(
                     type(self),
                     site.node,
-                    edits=edits,
+                    # ``super(Cls, self)``: ``self(...)`` would run this class's own forward
+                    edits=() if named_super else drop_forward(analysis.file, func),
                     resolution=resolution,
+                    receiver=analysis.source(func.value),
                     method=method.name,
                     why=f"whenever `{method.name}` is the entry point",
-                    advice="Call `self(...)` instead.",
+                    advice=_SUPER_ADVICE if named_super else "Call `self(...)` instead.",
                 )
 
 
@@ -288,13 +293,32 @@ def _under_compiler_test(method: ast.AST, call: ast.AST) -> bool:
     return False
 
 
+_SUPER_ADVICE = (
+    "Call the parent `forward` from this class's own `forward` (or a method it runs), "
+    "and `self(...)` here."
+)
+
+
+def _super_on_self(node: ast.expr, site: CallSite) -> bool:
+    """``super(Cls, self)`` in a method: the parent ``forward`` runs on the module itself."""
+    return (
+        is_super_call(node)
+        and len(node.args) == 2  # type: ignore[attr-defined]
+        and _is_self(node.args[1], site)  # type: ignore[attr-defined]
+    )
+
+
 def _self_forward_calls(analysis: Analysis) -> Iterator[tuple[CallSite, ast.Attribute, bool]]:
-    """``self.forward(...)`` in methods other than the entry methods of their class, each
+    """``self.forward(...)`` (or ``super(Cls, self).forward(...)``: the parent's ``forward``,
+    run on the module without its hooks just the same) in methods other than the entry
+    methods of their class, each
     with whether the method is an entry only through an own ``__call__`` that replaces
     ``Module.__call__`` (`entry.replaced_call`)."""
     for site, func in forward_calls(analysis):
         scope = site.scope
-        if scope.cls is None or scope.method is None or not _is_self(func.value, site):
+        if scope.cls is None or scope.method is None:
+            continue
+        if not _is_self(func.value, site) and not _super_on_self(func.value, site):
             continue
         name = scope.method.name
         replaced = False

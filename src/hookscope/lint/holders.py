@@ -1,0 +1,135 @@
+"""Plain list-like holder classes: ``self.nets = Holder(self, "flow")`` then
+``self.nets.append(Block())``, iterated or indexed like a list.
+
+A project class (of this file, or of the one other file that defines a class so named)
+that is not a module but defines ``append`` (storing what it is given:
+``self.items.append(m)``, ``owner.add_module(name, m)``, ``self.d[k] = m``) and
+``__getitem__`` or ``__iter__`` holds what the code appends to it. For ``self.x =
+Holder(...)`` the appends are those of every method of the class on ``self.x``, for a
+local name those of the function that made it (as for an empty list, `appends`); the
+elements are known when every appended value resolves to one kind. A holder whose
+``__init__`` appends its own arguments counts only when the call passes none beyond its
+named parameters.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from hookscope.lint.appends import spellings, values_added
+from hookscope.lint.bindings import Binding, dotted, own_nodes
+from hookscope.lint.crossfile import class_def_of
+from hookscope.lint.kinds import Kind, Resolved
+from hookscope.lint.pyfile import Scope
+
+if TYPE_CHECKING:
+    from hookscope.lint.resolve import Resolver
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def holder_items(resolver: Resolver, binding: Binding, made: Resolved, depth: int) -> Resolved:
+    """``made`` (what ``binding``'s call gives) with the kind of its elements, when it is an
+    instance of a same-file list-like holder class filled with one kind of values."""
+    call = binding.expr
+    if (
+        made.kind is not Kind.OTHER
+        or not made.cls
+        or made.is_class
+        or made.elem is not None
+        or not isinstance(call, ast.Call)
+        or not isinstance(binding.owner, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ):
+        return made
+    target = _target(binding)
+    if target is None or f"{target.rpartition('.')[2]}.append(" not in resolver.file.text:
+        return made  # (cheap: most instances of plain classes are never appended to)
+    cls = resolver.file.classes.get(made.cls) or _other_file_class(resolver, made.cls)
+    methods = _methods(cls) if cls is not None else {}
+    append = methods.get("append")
+    if append is None or not ("__getitem__" in methods or "__iter__" in methods):
+        return made
+    if not _stores_argument(append) or not _own_arguments_only(methods.get("__init__"), call):
+        return made
+    scope = resolver.scope_of(binding.owner)
+    found = spellings(resolver, target, binding.owner, scope)
+    values: list[tuple[ast.expr, Scope]] = []
+    for func, where, spelled in found or ():
+        added = values_added(func, spelled)
+        if added is None:
+            return made
+        values.extend((v, where) for v in added)
+    results = [resolver.resolve(v, s, depth + 1) for v, s in values]
+    kinds = {r.kind for r in results}
+    if not results or len(kinds) != 1 or Kind.UNKNOWN in kinds or any(r.is_class for r in results):
+        return made
+    first = values[0][0]
+    shown = " ".join(ast.unparse(first).split())
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    via = (
+        f"{target} = {made.cls}(...), a list-like holder filled with {shown} "
+        f"at {resolver.file.path}:{first.lineno}"
+    )
+    classes = {r.cls for r in results}
+    elem_cls = classes.pop() if len(classes) == 1 else ""
+    return replace(made, elem=kinds.pop(), elem_cls=elem_cls, via=via)
+
+
+def _other_file_class(resolver: Resolver, name: str) -> ast.ClassDef | None:
+    """The class ``name`` of the one other project file that defines a class so named."""
+    files = {where.rpartition(":")[0] for _, where in resolver.index.defs.get(name, ())}
+    found = class_def_of(resolver, name, files.pop()) if len(files) == 1 else None
+    return found[0] if found is not None else None
+
+
+def _methods(cls: ast.ClassDef) -> dict[str, Function]:
+    return {
+        stmt.name: stmt
+        for stmt in cls.body
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+
+
+def _stores_argument(append: Function) -> bool:
+    """Whether ``append(self, item)`` hands ``item`` to a call or stores it in an item or
+    attribute (``self.items.append(item)``, ``owner.add_module(name, item)``)."""
+    params = [*append.args.posonlyargs, *append.args.args]
+    if len(params) != 2:
+        return False
+    item = params[1].arg
+    for node in own_nodes(append.body):
+        if isinstance(node, ast.Call) and any(
+            isinstance(a, ast.Name) and a.id == item for a in node.args
+        ):
+            return True
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == item
+            and all(isinstance(t, (ast.Subscript, ast.Attribute)) for t in node.targets)
+        ):
+            return True
+    return False
+
+
+def _own_arguments_only(init: Function | None, call: ast.Call) -> bool:
+    """Whether the holder's ``__init__`` appends none of the call's arguments: it appends
+    nothing, or the call passes no more than its named parameters (``*args`` empty)."""
+    if init is None or not any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "append"
+        for n in own_nodes(init.body)
+    ):
+        return True
+    named = len([*init.args.posonlyargs, *init.args.args]) - 1
+    starred = any(isinstance(a, ast.Starred) for a in call.args)
+    return not starred and len(call.args) <= named
+
+
+def _target(binding: Binding) -> str | None:
+    """``nets`` or ``self.nets``: what ``binding``'s call is assigned to."""
+    for node in own_nodes(getattr(binding.owner, "body", [])):
+        if isinstance(node, ast.Assign) and node.value is binding.expr and len(node.targets) == 1:
+            return dotted(node.targets[0])
+    return None
