@@ -32,6 +32,22 @@ def appended(resolver: Resolver, binding: Binding, depth: int) -> Resolved | Non
     owner = binding.owner
     if target is None or not isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
+    filled = filled_with(resolver, target, owner, depth)
+    if filled is None:
+        return None
+    kind, elem_cls, where = filled
+    made = "{}" if isinstance(binding.expr, ast.Dict) else "[]"
+    return Resolved(
+        Kind.OTHER, elem=kind, elem_cls=elem_cls, via=f"{target} = {made} filled with {where}"
+    )
+
+
+def filled_with(
+    resolver: Resolver, target: str, owner: Function, depth: int
+) -> tuple[Kind, str, str] | None:
+    """What the functions filling ``target`` add to it, when every value resolves to one
+    kind: that kind, the values' one class (``""`` when several) and ``VALUE at FILE:LINE``
+    of the first; ``None`` otherwise."""
     scope = resolver.scope_of(owner)
     values: list[tuple[ast.expr, Scope]] = []
     for func, where, spelled in spellings(resolver, target, owner, scope) or ():
@@ -46,11 +62,9 @@ def appended(resolver: Resolver, binding: Binding, depth: int) -> Resolved | Non
     first = values[0][0]
     shown = " ".join(ast.unparse(first).split())
     shown = shown if len(shown) <= 40 else shown[:37] + "..."
-    made = "{}" if isinstance(binding.expr, ast.Dict) else "[]"
-    via = f"{target} = {made} filled with {shown} at {resolver.file.path}:{first.lineno}"
     classes = {r.cls for r in results}
     elem_cls = classes.pop() if len(classes) == 1 else ""
-    return Resolved(Kind.OTHER, elem=kinds.pop(), elem_cls=elem_cls, via=via)
+    return kinds.pop(), elem_cls, f"{shown} at {resolver.file.path}:{first.lineno}"
 
 
 def spellings(

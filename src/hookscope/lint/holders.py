@@ -18,11 +18,10 @@ import ast
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from hookscope.lint.appends import spellings, values_added
+from hookscope.lint.appends import filled_with
 from hookscope.lint.bindings import Binding, dotted, own_nodes
 from hookscope.lint.crossfile import class_def_of
 from hookscope.lint.kinds import Kind, Resolved
-from hookscope.lint.pyfile import Scope
 
 if TYPE_CHECKING:
     from hookscope.lint.resolve import Resolver
@@ -53,28 +52,12 @@ def holder_items(resolver: Resolver, binding: Binding, made: Resolved, depth: in
         return made
     if not _stores_argument(append) or not _own_arguments_only(methods.get("__init__"), call):
         return made
-    scope = resolver.scope_of(binding.owner)
-    found = spellings(resolver, target, binding.owner, scope)
-    values: list[tuple[ast.expr, Scope]] = []
-    for func, where, spelled in found or ():
-        added = values_added(func, spelled)
-        if added is None:
-            return made
-        values.extend((v, where) for v in added)
-    results = [resolver.resolve(v, s, depth + 1) for v, s in values]
-    kinds = {r.kind for r in results}
-    if not results or len(kinds) != 1 or Kind.UNKNOWN in kinds or any(r.is_class for r in results):
+    filled = filled_with(resolver, target, binding.owner, depth)
+    if filled is None:
         return made
-    first = values[0][0]
-    shown = " ".join(ast.unparse(first).split())
-    shown = shown if len(shown) <= 40 else shown[:37] + "..."
-    via = (
-        f"{target} = {made.cls}(...), a list-like holder filled with {shown} "
-        f"at {resolver.file.path}:{first.lineno}"
-    )
-    classes = {r.cls for r in results}
-    elem_cls = classes.pop() if len(classes) == 1 else ""
-    return replace(made, elem=kinds.pop(), elem_cls=elem_cls, via=via)
+    kind, elem_cls, where = filled
+    via = f"{target} = {made.cls}(...), a list-like holder filled with {where}"
+    return replace(made, elem=kind, elem_cls=elem_cls, via=via)
 
 
 def _other_file_class(resolver: Resolver, name: str) -> ast.ClassDef | None:
