@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 
 import pytest
 import torch
 
 from hookscope.monitor import results
 from hookscope.monitor.collector import Entry
-from hookscope.monitor.records import Record, TensorInfo, records_from
+from hookscope.monitor.records import Record, StepResult, TensorInfo, records_from
 from hookscope.monitor.results import InfoKey, merge_entries
 from hookscope.stats import Plan, fetch, reduce_tensor, summarize
 
@@ -64,3 +65,30 @@ def test_records_from_summaries_are_the_constructed_records() -> None:
     assert repr(made[3]) == repr(Record("param", "conv.weight", "grad", "norm", 3.0))
     with pytest.raises(dataclasses.FrozenInstanceError):
         made[0].value = 1.0  # type: ignore[misc]
+
+
+def test_step_result_made_from_summaries_is_the_constructed_result() -> None:
+    found = {
+        ("forward", "conv", "output"): {"mean": 0.5, "std": 2.0},
+        ("param", "conv.weight", "grad"): {"norm": 3.0},
+    }
+    ratio = Record("param", "conv.weight", "param", "update_ratio", 0.1)
+    built = StepResult(
+        step=2,
+        records=(*records_from(found), ratio),
+        alerts=(),
+        first_nonfinite=None,
+        missing=("inputs",),
+    )
+    # made before its records are read: pickled, compared, copied in that state
+    lazy = [StepResult.of(found, [ratio], step=2, alerts=(), first_nonfinite=None,
+                          tensors=(), rank=0, world_size=1, ranks="local", missing=("inputs",))
+            for _ in range(3)]  # fmt: skip
+    assert pickle.loads(pickle.dumps(lazy[0])) == built
+    assert lazy[1] == built and hash(lazy[1]) == hash(built) and repr(lazy[1]) == repr(built)
+    assert dataclasses.replace(lazy[2], step=3).records == built.records
+    assert lazy[2].records is lazy[2].records  # made once
+    with pytest.raises(AttributeError):
+        lazy[2].rows  # noqa: B018
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        lazy[2].records = ()  # type: ignore[misc]

@@ -35,7 +35,6 @@ from hookscope.monitor.results import (
     clean_keys,
     find_nonfinite,
     merge_entries,
-    records_of,
     summaries,
 )
 from hookscope.names import clean_names
@@ -340,8 +339,7 @@ class Monitor:
         first = exchange.finish()  # waits for the step's collectives, if any
         merged, _, first = clean_keys(merged, (), first, self._names, self._clean_memo)
         found = summaries(merged, self.stats)
-        records = records_of(found)
-        records += [
+        ratio_records = [
             Record("param", name, "param", "update_ratio", float(red.sum or 0.0))
             for name, red in ratios
         ]
@@ -349,8 +347,8 @@ class Monitor:
             self._first = first
         alerts = self._rules.check_found(known["step"], found)  # update ratios have no rule
         self._alerts.extend(alerts)
-        return StepResult(records=tuple(records), alerts=tuple(alerts),
-                          first_nonfinite=self._first, **known)  # fmt: skip
+        return StepResult.of(found, ratio_records, alerts=tuple(alerts),
+                             first_nonfinite=self._first, **known)  # fmt: skip
 
     def _publish(self, result: StepResult) -> None:
         if self.keep:

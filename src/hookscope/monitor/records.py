@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 Phase = Literal["forward", "backward", "param"]
 #: What a step can miss (`StepResult.missing`): a phase, or ``"inputs"`` (the
@@ -130,6 +130,10 @@ class StepResult:
     ``rank`` and ``world_size`` say where the records were taken (0 and 1
     outside torch.distributed); ``ranks`` is ``"local"`` (this rank's tensors)
     or ``"reduce"`` (all ranks' tensors combined: the same records on every rank).
+
+    A Monitor makes ``records`` on first read (`StepResult.of`): a training
+    loop that never reads them, or reads them later (``to_pandas``), does not
+    pay for ~10 objects per tensor at every step.
     """
 
     step: int
@@ -141,3 +145,33 @@ class StepResult:
     world_size: int = 1
     ranks: str = "local"
     missing: tuple[Missing, ...] = ()
+
+    @classmethod
+    def of(
+        cls,
+        found: Mapping[tuple[Phase, str, str], Mapping[str, float]],
+        extra: Sequence[Record] = (),
+        **fields: Any,
+    ) -> StepResult:
+        """A result whose ``records`` are `records_from` ``found``, then ``extra``, made on first read.
+
+        Args:
+            found: ``(phase, module, tensor) -> {stat: value}``; not changed afterwards.
+            extra: records that follow (e.g. update ratios).
+            **fields: every other field.
+        """
+        result = object.__new__(cls)
+        for name, value in fields.items():
+            object.__setattr__(result, name, value)
+        object.__setattr__(result, "_found", (found, tuple(extra)))
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        # Python calls this only for attributes not set: ``records`` of `of` before its first read.
+        found = self.__dict__.get("_found")
+        if name != "records" or found is None:
+            raise AttributeError(name)
+        records = tuple(records_from(found[0])) + found[1]
+        object.__setattr__(self, "records", records)
+        del self.__dict__["_found"]
+        return records
