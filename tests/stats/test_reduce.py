@@ -10,8 +10,10 @@ import torch
 
 from hookscope.stats import (
     ALL_STATS,
+    GRAD_STATS,
     Plan,
     fetch,
+    grad_summary,
     merge,
     plan_for,
     reduce_tensor,
@@ -198,3 +200,28 @@ def test_summarize_needs_fetched_values_and_fetch_marks_them(eager: None) -> Non
     assert got["mean"] == pytest.approx(5.5) and got["max"] == 11.0
     fetch([red])  # nothing left to move: the same values
     assert summarize(red) == got
+
+
+def test_grad_summary_is_summarize_of_the_gradient_stats() -> None:
+    gen = torch.Generator().manual_seed(3)
+    big = torch.randn(64, 32, generator=gen) * 1e3 + 5e3  # moments around a shift
+    with_nan = torch.randn(100, generator=gen)
+    with_nan[7] = math.nan
+    with_inf = torch.randn(100, generator=gen)
+    with_inf[3] = -math.inf
+    tensors = [torch.randn(3, 4, 5, generator=gen), big, with_nan, with_inf, torch.zeros(8),
+               torch.randn(5, generator=gen, dtype=torch.float64), torch.empty(0)]  # fmt: skip
+    plans = [Plan(sum=False, squares=True, extrema=False), Plan(), FULL]
+    quick = 0
+    for t in tensors:
+        for plan in plans:
+            red = reduce_tensor(t, plan)
+            fetch([red])
+            everything = summarize(red)
+            expected = {s: everything[s] for s in GRAD_STATS if s in everything}
+            got = grad_summary(red)
+            assert list(got) == list(expected)
+            assert all(got[s] == expected[s] or (math.isnan(got[s]) and math.isnan(expected[s]))
+                       for s in got)  # fmt: skip
+            quick += bool(red.host and not red.shift and red.scale == 1.0 and red.numel)
+    assert quick > 0  # the short path was taken

@@ -84,8 +84,9 @@ class AlertRules:
             if count > 0:
                 nonfinite[key] = count
             magnitude = values.get("absmax" if forward else "norm")  # magnitudes watched
-            if magnitude is not None:
-                self._magnitude(key, magnitude, conditions)
+            # finite only (x - x is NaN for NaN and Inf): the nonfinite rule covers the others
+            if magnitude is not None and magnitude - magnitude == 0:
+                self._magnitude(key, magnitude, forward, conditions)
             dead = values.get("zero_frac") if forward else None
             if dead is not None and dead >= dead_above:
                 conditions[(key, "dead")] = dead
@@ -94,22 +95,18 @@ class AlertRules:
         return self._edges(step, conditions, seen=found.keys())
 
     def _magnitude(
-        self, key: _Key, value: float, conditions: dict[tuple[_Key, Rule], float]
+        self, key: _Key, value: float, forward: bool, conditions: dict[tuple[_Key, Rule], float]
     ) -> None:
+        """The exploding and vanishing rules for one finite magnitude."""
         th = self.thresholds
-        if value != value or value in (float("inf"), float("-inf")):
-            return  # the nonfinite rule covers these
         history = self._history.get(key)
         if history is None:
             history = self._history[key] = _Window(th.window)
-        jump = False
-        if len(history.order) >= th.min_history:
-            median = history.median()
-            jump = median > 0 and value > th.explode_jump * median
+        median = history.push(value, th.min_history)
+        jump = median is not None and median > 0 and value > th.explode_jump * median
         if value > th.explode_above or jump:
             conditions[(key, "exploding")] = value
-        history.append(value)
-        if key[0] != "forward":
+        if not forward:
             streak = self._low_streak.get(key, 0) + 1 if value < th.vanish_below else 0
             self._low_streak[key] = streak
             if streak >= th.vanish_steps:
@@ -142,14 +139,16 @@ class _Window:
         self.order: deque[float] = deque(maxlen=size)
         self.ranked: list[float] = []
 
-    def append(self, value: float) -> None:
-        if len(self.order) == self.order.maxlen:
-            del self.ranked[bisect_left(self.ranked, self.order[0])]
-        self.order.append(value)
-        insort(self.ranked, value)
-
-    def median(self) -> float:
-        """`statistics.median` of the window (not empty)."""
-        ranked = self.ranked
-        mid = len(ranked) // 2
-        return ranked[mid] if len(ranked) % 2 else (ranked[mid - 1] + ranked[mid]) / 2
+    def push(self, value: float, min_history: int) -> float | None:
+        """Add ``value``; the `statistics.median` of the window before it, None below ``min_history``."""
+        order, ranked = self.order, self.ranked
+        n = len(ranked)
+        median = None
+        if n >= min_history:
+            mid = n // 2
+            median = ranked[mid] if n % 2 else (ranked[mid - 1] + ranked[mid]) / 2
+        if n == order.maxlen:
+            del ranked[bisect_left(ranked, order[0])]
+        order.append(value)
+        insort(ranked, value)
+        return median

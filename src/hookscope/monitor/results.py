@@ -16,7 +16,7 @@ import torch
 from hookscope.monitor.collector import Entry
 from hookscope.monitor.records import NonFinite, Phase, Record, TensorInfo, records_from
 from hookscope.names import clean_param_name
-from hookscope.stats import GRAD_STATS, Reduction, merge, summarize
+from hookscope.stats import Reduction, grad_summary, merge, summarize
 
 #: ``(phase, module, tensor path)``: what one set of statistics describes.
 Key = tuple[Phase, str, str]
@@ -91,9 +91,11 @@ def summaries(
     """
     found = {}
     for key, red in merged.items():
+        if key[0] != "forward":
+            found[key] = grad_summary(red)
+            continue
         values = summarize(red)
-        wanted = activation_stats if key[0] == "forward" else GRAD_STATS
-        found[key] = {stat: values[stat] for stat in wanted if stat in values}
+        found[key] = {stat: values[stat] for stat in activation_stats if stat in values}
     return found
 
 
