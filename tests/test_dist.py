@@ -15,11 +15,11 @@ from hookscope.sinks import JsonlSink, read_jsonl
 
 
 def test_rank_and_files_come_from_torchrun_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert (dist.rank(), dist.world_size()) == (0, 1)
+    assert (dist.rank(), dist.world_size()) == dist.where() == (0, 1)
     assert dist.rank_file("run/monitor.jsonl") == Path("run/monitor.jsonl")
     monkeypatch.setenv("RANK", "3")
     monkeypatch.setenv("WORLD_SIZE", "4")  # what torchrun sets before init_process_group
-    assert (dist.rank(), dist.world_size()) == (3, 4)
+    assert (dist.rank(), dist.world_size()) == dist.where() == (3, 4)
     assert dist.rank_file("run/monitor.jsonl") == Path("run/monitor.rank3.jsonl")
     assert dist.rank_file("run/monitor.rank3.jsonl") == Path("run/monitor.rank3.jsonl")
     assert dist.rank_dir("run/tensorboard") == Path("run/tensorboard/rank3")

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
 import os
 import pickle
 import sys
@@ -44,8 +45,9 @@ from hookscope.errors import DistributedError
 _DEFAULT_TIMEOUT = 300.0
 
 
+@functools.cache
 def _dist() -> Any:
-    """``torch.distributed`` when this build has it, else None."""
+    """``torch.distributed`` when this build has it, else None (looked up once: a Monitor asks every step)."""
     import torch.distributed as tdist
 
     return tdist if tdist.is_available() else None
@@ -69,6 +71,14 @@ def world_size() -> int:
     if initialized():
         return int(_dist().get_world_size())
     return _env_int("WORLD_SIZE", 1)
+
+
+def where() -> tuple[int, int]:
+    """`rank` and `world_size` together (one look at the process group)."""
+    if initialized():
+        tdist = _dist()
+        return int(tdist.get_rank()), int(tdist.get_world_size())
+    return _env_int("RANK", 0), _env_int("WORLD_SIZE", 1)
 
 
 def _env_int(name: str, default: int) -> int:

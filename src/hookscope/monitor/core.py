@@ -318,8 +318,9 @@ class Monitor:
         first = find_nonfinite(index, entries) if self._first is None else None
         # under torch.distributed: the step's collectives start here, completed later
         exchange = self._combiner.start(index, merged, first, self._first is None)
+        rank, world_size = dist.where()
         known = {"step": index, "tensors": tuple(clean_keys({}, infos, None, self._names, self._clean_memo)[1]),
-                 "rank": dist.rank(), "world_size": dist.world_size(), "ranks": self.ranks,
+                 "rank": rank, "world_size": world_size, "ranks": self.ranks,
                  "missing": missing}  # fmt: skip
         complete = partial(self._complete, exchange, merged, ratios, known)
         if exchange.done:
