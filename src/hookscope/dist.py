@@ -61,16 +61,12 @@ def initialized() -> bool:
 
 def rank() -> int:
     """This process's global rank (0 outside torch.distributed)."""
-    if initialized():
-        return int(_dist().get_rank())
-    return _env_int("RANK", 0)
+    return where()[0]
 
 
 def world_size() -> int:
     """The number of ranks (1 outside torch.distributed)."""
-    if initialized():
-        return int(_dist().get_world_size())
-    return _env_int("WORLD_SIZE", 1)
+    return where()[1]
 
 
 def where() -> tuple[int, int]:

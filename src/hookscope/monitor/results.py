@@ -1,4 +1,4 @@
-"""Turning a step's fetched entries into records, tensor infos and the NaN origin.
+"""Turning a step's fetched entries into named statistics, tensor infos and the NaN origin.
 
 A module called several times in one step (a shared ReLU, a weight-tied
 layer) gets one set of statistics per tensor path, merged over its calls:
@@ -14,7 +14,7 @@ from dataclasses import replace
 import torch
 
 from hookscope.monitor.collector import Entry
-from hookscope.monitor.records import NonFinite, Phase, Record, TensorInfo, records_from
+from hookscope.monitor.records import NonFinite, Phase, TensorInfo
 from hookscope.names import clean_param_name
 from hookscope.stats import Reduction, grad_summary, merge, summarize
 
@@ -25,20 +25,6 @@ InfoKey = tuple[Key, tuple[int, ...], torch.dtype]
 
 #: `merge_entries` keeps at most this many `TensorInfo` objects between calls.
 KNOWN_INFOS = 4096
-
-
-def aggregate(
-    entries: Sequence[Entry], activation_stats: Collection[str]
-) -> tuple[list[Record], list[TensorInfo]]:
-    """Records (in first-seen order) and shapes of the reported tensors of one step.
-
-    Args:
-        entries: fetched entries in execution order.
-        activation_stats: stat names reported for the ``forward`` phase;
-            gradients report `GRAD_STATS`.
-    """
-    merged, infos = merge_entries(entries)
-    return to_records(merged, activation_stats), infos
 
 
 def merge_entries(
@@ -77,11 +63,6 @@ def merge_entries(
     return merged, list(infos.values())
 
 
-def to_records(merged: dict[Key, Reduction], activation_stats: Collection[str]) -> list[Record]:
-    """The named statistics of each merged reduction (see `aggregate`)."""
-    return records_of(summaries(merged, activation_stats))
-
-
 def summaries(
     merged: dict[Key, Reduction], activation_stats: Collection[str]
 ) -> dict[Key, dict[str, float]]:
@@ -97,11 +78,6 @@ def summaries(
         values = summarize(red)
         found[key] = {stat: values[stat] for stat in activation_stats if stat in values}
     return found
-
-
-def records_of(found: dict[Key, dict[str, float]]) -> list[Record]:
-    """One `Record` per statistic of `summaries`, in its order."""
-    return records_from(found)
 
 
 def find_nonfinite(step: int, entries: Sequence[Entry]) -> NonFinite | None:

@@ -138,7 +138,7 @@ class TracedCollector:
         #: While tracing, the last BatchNorm's returned output and the spare row that
         #: holds the row of its ReLU (cleared by the next hook: no tensor outlives the graph).
         self._norm: tuple[torch.Tensor, int] | None = None
-        #: The rows `take` last fetched, and the same as an index tensor on the device.
+        #: The rows `take` last fetched, and (off the CPU) the same as an index tensor.
         self._used: list[RowInfo] | None = None
         self._used_index = torch.empty(0, dtype=torch.long, device=device)
         #: Where each used row starts in `_flat`'s forward and gradient views.
@@ -332,20 +332,22 @@ class TracedCollector:
         parts = ([self.buffer] if self.outputs else []) + ([] if grad is None else [grad])
         if not parts or not used:
             return [], []
-        width = len(FIELDS) if self.outputs else 0
-        if used is not self._used:  # `_rows` hands back the same list until the layouts change
-            self._used = used
-            self._used_index = torch.tensor([row for row, _ in used], device=parts[0].device)
-            self._starts = (
-                [row * len(FIELDS) for row, _ in used],
-                [row * len(GRAD_FIELDS) for row, _ in used],
-            )
+        fresh = used is not self._used  # `_rows` hands back the same list until the layouts change
+        self._used = used
         if self._flat is not None:
-            fwd_rows = _slices(self._flat[0], self._starts[0], len(FIELDS)) if width else []
+            if fresh:
+                self._starts = (
+                    [row * len(FIELDS) for row, _ in used],
+                    [row * len(GRAD_FIELDS) for row, _ in used],
+                )
+            fwd_rows = _slices(self._flat[0], self._starts[0], len(FIELDS)) if self.outputs else []
             if grad is None:
                 return fwd_rows, []
             flat = self._flat[1] if grad is self.grad_rows else _flat(grad.contiguous())
             return fwd_rows, _slices(flat, self._starts[1], len(GRAD_FIELDS))
+        if fresh:
+            self._used_index = torch.tensor([row for row, _ in used], device=parts[0].device)
+        width = len(FIELDS) if self.outputs else 0
         joined = parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
         rows = joined.index_select(0, self._used_index).cpu().tolist()
         fwd_rows = [row[:width] for row in rows] if width else []
