@@ -14,6 +14,9 @@ An HTML comment on the line right above a fence changes that:
 - ``<!-- docs-test: file NAME -->``: not run; written to ``NAME`` in the temp dir
   of every later block of the same page.
 
+A ``--8<-- "path"`` line in a block (pymdownx.snippets, as the site renders it)
+stands for the file at that path of the repository.
+
 In a bash block, a line ending in ``# exit N`` must exit with ``N``; every other
 command must exit 0. Lines starting with ``#`` (shown output) are not run.
 """
@@ -29,6 +32,7 @@ RUN = ("python", "bash")
 _FENCE = re.compile(r"^(?P<indent> *)(?P<fence>```+)(?P<lang>[\w+-]*)\s*$")
 _MARK = re.compile(r"^\s*<!--\s*docs-test:\s*(?P<kind>\w+)\s*(?P<arg>.*?)\s*-->\s*$")
 _KINDS = ("skip", "continue", "slow", "file")
+_SNIPPET = re.compile(r'^--8<-- "(?P<path>[^"]+)"$')
 
 
 @dataclass
@@ -68,7 +72,7 @@ def read_blocks(path: Path) -> list[Block]:
         end = i + 1
         while end < len(lines) and lines[end].strip() != fence:
             end += 1
-        body = [line[len(indent) :] for line in lines[i + 1 : end]]
+        body = [_expand(line[len(indent) :]) for line in lines[i + 1 : end]]
         mark = _MARK.match(lines[i - 1]) if i else None
         kind, arg = (mark["kind"], mark["arg"]) if mark else ("", "")
         if kind and kind not in _KINDS:
@@ -78,6 +82,12 @@ def read_blocks(path: Path) -> list[Block]:
         blocks.append(Block(page, i + 1, opened["lang"], "\n".join(body) + "\n", kind, arg))
         i = end + 1
     return blocks
+
+
+def _expand(line: str) -> str:
+    """A ``--8<-- "path"`` line (pymdownx.snippets) as the file it includes."""
+    included = _SNIPPET.match(line.strip())
+    return (ROOT / included["path"]).read_text(encoding="utf-8").rstrip("\n") if included else line
 
 
 def runnable(blocks: list[Block]) -> list[Block]:
