@@ -1,8 +1,8 @@
 """A plain training script that knows nothing of hookscope: check it from the shell.
 
-    python examples/train.py --steps 20
-    hookscope run --doctor --monitor --out runs/x examples/train.py --steps 20
-    hookscope report runs/x
+python examples/train.py --steps 20
+hookscope run --doctor --monitor --out runs/x examples/train.py --steps 20
+hookscope report runs/x
 """
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     steps = parser.parse_args().steps
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 1))
+    model = nn.Sequential(
+        nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 1)
+    )
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    for step in range(steps):
+    for _ in range(steps):
         x = torch.randn(64, 16)
         loss = (model(x) - x.sum(1, keepdim=True)).pow(2).mean()
         opt.zero_grad()

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from hookscope.errors import HookscopeWarning
-
 from tests.docs.blocks import (
     ROOT,
     Block,

@@ -27,7 +27,7 @@ NEEDS = {"lint_torchsharp.py": "tree_sitter_c_sharp", "summary_llama7b_meta.py":
 
 
 def test_the_slow_list_names_real_examples() -> None:
-    assert SLOW <= {path.name for path in EXAMPLES}
+    assert {path.name for path in EXAMPLES} >= SLOW
 
 
 @pytest.mark.parametrize(

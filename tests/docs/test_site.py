@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from tools.docs_hooks import cli_reference, rules_index
 
 from hookscope.cli.main import build_parser
 from hookscope.lint import all_rules
 from tests.docs.blocks import ROOT
 from tests.viz.chromium import find_chromium, load_page
 from tests.viz.images import assert_not_blank, load_rgb
-from tools.docs_hooks import cli_reference, rules_index
 
 RULES = ROOT / "docs" / "lint" / "rules"
 
@@ -32,6 +33,15 @@ def test_every_registered_rule_has_a_page() -> None:
         assert "## When it is not fixable" in text, code
     stale = sorted({p.stem for p in RULES.glob("HS*.md")} - set(codes))
     assert stale == [], f"pages of rules that no longer exist: {stale}"
+
+
+def test_readme_links_resolve() -> None:
+    text = (ROOT / "README.md").read_text()
+    targets = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text)
+    local = [t for t in targets if "://" not in t]
+    assert local, "the README links its guides"
+    missing = [t for t in local if not (ROOT / t).exists()]
+    assert missing == [], f"README links to files that do not exist: {missing}"
 
 
 def test_rules_index_lists_every_rule() -> None:
@@ -60,9 +70,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("site")
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
     command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(out)]
-    done = subprocess.run(
-        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
-    )
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
     return out
 
