@@ -1,8 +1,10 @@
 """Code blocks of the README and the docs, read so the tests can run them.
 
 Fenced blocks are run by language: ``python`` blocks as programs (in-process, in a
-temp dir), ``bash`` blocks line by line in a shell (in a temp dir that holds
-``examples/train.py`` and ``examples/model.py`` as ``train.py`` and ``model.py``).
+temp dir), ``bash`` blocks line by line (in a temp dir that holds
+``examples/train.py`` and ``examples/model.py`` as ``train.py`` and ``model.py``):
+a plain ``hookscope ARGS`` line through the CLI's ``main`` in-process, any other
+line, and every line of a slow block, in bash.
 Other languages (``text``, ``json``, ``toml``, ``yaml``, ``csharp``) are not run.
 
 An HTML comment on the line right above a fence changes that:
