@@ -12,7 +12,8 @@ from torch import nn
 from hookscope import dist
 from hookscope.doctor.diagnose import RunFacts, diagnose, replaced_record
 from hookscope.doctor.naming import clean_bypasses, clean_hooks
-from hookscope.doctor.report import DoctorReport, HookRecord, ReasonCode
+from hookscope.doctor.records import HookRecord, ReasonCode
+from hookscope.doctor.report import DoctorReport
 from hookscope.errors import ForwardError, UsageError
 from hookscope.hooks.bypass import BypassDetector
 from hookscope.hooks.describe import callable_source

@@ -9,6 +9,14 @@ renders. Entry point: `summary`.
 from __future__ import annotations
 
 from hookscope.summary.api import summary
-from hookscope.summary.records import ModelSummary, SummaryFormat, SummaryRow, UncountedOp
+from hookscope.summary.records import SummaryData, SummaryFormat, SummaryRow, UncountedOp
+from hookscope.summary.result import ModelSummary
 
-__all__ = ["ModelSummary", "SummaryFormat", "SummaryRow", "UncountedOp", "summary"]
+__all__ = [
+    "ModelSummary",
+    "SummaryData",
+    "SummaryFormat",
+    "SummaryRow",
+    "UncountedOp",
+    "summary",
+]
