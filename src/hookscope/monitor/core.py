@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,7 @@ from hookscope.monitor.results import (
     merge_entries,
     summaries,
 )
+from hookscope.monitor.tables import monitor_html
 from hookscope.names import clean_names
 from hookscope.sinks.group import SinkGroup
 from hookscope.stats import Plan, Reduction, fetch, plan_for
@@ -435,3 +437,32 @@ class Monitor:
 
         self._settle()
         return to_frame(self._results)
+
+    # -- display -------------------------------------------------------------------
+
+    def _state(self) -> str:
+        if self._closed:
+            return "closed"
+        return "open" if self._session is not None else "not opened"
+
+    def __repr__(self) -> str:
+        return (
+            f"<Monitor {type(self.model).__name__}: {self._state()}, "
+            f"{len(self.results)} step(s) kept, {len(self.alerts)} alert(s)>"
+        )
+
+    def _repr_html_(self) -> str:
+        results, first = self.results, self.first_nonfinite
+        state = [
+            ("model", type(self.model).__name__),
+            ("state", self._state()),
+            ("steps kept", len(results)),
+            ("next step", self.step_index),
+            ("statistics", ", ".join(self.stats)),
+        ]
+        return monitor_html(
+            state,
+            asdict(results[-1]) if results else None,
+            [asdict(alert) for alert in self.alerts],
+            None if first is None else asdict(first),
+        )
