@@ -225,3 +225,19 @@ def test_missing_tracker_says_which_extra(
 def test_bad_options_are_refused_with_the_value(options: dict[str, Any], message: str) -> None:
     with pytest.raises(UsageError, match=message):
         MetricSelection(**options)
+
+
+def test_only_rank_zero_opens_a_tracker_run(
+    tmp_path: Path, offline_wandb: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("mlflow", reason="mlflow comes with the dev extra")
+    monkeypatch.setenv("RANK", "1")  # what torchrun sets on the second process
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    uri = (tmp_path / "mlruns").as_uri()
+    sinks = [WandbSink(project="hookscope-test", dir=tmp_path / "w"), MlflowSink(tracking_uri=uri)]
+    assert sinks[0].run is None and sinks[1].run_id is None
+    model = Net()
+    with Monitor(model, sinks=sinks) as mon:
+        model(torch.randn(4, 6)).sum().backward()
+        assert mon.step() is not None
+    assert not (tmp_path / "w" / "wandb").exists() and not (tmp_path / "mlruns").exists()

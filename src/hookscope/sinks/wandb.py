@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from hookscope import dist
@@ -39,7 +40,7 @@ class WandbSink:
             is left open.
         project: W&B project of a new run.
         name: display name of a new run.
-        dir: where a new run writes its files (``wandb.init(dir=...)``).
+        dir: where a new run writes its files (``wandb.init(dir=...)``; created).
         stats: which statistics to log (see `hookscope.sinks.metrics.MetricSelection`):
             None for the default per-layer subset, ``"all"``, a list, or
             ``{phase: list}``.
@@ -75,8 +76,10 @@ class WandbSink:
             return  # only rank 0 logs
         fresh = run is None and (wandb.run is None or project is not None or name is not None)
         if fresh:
-            dir_ = None if dir is None else os.fspath(dir)
-            run = wandb.init(project=project, name=name, dir=dir_, **init)
+            folder = None if dir is None else Path(dir)
+            if folder is not None:
+                folder.mkdir(parents=True, exist_ok=True)
+            run = wandb.init(project=project, name=name, dir=folder, **init)
             self._owned = True
         self.run = run if run is not None else wandb.run
         self.run.define_metric(f"{prefix}*", step_metric=f"{prefix}step")
