@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from hookscope._html import esc
 from hookscope.doctor.records import DoctorFindings
 from hookscope.doctor.render import render_html, render_report
 
@@ -29,4 +28,4 @@ class DoctorReport(DoctorFindings):
         )
 
     def _repr_html_(self) -> str:
-        return f"<p><b>{esc(self.model)}</b> — hookscope doctor</p>" + self.to_html()
+        return "<p><b>hookscope doctor</b></p>" + self.to_html()

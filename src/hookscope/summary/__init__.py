@@ -3,7 +3,9 @@
 ``hooks`` (a session's forward pre/post hooks) keep the module-call stack;
 `counter.MacCounter` (a ``TorchDispatchMode``) counts every ATen op against it
 with the formulas in `formulas`; `params` counts tensors once; `format`
-renders. Entry point: `summary`.
+renders the records of `records` as text and HTML; `result.ModelSummary`
+(what `summary` returns) is those records with the renderings as methods.
+Entry point: `summary`.
 """
 
 from __future__ import annotations
