@@ -18,7 +18,7 @@ import torch
 import hookscope
 from hookscope.summary.format import totals_lines
 from hookscope.zoo import SmallCNN
-from tests.test_repr_html import ALLOWED, Page
+from tests.htmlpage import ALLOWED, Page
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "examples" / "notebook_tour.ipynb"
 KERNEL = "hookscope-venv"
