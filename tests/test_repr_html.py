@@ -164,3 +164,12 @@ def test_a_model_without_hooks_or_children_renders() -> None:
     assert Page(summary._repr_html_()).table_with("Layer")[1][1] == "Identity"
     report = hookscope.doctor(model, torch.ones(1))
     assert "no hooks on this model" in Page(report._repr_html_()).all_text
+
+
+def test_monitor_without_kept_steps_says_so() -> None:
+    model = chain(NaNOut())
+    with hookscope.Monitor(model, keep=False) as mon:
+        model(torch.randn(2, 8)).sum().backward()
+        mon.step()
+        text = Page(mon._repr_html_()).all_text
+    assert "keep=False: no step kept" in text and "No alerts." in text

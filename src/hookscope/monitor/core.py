@@ -460,9 +460,10 @@ class Monitor:
             ("next step", self.step_index),
             ("statistics", ", ".join(self.stats)),
         ]
-        return monitor_html(
+        args = (
             state,
             asdict(results[-1]) if results else None,
             [asdict(alert) for alert in self.alerts],
             None if first is None else asdict(first),
         )
+        return monitor_html(*args) if self.keep else monitor_html(*args, "keep=False: no step kept")

@@ -97,11 +97,15 @@ def monitor_html(
     last: Mapping[str, Any] | None,
     alerts: Sequence[Mapping[str, Any]],
     first: Mapping[str, Any] | None,
+    no_step: str = "no step recorded yet: call mon.step() after each training step",
 ) -> str:
-    """A Monitor: its state, every alert so far, the first NaN/Inf and its last recorded step."""
+    """A Monitor: its state, every alert so far, the first NaN/Inf and its last recorded step.
+
+    ``no_step`` is shown instead of the last step when there is none.
+    """
     parts = [h.key_values(state), nonfinite_html(first), alerts_html(alerts)]
     if last is None:
-        parts.append(h.absent("no step recorded yet: call mon.step() after each training step"))
+        parts.append(h.absent(no_step))
     else:
         parts.append(f"<h3>Last recorded step: {h.esc(last['step'])}</h3>")
         parts.append(stat_tables_html(last))
