@@ -17,10 +17,10 @@ from hookscope.lint.kinds import Kind, Resolved
 
 if TYPE_CHECKING:
     from hookscope.lint.pyfile import CallSite, Scope
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 
-def alias_used_as_module(resolver: Resolver, receiver: ast.expr, scope: Scope) -> Resolved | None:
+def alias_used_as_module(resolver: Context, receiver: ast.expr, scope: Scope) -> Resolved | None:
     """``receiver``, a name bound (in its scope or one around it) only to one other plain
     name (``_model = model`` in each branch) that the binding scope uses as a module."""
     if not isinstance(receiver, ast.Name):
@@ -50,7 +50,7 @@ def alias_used_as_module(resolver: Resolver, receiver: ast.expr, scope: Scope) -
     return None
 
 
-def attribute_alias(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolved | None:
+def attribute_alias(resolver: Context, receiver: ast.expr, site: CallSite) -> Resolved | None:
     """``receiver``, a name every binding of which in its function is the same attribute
     chain (``mdl = self.mdl``, ``kg, mdl = self.kg, self.mdl``): what the code around
     says of that attribute (``self.mdl`` of a module is a submodule) holds for the name."""

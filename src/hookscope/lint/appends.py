@@ -20,12 +20,12 @@ from hookscope.lint.kinds import Kind, Resolved
 from hookscope.lint.pyfile import Scope
 
 if TYPE_CHECKING:
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
-def appended(resolver: Resolver, binding: Binding, depth: int) -> Resolved | None:
+def appended(resolver: Context, binding: Binding, depth: int) -> Resolved | None:
     """The list or dict ``binding`` makes (an empty display) with the kind of what is appended
     to it; ``None`` when nothing is known of that."""
     target = _target(binding)
@@ -43,7 +43,7 @@ def appended(resolver: Resolver, binding: Binding, depth: int) -> Resolved | Non
 
 
 def filled_with(
-    resolver: Resolver, target: str, owner: Function, depth: int
+    resolver: Context, target: str, owner: Function, depth: int
 ) -> tuple[Kind, str, str] | None:
     """What the functions filling ``target`` add to it, when every value resolves to one
     kind: that kind, the values' one class (``""`` when several) and ``VALUE at FILE:LINE``
@@ -68,7 +68,7 @@ def filled_with(
 
 
 def spellings(
-    resolver: Resolver, target: str, owner: Function, scope: Scope
+    resolver: Context, target: str, owner: Function, scope: Scope
 ) -> list[tuple[Function, Scope, str]] | None:
     """The functions that may fill ``target`` (a local name of ``owner``, or ``self.x``
     of its class: every method), each with its scope and how it spells ``target``;
@@ -169,7 +169,7 @@ def _adds_to(node: ast.AST, target: str) -> bool:
 _ROW_CONTAINERS = frozenset({"ModuleList", "Sequential"})
 
 
-def rows_of_modules(resolver: Resolver, iterable: ast.expr, scope: Scope, depth: int) -> bool:
+def rows_of_modules(resolver: Context, iterable: ast.expr, scope: Scope, depth: int) -> bool:
     """Whether every row of ``iterable`` (``self.layers`` or a local name, a torch
     container) is a ``ModuleList``/``Sequential``, as built and as appended to it: then a
     tuple target's every name is a module (``for attn, ff in self.layers``)."""
@@ -211,7 +211,7 @@ def _built(func: Function, target: str) -> list[ast.expr] | None:
     return rows
 
 
-def _a_row_container(resolver: Resolver, row: ast.expr, scope: Scope, depth: int) -> bool:
+def _a_row_container(resolver: Context, row: ast.expr, scope: Scope, depth: int) -> bool:
     """``ModuleList([...])`` or ``nn.Sequential(...)`` (a call of a torch container class
     that holds its modules as a list)."""
     if not isinstance(row, ast.Call):

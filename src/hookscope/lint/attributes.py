@@ -1,4 +1,4 @@
-"""Attributes of instances of a class: where ``obj.x`` was bound, for `Resolver`.
+"""Attributes of instances of a class: where ``obj.x`` was bound, for the resolver.
 
 ``x`` is found among the class's ``self.x = ...`` assignments and annotations and its
 body's ``x = ...`` (`bindings.class_attributes`), then in its bases (same file, an
@@ -23,12 +23,12 @@ from hookscope.lint.kinds import MAX_DEPTH, Kind, Resolved
 from hookscope.lint.methods import find_method, imported_base
 
 if TYPE_CHECKING:
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 
 def class_attr(
-    resolver: Resolver, cls_name: str, attr: str, seen: frozenset[str] = frozenset()
-) -> tuple[Resolver, list[Binding]]:
+    resolver: Context, cls_name: str, attr: str, seen: frozenset[str] = frozenset()
+) -> tuple[Context, list[Binding]]:
     """The bindings of ``attr`` on instances of ``cls_name`` (bases included), with the
     resolver of the file they were made in."""
     if cls_name in seen:
@@ -53,7 +53,7 @@ def class_attr(
     return (resolver, []) if seen else (resolver, _in_subclasses(resolver, cls_name, attr))
 
 
-def _in_subclasses(resolver: Resolver, cls_name: str, attr: str) -> list[Binding]:
+def _in_subclasses(resolver: Context, cls_name: str, attr: str) -> list[Binding]:
     """``attr`` that a mixin uses and only its subclasses in this file assign."""
     out = []
     for other in resolver.file.classes.values():
@@ -64,8 +64,8 @@ def _in_subclasses(resolver: Resolver, cls_name: str, attr: str) -> list[Binding
 
 
 def _indexed_attr(
-    resolver: Resolver, cls_name: str, attr: str, seen: frozenset[str]
-) -> tuple[Resolver, list[Binding]]:
+    resolver: Context, cls_name: str, attr: str, seen: frozenset[str]
+) -> tuple[Context, list[Binding]]:
     """``attr`` of a class in another file: its ``self.attr: T`` annotation in the
     project-wide index, else what the file that defines the class assigns."""
     source = resolver.index.attrs.get(cls_name, {}).get(attr)
@@ -103,7 +103,7 @@ def is_none_binding(binding: Binding) -> bool:
 
 
 def in_subclasses(
-    resolver: Resolver, cls_name: str, attr: str, depth: int, *, placeholder: bool = False
+    resolver: Context, cls_name: str, attr: str, depth: int, *, placeholder: bool = False
 ) -> Resolved | None:
     """``attr`` that neither ``cls_name`` nor its bases bind, on an instance typed as
     ``cls_name``: what the project subclasses that bind it hold (``self.decoder_obj`` of an

@@ -23,14 +23,14 @@ from hookscope.lint.methods import is_staticmethod
 from hookscope.lint.pyfile import Scope
 
 if TYPE_CHECKING:
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 _BASES = frozenset({"Function", "InplaceFunction"})
 _SAVING = ("forward", "setup_context")  # the static methods that fill ``ctx``
 
 
-def autograd_class(resolver: Resolver, cls: ast.ClassDef) -> bool:
+def autograd_class(resolver: Context, cls: ast.ClassDef) -> bool:
     """Whether ``cls`` derives (directly) from torch's autograd ``Function``."""
     module_scope = resolver.scope_of(resolver.file.tree)
     for base in base_names(cls):
@@ -47,7 +47,7 @@ def _methods(cls: ast.ClassDef) -> dict[str, Function]:
 
 
 def applied(
-    resolver: Resolver, func: Function, scope: Scope, name: str, depth: int
+    resolver: Context, func: Function, scope: Scope, name: str, depth: int
 ) -> Resolved | None:
     """The parameter ``name`` of ``func``, the static ``forward`` of an autograd
     ``Function`` of this file: what every ``Cls.apply(...)`` call passes, when each
@@ -84,7 +84,7 @@ def applied(
 
 
 def saved_on_ctx(
-    resolver: Resolver, expr: ast.Attribute, scope: Scope, depth: int
+    resolver: Context, expr: ast.Attribute, scope: Scope, depth: int
 ) -> Resolved | None:
     """``ctx.layer`` in a static method of an autograd ``Function`` of this file: what
     ``forward``/``setup_context`` assign to it (all of them, when they agree)."""

@@ -14,13 +14,13 @@ from hookscope.lint.methods import find_method, is_classmethod, is_staticmethod
 from hookscope.lint.pyfile import Scope
 
 if TYPE_CHECKING:
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 Site = tuple[ast.Call, Scope]
 
 
-def unbound_method(resolver: Resolver, site: Site) -> Function | None:
+def unbound_method(resolver: Context, site: Site) -> Function | None:
     """The plain method ``Cls.name(self, ...)`` runs, for a class ``Cls`` of this file
     (not a static or class method, which take no instance); ``None`` for other calls."""
     call, scope = site
@@ -37,7 +37,7 @@ def unbound_method(resolver: Resolver, site: Site) -> Function | None:
     return None if is_staticmethod(method) or is_classmethod(method) else method
 
 
-def callee_is(resolver: Resolver, site: Site, func: Function, callee: str) -> bool:
+def callee_is(resolver: Context, site: Site, func: Function, callee: str) -> bool:
     """Whether the call of ``site`` runs ``func`` (named ``callee`` at its calls)."""
     call, scope = site
     found = resolver.resolve(call.func, scope)
@@ -46,7 +46,7 @@ def callee_is(resolver: Resolver, site: Site, func: Function, callee: str) -> bo
     return found.function is func or unbound_method(resolver, site) is func
 
 
-def runs_another(resolver: Resolver, site: Site, func: Function) -> bool:
+def runs_another(resolver: Context, site: Site, func: Function) -> bool:
     """Whether the call of ``site`` (``self.check(model)``, ``Base.check(self, model)``)
     resolves to a method of this file other than ``func`` (a namesake in another class)."""
     call, scope = site
@@ -59,7 +59,7 @@ def runs_another(resolver: Resolver, site: Site, func: Function) -> bool:
     return unbound is not None and unbound is not func
 
 
-def skipped(resolver: Resolver, site: Site, func: Function, own: int) -> int:
+def skipped(resolver: Context, site: Site, func: Function, own: int) -> int:
     """How many parameters of ``func`` the call of ``site`` does not pass: ``own`` (the
     instance, for a method), none for an unbound call that passes the instance itself."""
     return 0 if own and unbound_method(resolver, site) is func else own

@@ -32,11 +32,11 @@ from hookscope.lint.source import DEFAULT_MAX_FILE_SIZE, Unreadable, read_bytes
 
 if TYPE_CHECKING:
     from hookscope.lint.index import ClassIndex
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 # A call, the resolver of its file, and the calling scope.
-Site = tuple["Resolver", ast.Call, Scope]
+Site = tuple["Context", ast.Call, Scope]
 
 # Files that import a name a caller needs more than this are not read one by one.
 MAX_IMPORTERS = 30
@@ -116,7 +116,7 @@ def _import_lists(index: ClassIndex) -> list[ImportLists]:
     return out
 
 
-def _own_where(resolver: Resolver, name: str, line: int, is_class: bool) -> str:
+def _own_where(resolver: Context, name: str, line: int, is_class: bool) -> str:
     """``path`` (relative to the root) of this file when the index holds exactly one
     definition of ``name``, this file's at ``line``; ``""`` otherwise."""
     index = resolver.index
@@ -133,7 +133,7 @@ def _own_where(resolver: Resolver, name: str, line: int, is_class: bool) -> str:
     return path if same and (is_class or at == str(line)) else ""
 
 
-def same_file(resolver: Resolver, path: str) -> bool:
+def same_file(resolver: Context, path: str) -> bool:
     """Whether ``path`` (relative to the project root) is the file ``resolver`` reads."""
     root = resolver.index.root
     full = os.path.join(root, path) if root else path
@@ -142,7 +142,7 @@ def same_file(resolver: Resolver, path: str) -> bool:
     return os.path.abspath(full) == os.path.abspath(own)
 
 
-def handed_on(other: Resolver, name: str) -> bool:
+def handed_on(other: Context, name: str) -> bool:
     """Whether the file of ``other`` names ``name`` other than in calls (where those calls
     cannot be all it does with it): imported or named, never called, is handed on,
     unless no code uses it (an import that only a comment or a string mentions again)."""
@@ -154,7 +154,7 @@ def handed_on(other: Resolver, name: str) -> bool:
 
 
 def given_in_other_files(
-    resolver: Resolver, func: Function, scope: Scope, name: str, depth: int
+    resolver: Context, func: Function, scope: Scope, name: str, depth: int
 ) -> Resolved | None:
     """The parameter ``name`` of ``func`` (a module-level function, or the ``__init__`` of
     a module-level class) from what the calls in the files importing it pass."""
@@ -200,7 +200,7 @@ def given_in_other_files(
     return agreed(results, "every call", name)
 
 
-def _function_calls(resolver: Resolver, name: str, where: str) -> list[Site] | None:
+def _function_calls(resolver: Context, name: str, where: str) -> list[Site] | None:
     """Every call in the other project files of the function ``name`` defined in ``where``,
     with the file's resolver and the calling scope; ``None`` when they cannot all be seen."""
     # ``from pkg.utils import compare``, or ``from pkg import utils as u`` and ``u.compare``
@@ -228,7 +228,7 @@ def _function_calls(resolver: Resolver, name: str, where: str) -> list[Site] | N
     return sites
 
 
-def _calls_in(other: Resolver, name: str, where: str) -> list[tuple[ast.Call, Scope]] | None:
+def _calls_in(other: Context, name: str, where: str) -> list[tuple[ast.Call, Scope]] | None:
     """The calls in ``other`` that may run the ``name`` of ``where``: by that name (unless
     only a namesake of another module is imported as it), and by every name it is
     imported as (``from train.loops import train_dense as train_epoch``, in any scope).
@@ -283,13 +283,13 @@ def import_froms(tree: ast.Module) -> list[ast.ImportFrom]:
     return found
 
 
-def may_run(other: Resolver, call: ast.Call, scope: Scope, name: str, where: str) -> bool:
+def may_run(other: Context, call: ast.Call, scope: Scope, name: str, where: str) -> bool:
     """Whether ``call`` may run the ``name`` of ``where`` (see `imported_as`)."""
     return imported_as(other, call, scope, name, where) == "yes"
 
 
 def imported_as(
-    other: Resolver, call: ast.Call, scope: Scope, name: str, where: str
+    other: Context, call: ast.Call, scope: Scope, name: str, where: str
 ) -> Literal["yes", "no", "unknown"]:
     """Whether ``call`` calls a bare name that one of its imports in the scopes around the
     call binds to the ``name`` defined in ``where`` (another import may bind it to another
@@ -316,7 +316,7 @@ def imported_as(
 
 
 def _on_another_object(
-    other: Resolver, value: ast.expr, scope: Scope, where: str
+    other: Context, value: ast.expr, scope: Scope, where: str
 ) -> Literal["no", "unknown"]:
     """``obj.name(...)``, where ``where`` defines ``name`` at module level: ``"no"`` when
     ``obj`` is bound, in the scopes around the call, only by imports of modules other than
@@ -354,7 +354,7 @@ def _holds(module: str, where: str) -> bool:
     return path.endswith(tail) or f"{tail}/" in path
 
 
-def _star_imported(other: Resolver, name: str, where: str) -> Literal["yes", "no", "unknown"]:
+def _star_imported(other: Context, name: str, where: str) -> Literal["yes", "no", "unknown"]:
     """A bare ``name`` no scope binds: ``"yes"`` when the one ``from module import *`` of
     ``other`` that provides a function so named is the module of ``where``."""
     providers = [
@@ -371,7 +371,7 @@ def _star_imported(other: Resolver, name: str, where: str) -> Literal["yes", "no
     return "yes" if import_names(other, f"{providers[0]}.{name}", name, where) else "no"
 
 
-def import_names(other: Resolver, origin: str, name: str, where: str) -> bool:
+def import_names(other: Context, origin: str, name: str, where: str) -> bool:
     """Whether the import ``origin`` (``module.attr``) names the ``name`` of ``where``."""
     module, _, attr = origin.rpartition(".")
     if attr != name:
@@ -387,7 +387,7 @@ def import_names(other: Resolver, origin: str, name: str, where: str) -> bool:
     } == {where}
 
 
-def _runs(other: Resolver, call: ast.Call, scope: Scope, name: str, where: str) -> bool:
+def _runs(other: Context, call: ast.Call, scope: Scope, name: str, where: str) -> bool:
     """Whether ``call`` (in ``other``) runs the one function ``name`` defined in ``where``."""
     found = other.resolve(call.func, scope)
     module, _, called = found.factory.partition(":")
@@ -399,6 +399,6 @@ def _runs(other: Resolver, call: ast.Call, scope: Scope, name: str, where: str) 
     return len(chosen) == 1 and chosen[0][3].rpartition(":")[0] == where
 
 
-def _own_file(other: Resolver, name: str, where: str) -> bool:
+def _own_file(other: Context, name: str, where: str) -> bool:
     """Whether every class ``name`` of the project is defined in ``where``."""
     return {w.rpartition(":")[0] for _, w in other.index.defs.get(name, ())} == {where}

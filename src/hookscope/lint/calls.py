@@ -27,7 +27,7 @@ from hookscope.lint.registries import built_by_registry, is_registry_call
 from hookscope.lint.typehints import instance_class
 
 if TYPE_CHECKING:
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 _SELF_RETURNING = frozenset(
     {
@@ -51,7 +51,7 @@ _PASS_THROUGH = frozenset(
 )
 
 
-def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) -> Resolved:
+def call_result(resolver: Context, expr: ast.Call, scope: Scope, depth: int) -> Resolved:
     """What the call ``expr`` gives, evaluated in ``scope``."""
     func = expr.func
     if isinstance(func, ast.Name) and func.id == "type" and len(expr.args) == 1:
@@ -170,13 +170,13 @@ def call_result(resolver: Resolver, expr: ast.Call, scope: Scope, depth: int) ->
     return Resolved(Kind.UNKNOWN, name=last)
 
 
-def _typing_cast(resolver: Resolver, func: ast.expr, scope: Scope) -> bool:
+def _typing_cast(resolver: Context, func: ast.expr, scope: Scope) -> bool:
     origin = import_origin(resolver, dotted(func) or "", scope)
     return origin in ("typing.cast", "typing_extensions.cast")
 
 
 def _entries_called(
-    resolver: Resolver, func: ast.Subscript | ast.Call | ast.Name, scope: Scope, depth: int
+    resolver: Context, func: ast.Subscript | ast.Call | ast.Name, scope: Scope, depth: int
 ) -> Resolved | None:
     """``table[key](...)`` / ``table.get(key)(...)`` of a table written out (``models =
     {"gcn": GCN, "gat": make_gat}``, here or in the file it is imported from): what calling
@@ -234,7 +234,7 @@ def _entries_called(
 
 
 def _project_function_result(
-    resolver: Resolver, func: ast.expr, expr: ast.Call, scope: Scope, depth: int
+    resolver: Context, func: ast.expr, expr: ast.Call, scope: Scope, depth: int
 ) -> Resolved | None:
     """A module that the project function ``func`` (defined in this project) returns."""
     callee = resolver.resolve(func, scope, depth + 1)
@@ -248,7 +248,7 @@ def _project_function_result(
 
 
 def handed_back(
-    resolver: Resolver, callee: Resolved, call: ast.Call, scope: Scope, depth: int
+    resolver: Context, callee: Resolved, call: ast.Call, scope: Scope, depth: int
 ) -> Resolved | None:
     """A project function that returns one of its parameters unchanged (``def freeze(model):
     ...; return model``): the module this call passes it; ``None`` otherwise."""
@@ -288,7 +288,7 @@ def handed_back(
 
 
 def _inherited_method(
-    resolver: Resolver, func: ast.Attribute, scope: Scope, depth: int
+    resolver: Context, func: ast.Attribute, scope: Scope, depth: int
 ) -> Resolved | None:
     """``obj.method(...)`` where ``method`` comes from a base class in another project
     file: what that method returns, read in its own file."""
@@ -333,7 +333,7 @@ def _no_default(call: ast.Call) -> bool:
     )
 
 
-def _dict_entry(resolver: Resolver, mapping: ast.expr, scope: Scope, depth: int) -> Resolved | None:
+def _dict_entry(resolver: Context, mapping: ast.expr, scope: Scope, depth: int) -> Resolved | None:
     """An entry of a dict display, written in place or bound to a name, when they agree."""
     if isinstance(mapping, ast.Dict):
         found = literal_element(resolver, mapping, scope, depth)
@@ -346,7 +346,7 @@ def _dict_entry(resolver: Resolver, mapping: ast.expr, scope: Scope, depth: int)
 _CONTEXT_MANAGERS = frozenset({"contextmanager", "asynccontextmanager"})
 
 
-def entered(resolver: Resolver, expr: ast.expr, scope: Scope, depth: int) -> Resolved:
+def entered(resolver: Context, expr: ast.expr, scope: Scope, depth: int) -> Resolved:
     """``name`` of ``with cm(...) as name``: what a project ``@contextmanager`` function
     yields (``with self.hooks(...) as model`` after ``yield self``); unknown otherwise
     (``__enter__`` may return anything)."""

@@ -245,7 +245,7 @@ class ClassKinds:
         files = {where.rpartition(":")[0] for _, where in located}
         if len(files) != 1:
             return None
-        other = class_def_of(self, name, files.pop())
+        other = class_def_of(self, name, files.pop())  # type: ignore[arg-type]  # a Resolver
         if other is None:
             return None
         evidence = module_evidence(*other)

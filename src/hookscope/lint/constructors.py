@@ -36,7 +36,7 @@ from hookscope.lint.methods import find_method
 from hookscope.lint.pyfile import PyFile, Scope
 
 if TYPE_CHECKING:
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 # More subclasses than this (a base of a whole family) are not followed.
@@ -45,7 +45,7 @@ _INERT_CALLS = ("isinstance", "issubclass", "super")
 
 
 def constructions(
-    resolver: Resolver, cls: ast.ClassDef, init: Function, where: str
+    resolver: Context, cls: ast.ClassDef, init: Function, where: str
 ) -> Iterator[Site | None]:
     """Every call in the project that builds ``cls`` (of this file, defined at ``where``)
     or a subclass running its ``__init__``, with the file's resolver and the calling
@@ -83,7 +83,7 @@ def constructions(
         yield from _sites_in(other, types)
 
 
-def _sites_in(other: Resolver, types: dict[str, str]) -> Iterator[Site | None]:
+def _sites_in(other: Context, types: dict[str, str]) -> Iterator[Site | None]:
     """The calls in ``other`` of a class of ``types`` (``{class: its file}``)."""
     calls = _built_in(other, _local_names(other, types))
     if calls is None:
@@ -102,7 +102,7 @@ def _sites_in(other: Resolver, types: dict[str, str]) -> Iterator[Site | None]:
 
 
 def _inheriting(
-    resolver: Resolver, name: str, init: Function, where: str
+    resolver: Context, name: str, init: Function, where: str
 ) -> tuple[dict[str, str], list[Site]] | None:
     """``{class: the file defining it}`` for ``name`` and every project class deriving
     from it that runs ``init`` when built, and the ``super().__init__(...)`` calls of the
@@ -136,7 +136,7 @@ def _inheriting(
 
 
 def _super_init(
-    owner: Resolver, child: str, method: Function, parents: set[str], bases: tuple[str, ...]
+    owner: Context, child: str, method: Function, parents: set[str], bases: tuple[str, ...]
 ) -> Site | None:
     """The one ``super().__init__(...)`` of ``child``'s own ``__init__`` (``method``, in the
     file of ``owner``), when ``child`` has one base and it is one of ``parents`` (so that
@@ -166,11 +166,11 @@ def _super_init(
     return owner, call, owner.scope_of(method)
 
 
-def _defined_only_in(other: Resolver, name: str, where: str) -> bool:
+def _defined_only_in(other: Context, name: str, where: str) -> bool:
     return {w.rpartition(":")[0] for _, w in other.index.defs.get(name, ())} == {where}
 
 
-def _local_names(other: Resolver, types: dict[str, str]) -> set[str]:
+def _local_names(other: Context, types: dict[str, str]) -> set[str]:
     """The names that may stand for a class of ``types`` (``{class: its file}``) in
     ``other``: theirs, and those a file imports one of them as (``import Net as N``),
     less those it imports a namesake of another module as."""
@@ -189,7 +189,7 @@ def _local_names(other: Resolver, types: dict[str, str]) -> set[str]:
     return names
 
 
-def _built_in(other: Resolver, types: set[str]) -> list[tuple[ast.Call, Scope]] | None:
+def _built_in(other: Context, types: set[str]) -> list[tuple[ast.Call, Scope]] | None:
     """The calls in ``other`` of a name in ``types`` (``Net(...)``, ``nets.Net(...)``);
     ``None`` when one of those names is used some other way (see the module docstring)."""
     found: list[tuple[ast.Call, Scope]] = []

@@ -21,11 +21,11 @@ from hookscope.lint.kinds import MAX_DEPTH, UNKNOWN, Kind, Resolved
 from hookscope.lint.pyfile import Scope
 
 if TYPE_CHECKING:
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 
 def literal_element(
-    resolver: Resolver, literal: ast.Dict | ast.List | ast.Tuple | ast.Set, scope: Scope, depth: int
+    resolver: Context, literal: ast.Dict | ast.List | ast.Tuple | ast.Set, scope: Scope, depth: int
 ) -> Resolved:
     """An element of ``{k: A, ...}`` or ``[A, B]``: their kind when they all agree."""
     elements = literal.values if isinstance(literal, ast.Dict) else literal.elts
@@ -40,7 +40,7 @@ def literal_element(
     return _one_class(first, results)
 
 
-def collection(resolver: Resolver, expr: ast.expr, scope: Scope, depth: int) -> Resolved:
+def collection(resolver: Context, expr: ast.expr, scope: Scope, depth: int) -> Resolved:
     """A list, tuple, set or dict display or comprehension: not a module, with the kind of
     its elements (values) when they all agree (``[Block() for _ in range(3)]``)."""
     if isinstance(expr, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
@@ -58,7 +58,7 @@ def collection(resolver: Resolver, expr: ast.expr, scope: Scope, depth: int) -> 
 
 
 def element(
-    resolver: Resolver, iterable: ast.expr, position: int | None, scope: Scope, depth: int
+    resolver: Context, iterable: ast.expr, position: int | None, scope: Scope, depth: int
 ) -> Resolved:
     """An element of ``iterable`` (``position``: the index in a tuple target, if any)."""
     if isinstance(iterable, ast.Call):
@@ -115,7 +115,7 @@ def _registered_child(iterable: ast.expr) -> bool:
 
 
 def _column(
-    resolver: Resolver, iterable: ast.expr, position: int, scope: Scope, depth: int
+    resolver: Context, iterable: ast.expr, position: int, scope: Scope, depth: int
 ) -> Resolved | None:
     """Item ``position`` of every row of a list or tuple display of tuples (written in
     place or bound to a name), when those items all agree."""
@@ -138,7 +138,7 @@ def _column(
     return _one_class(first, results)
 
 
-def member(resolver: Resolver, base: Resolved, scope: Scope) -> Resolved:
+def member(resolver: Context, base: Resolved, scope: Scope) -> Resolved:
     """An element of ``base`` (indexed or iterated): the kind of its elements when known.
 
     The elements of a ``ModuleList``/``Sequential``/``ModuleDict`` whose contents are not
@@ -154,7 +154,7 @@ def member(resolver: Resolver, base: Resolved, scope: Scope) -> Resolved:
     return Resolved(Kind.MODULE, name=base.name)
 
 
-def contents(resolver: Resolver, call: ast.Call, scope: Scope, depth: int) -> Kind | None:
+def contents(resolver: Context, call: ast.Call, scope: Scope, depth: int) -> Kind | None:
     """The kind of the modules a container class is built from, when they all agree
     (``ModuleList([Kernel() for ...])``, ``Sequential(A(), B())``); ``None`` if unknown."""
     kinds: set[Kind | None] = set()
@@ -173,7 +173,7 @@ def contents(resolver: Resolver, call: ast.Call, scope: Scope, depth: int) -> Ki
     return kind if kind in (Kind.MODULE, Kind.HOOKLESS) else None
 
 
-def rref_value(resolver: Resolver, node: ast.expr, scope: Scope, depth: int) -> Resolved:
+def rref_value(resolver: Context, node: ast.expr, scope: Scope, depth: int) -> Resolved:
     """The value an ``RRef(value, ...)`` holds (``rref.to_here()``), through one name."""
     if isinstance(node, ast.Call) and (dotted(node.func) or "").endswith("RRef"):
         return resolver.resolve(node.args[0], scope, depth + 1) if node.args else UNKNOWN
@@ -192,7 +192,7 @@ def rref_value(resolver: Resolver, node: ast.expr, scope: Scope, depth: int) -> 
     return UNKNOWN
 
 
-def getattr_value(resolver: Resolver, call: ast.Call, scope: Scope, depth: int) -> Resolved:
+def getattr_value(resolver: Context, call: ast.Call, scope: Scope, depth: int) -> Resolved:
     """``getattr(obj, name)`` when every attribute ``name`` can be is known and all resolve
     alike: a string, a loop variable over literal strings, or an f-string prefix of the
     attributes the (same-file) class of ``obj`` assigns."""
@@ -219,7 +219,7 @@ def getattr_value(resolver: Resolver, call: ast.Call, scope: Scope, depth: int) 
 
 
 def attribute_names(
-    resolver: Resolver, obj: ast.expr, name: ast.expr, scope: Scope, depth: int
+    resolver: Context, obj: ast.expr, name: ast.expr, scope: Scope, depth: int
 ) -> list[str]:
     """The attributes ``getattr(obj, name)`` can read, when they are known (see
     `getattr_value`); ``[]`` otherwise."""
@@ -251,8 +251,8 @@ _DISPLAYS = (ast.Dict, ast.List, ast.Tuple)
 
 
 def named_display(
-    resolver: Resolver, name: ast.Name, scope: Scope
-) -> tuple[Resolver, ast.Dict | ast.List | ast.Tuple, ast.AST] | None:
+    resolver: Context, name: ast.Name, scope: Scope
+) -> tuple[Context, ast.Dict | ast.List | ast.Tuple, ast.AST] | None:
     """The one literal display a name is bound to (``BUILDERS = {"a": build_a, ...}``),
     here or in the project file it is imported from, with that file's resolver and the
     scope node it is evaluated in."""
@@ -281,7 +281,7 @@ def named_display(
     return None
 
 
-def entry_of(resolver: Resolver, name: ast.Name, scope: Scope, depth: int) -> Resolved | None:
+def entry_of(resolver: Context, name: ast.Name, scope: Scope, depth: int) -> Resolved | None:
     """An entry of the literal display ``name`` is bound to (``BUILDERS[key]``), when the
     entries all agree; a function of another file is kept as its factory."""
     display = named_display(resolver, name, scope)

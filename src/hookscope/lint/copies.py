@@ -11,11 +11,11 @@ from hookscope.lint.kinds import Kind, Resolved
 from hookscope.lint.pyfile import Scope
 
 if TYPE_CHECKING:
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 
 def copied_elements(
-    resolver: Resolver, builtin: str, arg: ast.expr, scope: Scope, depth: int
+    resolver: Context, builtin: str, arg: ast.expr, scope: Scope, depth: int
 ) -> Resolved | None:
     """``list(x)`` (``tuple``, ``sorted``, ``reversed``, ``iter``) holding the elements of
     ``x``, ``dict(pairs)`` holding their second items, ``next(x)`` one element of ``x``:
@@ -47,7 +47,7 @@ def picks_from(expr: ast.Call) -> bool:
     )
 
 
-def _shadowed(resolver: Resolver, name: str, scope: Scope) -> bool:
+def _shadowed(resolver: Context, name: str, scope: Scope) -> bool:
     """Whether ``name`` is bound in ``scope`` or around it (not the builtin there)."""
     current: Scope | None = scope
     while current is not None:

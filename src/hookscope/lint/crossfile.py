@@ -23,13 +23,12 @@ from hookscope.lint.pyfile import PyFile, Scope
 from hookscope.lint.source import DEFAULT_MAX_FILE_SIZE, Unreadable, decode_python, read_bytes
 
 if TYPE_CHECKING:
-    from hookscope.lint.classes import ClassKinds
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 
 def fixture_def(
-    resolver: Resolver, name: str, scope: Scope
-) -> tuple[Resolver, ast.FunctionDef | ast.AsyncFunctionDef] | None:
+    resolver: Context, name: str, scope: Scope
+) -> tuple[Context, ast.FunctionDef | ast.AsyncFunctionDef] | None:
     """The pytest fixture ``name`` a parameter of ``scope`` receives (of the test class
     around it, of this file, or of a ``conftest.py``), with the resolver of its file."""
     stmt = _local_fixture(resolver, name, scope)
@@ -40,7 +39,7 @@ def fixture_def(
     return None
 
 
-def fixture(resolver: Resolver, name: str, scope: Scope, depth: int) -> Resolved | None:
+def fixture(resolver: Context, name: str, scope: Scope, depth: int) -> Resolved | None:
     """A parameter named like a pytest fixture of the test class around ``scope`` (which
     shadows the others, as in pytest), of this file, or of a ``conftest.py``."""
     stmt = _local_fixture(resolver, name, scope)
@@ -60,7 +59,7 @@ def fixture(resolver: Resolver, name: str, scope: Scope, depth: int) -> Resolved
     return None
 
 
-def _conftest_yield(resolver: Resolver, name: str, depth: int) -> Resolved | None:
+def _conftest_yield(resolver: Context, name: str, depth: int) -> Resolved | None:
     """The module a yield fixture ``name`` of a ``conftest.py`` above this file yields
     (``model = get_model(...); yield model``); ``None`` when it is no such fixture."""
     entries = resolver.index.functions_in(name, "conftest")
@@ -87,7 +86,7 @@ def _conftest_yield(resolver: Resolver, name: str, depth: int) -> Resolved | Non
 
 
 def _local_fixture(
-    resolver: Resolver, name: str, scope: Scope
+    resolver: Context, name: str, scope: Scope
 ) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The fixture ``name`` of the test class around ``scope``, else of this file."""
     owners = [*([scope.cls.body] if scope.cls is not None else []), resolver.file.tree.body]
@@ -106,7 +105,7 @@ def _is_fixture(decorator: ast.expr) -> bool:
     return (dotted(target) or "").endswith("fixture")
 
 
-def factory_returns(resolver: Resolver, factory: str, depth: int = 0) -> Resolved:
+def factory_returns(resolver: Context, factory: str, depth: int = 0) -> Resolved:
     """What ``module:function`` of another project file returns: from the index (its
     annotation or returned calls), else from its body, read in its own file."""
     module, _, name = factory.partition(":")
@@ -122,7 +121,7 @@ def factory_returns(resolver: Resolver, factory: str, depth: int = 0) -> Resolve
     return Resolved(kind, cls=cls, via=f"{name}() {shown} at {where}")
 
 
-def _chosen(resolver: Resolver, name: str, module: str) -> tuple[FunctionEntry, ...]:
+def _chosen(resolver: Context, name: str, module: str) -> tuple[FunctionEntry, ...]:
     """The project functions ``module:name`` may be: those of that module, else the one
     under that package (a name its ``__init__`` re-exports), else every one so named."""
     index = resolver.index
@@ -131,7 +130,7 @@ def _chosen(resolver: Resolver, name: str, module: str) -> tuple[FunctionEntry, 
     return found or (under if len(under) == 1 else index.functions.get(name, ()))
 
 
-def _annotated_class(resolver: Resolver, annotation: str) -> str:
+def _annotated_class(resolver: Context, annotation: str) -> str:
     """The class an annotated return names (``-> Archive``), for its attributes."""
     try:
         node = ast.parse(annotation, mode="eval").body if annotation else None
@@ -140,7 +139,7 @@ def _annotated_class(resolver: Resolver, annotation: str) -> str:
     return resolver.annotation(node).cls if node is not None else ""
 
 
-def _indexed_return(resolver: Resolver, annotation: str, calls: tuple[str, ...]) -> Kind:
+def _indexed_return(resolver: Context, annotation: str, calls: tuple[str, ...]) -> Kind:
     if annotation:
         if annotation.rsplit(".", 1)[-1] in ("Any", "object"):
             return Kind.UNKNOWN  # ``typing.Any`` where it is written, whatever this file names so
@@ -161,18 +160,18 @@ def _indexed_return(resolver: Resolver, annotation: str, calls: tuple[str, ...])
 
 
 # Resolvers of the files that define classes other files use, for one index at a time.
-_FOREIGN: dict[str, Resolver | None] = {}
+_FOREIGN: dict[str, Context | None] = {}
 _FOREIGN_INDEX: list[int] = [0]
 
 
-def foreign(resolver: Resolver, cls_name: str) -> Resolver | None:
+def foreign(resolver: Context, cls_name: str) -> Context | None:
     """A resolver for the one project file that defines ``cls_name``; ``None`` if there is
     no such single file (unknown, defined in several files, unreadable, this file)."""
     files = {where.rpartition(":")[0] for _, where in resolver.index.defs.get(cls_name, ())}
     return _resolver_of(resolver, files.pop()) if len(files) == 1 else None
 
 
-def imported_name(resolver: Resolver, origin: str, depth: int) -> Resolved:
+def imported_name(resolver: Context, origin: str, depth: int) -> Resolved:
     """What the name imported as ``origin`` (``pkg.mod.Name``) is: a class (its kind), a
     project function (a factory), or a module-level value of the project."""
     module, _, name = origin.rpartition(".")
@@ -192,7 +191,7 @@ def imported_name(resolver: Resolver, origin: str, depth: int) -> Resolved:
     return value if value.kind is not Kind.UNKNOWN else Resolved(Kind.UNKNOWN, name=name)
 
 
-def imported_value(resolver: Resolver, module: str, name: str, depth: int) -> Resolved:
+def imported_value(resolver: Context, module: str, name: str, depth: int) -> Resolved:
     """A module-level value ``name`` of the project module ``module`` (``from pkg.consts
     import DEFAULT_NET``), resolved in its own file: the module named from the project
     root, else (a relative import) from this file's folder."""
@@ -203,7 +202,7 @@ def imported_value(resolver: Resolver, module: str, name: str, depth: int) -> Re
     return other.combine(bindings, depth + 1, name)
 
 
-def imported_file(resolver: Resolver, module: str) -> Resolver | None:
+def imported_file(resolver: Context, module: str) -> Context | None:
     """A resolver for the project file of ``module``: named from the project root, else
     (a relative import) from this file's folder; ``None`` if there is none."""
     if not module.strip("."):
@@ -218,7 +217,7 @@ def imported_file(resolver: Resolver, module: str) -> Resolver | None:
     return None
 
 
-def foreign_in(resolver: Resolver, cls_name: str, module: str) -> Resolver | None:
+def foreign_in(resolver: Context, cls_name: str, module: str) -> Context | None:
     """A resolver for the project file of the module ``module`` that defines ``cls_name``."""
     files = {
         where.rpartition(":")[0]
@@ -229,8 +228,8 @@ def foreign_in(resolver: Resolver, cls_name: str, module: str) -> Resolver | Non
 
 
 def foreign_function(
-    resolver: Resolver, factory: str
-) -> tuple[Resolver, ast.FunctionDef | ast.AsyncFunctionDef] | None:
+    resolver: Context, factory: str
+) -> tuple[Context, ast.FunctionDef | ast.AsyncFunctionDef] | None:
     """The definition of the project function ``module:name`` (one only) in its own file."""
     module, _, name = factory.partition(":")
     chosen = _chosen(resolver, name, module)
@@ -245,25 +244,25 @@ def foreign_function(
     return None
 
 
-def foreign_file(resolver: Resolver, where: str) -> Resolver | None:
+def foreign_file(resolver: Context, where: str) -> Context | None:
     """A resolver for the project file ``where`` (relative to the root), parsed once per
     index; ``None`` for this file or one that cannot be read."""
     return _resolver_of(resolver, where)
 
 
 def class_def_of(
-    resolver: ClassKinds, name: str, where: str
+    resolver: Context, name: str, where: str
 ) -> tuple[ast.ClassDef, str, ast.Module] | None:
     """The class statement ``name`` of the project file ``where``, that file's path and
     tree (``None``: unreadable, not a class there, or this file)."""
-    other = _resolver_of(resolver, where)  # type: ignore[arg-type]  # always a Resolver
+    other = _resolver_of(resolver, where)
     found = other.file.classes.get(name) if other is not None else None
     if found is None or other is None:
         return None
     return found, other.file.path, other.file.tree
 
 
-def _resolver_of(resolver: Resolver, where: str) -> Resolver | None:
+def _resolver_of(resolver: Context, where: str) -> Context | None:
     """A resolver for the project file ``where`` (parsed once per index), not this one."""
     path = os.path.join(resolver.index.root, where) if resolver.index.root else where
     if os.path.abspath(path) == os.path.abspath(resolver.file.path):
@@ -278,11 +277,11 @@ def _resolver_of(resolver: Resolver, where: str) -> Resolver | None:
             pyfile = PyFile.parse(where, text)
         except (Unreadable, SyntaxError, ValueError, LookupError):
             return None
-        _FOREIGN[path] = type(resolver)(pyfile, resolver.index)
+        _FOREIGN[path] = resolver.other(pyfile)
     return _FOREIGN[path]
 
 
-def import_origin(resolver: Resolver, path: str, scope: Scope) -> str:
+def import_origin(resolver: Context, path: str, scope: Scope) -> str:
     """``path`` with its first name replaced by what an import bound it to
     (``models.resnet18`` after ``import torchvision.models as models``); ``""`` when
     that name is not (only) an import."""
@@ -305,7 +304,7 @@ def import_origin(resolver: Resolver, path: str, scope: Scope) -> str:
     return ""
 
 
-def module_function(resolver: Resolver, expr: ast.Attribute, scope: Scope) -> Resolved:
+def module_function(resolver: Context, expr: ast.Attribute, scope: Scope) -> Resolved:
     """A function of a project module named through that module (``models.build``)."""
     prefix = dotted(expr.value)
     module = import_origin(resolver, prefix, scope) if prefix else ""
@@ -321,7 +320,7 @@ def module_function(resolver: Resolver, expr: ast.Attribute, scope: Scope) -> Re
     return Resolved(Kind.OTHER, name=expr.attr, factory=f"{module}:{expr.attr}")
 
 
-def aliased_base(resolver: Resolver, base: str) -> tuple[Resolver, str] | None:
+def aliased_base(resolver: Context, base: str) -> tuple[Context, str] | None:
     """A base imported under another name (``from pkg.mod import Net as NetBase``):
     the resolver of the project file defining it and its own name; else ``None``."""
     if "." in base:

@@ -15,13 +15,13 @@ from hookscope.lint.kinds import Kind, Resolved
 from hookscope.lint.pyfile import Scope
 
 if TYPE_CHECKING:
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def declared_type(
-    resolver: Resolver, scope: Scope, bindings: list[Binding] | None, name: str
+    resolver: Context, scope: Scope, bindings: list[Binding] | None, name: str
 ) -> Resolved | None:
     """What the one declaration ``name: T`` of a function body says ``name`` is, when ``T``
     resolves to a known kind and ``name`` has other bindings too; ``None`` otherwise."""

@@ -1,6 +1,6 @@
 """What the code around a ``.forward(...)`` call says about its receiver.
 
-Used when the receiver's declared type cannot be resolved (`Resolver` gives
+Used when the receiver's declared type cannot be resolved (the resolver gives
 ``UNKNOWN``); each piece of evidence is one a reader would accept as proof (``isinstance``
 narrowing, the other kind, is part of resolution: `narrowing`):
 
@@ -40,11 +40,11 @@ from hookscope.lint.kinds import Kind, Resolved
 from hookscope.lint.passing import callee_of, declared_by_callee, parameter_of
 from hookscope.lint.plain_tables import from_plain_tables, self_attribute_calls
 from hookscope.lint.pyfile import CallSite, Scope
-from hookscope.lint.resolve import Resolver
+from hookscope.lint.context import Context
 from hookscope.lint.uses import LOADED_MODULE_METHODS, module_method, module_taker, torch_loaded
 
 
-def from_context(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolved | None:
+def from_context(resolver: Context, receiver: ast.expr, site: CallSite) -> Resolved | None:
     """The receiver's kind from its use or its owner; ``None`` when nothing is said."""
     if other_framework_file(resolver.file.tree, resolver.file.imports_torch):
         return None  # ``paddle``'s ``Layer.eval()``: not torch's
@@ -61,13 +61,13 @@ def from_context(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Reso
     return submodule(resolver, receiver, site) or _in_submodule(resolver, receiver, site)
 
 
-def _module_only(resolver: Resolver, method: str) -> bool:
+def _module_only(resolver: Context, method: str) -> bool:
     """Whether ``x.method(...)`` says ``x`` is a module: only torch modules have the method,
     and no plain class of the project defines it next to a ``forward`` (`lookalikes`)."""
     return method in known.MODULE_ONLY_METHODS and method not in resolver.index.lookalike_methods
 
 
-def _used_by_siblings(resolver: Resolver, receiver: ast.expr, scope: Scope) -> Resolved | None:
+def _used_by_siblings(resolver: Context, receiver: ast.expr, scope: Scope) -> Resolved | None:
     """``self.x`` that a same-file base assigns (``self.model = model`` in ``Epoch``) and
     another subclass of that base calls a module-only method on (``self.model.eval()`` in
     ``ValidEpoch``, next to ``TrainEpoch``): the base's attribute is the same value."""
@@ -107,7 +107,7 @@ def _used_by_siblings(resolver: Resolver, receiver: ast.expr, scope: Scope) -> R
     return None
 
 
-def used_as_module(resolver: Resolver, receiver: ast.expr, scope: Scope) -> Resolved | None:
+def used_as_module(resolver: Context, receiver: ast.expr, scope: Scope) -> Resolved | None:
     """A module-only method called on the receiver, the receiver wrapped as a module, or
     passed to a parameter declared a module."""
     path = _spelled(receiver)
@@ -147,7 +147,7 @@ def used_as_module(resolver: Resolver, receiver: ast.expr, scope: Scope) -> Reso
 
 
 def _used_by_callee(
-    resolver: Resolver, call: ast.Call, argument: ast.expr, scope: Scope
+    resolver: Context, call: ast.Call, argument: ast.expr, scope: Scope
 ) -> Resolved | None:
     """``argument`` of ``call`` is a module because the project function called uses the
     parameter it lands in as one, unconditionally: ``register_hooks(model)`` with ``def
@@ -206,7 +206,7 @@ _NAMING = weakref.WeakKeyDictionary()
 
 
 def _calls_naming(
-    resolver: Resolver, scope: Scope, path: str, whole_class: bool
+    resolver: Context, scope: Scope, path: str, whole_class: bool
 ) -> list[tuple[ast.Call, Scope]]:
     """The calls of `_calls` where ``path`` is the receiver of a method or an argument (as
     `_same` compares them), in their order; indexed once per scope, not walked per site."""
@@ -235,7 +235,7 @@ def _key(spelled: str | None, self_attr: bool) -> str | None:
     return spelled.partition(".")[2] if "." in spelled else None
 
 
-def _calls(resolver: Resolver, scope: Scope, whole_class: bool) -> Iterator[tuple[ast.Call, Scope]]:
+def _calls(resolver: Context, scope: Scope, whole_class: bool) -> Iterator[tuple[ast.Call, Scope]]:
     """The calls in ``scope``'s function (in every method of its class: ``whole_class``),
     each with the scope of the method it is in."""
     if not whole_class or scope.cls is None:
@@ -251,7 +251,7 @@ def _calls(resolver: Resolver, scope: Scope, whole_class: bool) -> Iterator[tupl
                 yield from ((n, where) for n in ast.walk(stmt) if isinstance(n, ast.Call))
 
 
-def _with_local_bases(resolver: Resolver, cls: ast.ClassDef) -> list[ast.ClassDef]:
+def _with_local_bases(resolver: Context, cls: ast.ClassDef) -> list[ast.ClassDef]:
     """``cls`` and its bases defined in the same file (their methods share ``self``)."""
     out: list[ast.ClassDef] = []
     todo = [cls]
@@ -284,7 +284,7 @@ def _spelled(node: ast.expr) -> str | None:
     return dotted(node)
 
 
-def submodule(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolved | None:
+def submodule(resolver: Context, receiver: ast.expr, site: CallSite) -> Resolved | None:
     """``owner.x`` (or ``getattr(owner, name)``) with ``owner`` a module instance and ``x``
     not named like a non-module."""
     if isinstance(receiver, ast.Attribute):
@@ -311,7 +311,7 @@ def submodule(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolve
     return Resolved(Kind.MODULE, name=name, via=f"a submodule: {why}")
 
 
-def _in_submodule(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolved | None:
+def _in_submodule(resolver: Context, receiver: ast.expr, site: CallSite) -> Resolved | None:
     """An element of a submodule (``model.model.layers[i]``, ``for layer in
     model.model.layers``): a submodule that is indexed or iterated is a ``ModuleList``,
     ``Sequential`` or ``ModuleDict``, whose elements are modules."""
@@ -361,7 +361,7 @@ def _iterated(bindings: list[Binding]) -> ast.expr | None:
     return holder if len(spelled) == 1 else None
 
 
-def _from_library_calls(resolver: Resolver, value: ast.expr, name: str, scope: Scope) -> bool:
+def _from_library_calls(resolver: Context, value: ast.expr, name: str, scope: Scope) -> bool:
     """Every assignment of ``self.<name>`` in the class is the result of a function of an
     external library that resolution cannot follow (``exec_lib._load_for_executorch(p)``,
     a pybind program): an attribute of a module, but not shown to be a submodule."""
@@ -371,7 +371,7 @@ def _from_library_calls(resolver: Resolver, value: ast.expr, name: str, scope: S
     )
 
 
-def _library_function(resolver: Resolver, func: ast.expr, scope: Scope) -> bool:
+def _library_function(resolver: Context, func: ast.expr, scope: Scope) -> bool:
     """``func`` names a function (not a class) imported from outside the project (torch
     left out: ``torch.hub.load`` and friends give modules)."""
     path = dotted(func) or ""

@@ -17,13 +17,13 @@ from hookscope.lint.kinds import Kind, Resolved, agreed
 from hookscope.lint.pyfile import Scope
 
 if TYPE_CHECKING:
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def through_varargs(
-    resolver: Resolver,
+    resolver: Context,
     func: Function,
     skip: int,
     call: ast.Call,
@@ -52,7 +52,7 @@ def through_varargs(
 
 
 def _at_vararg(
-    resolver: Resolver, wrapper: Function, scope: Scope, item: int, depth: int
+    resolver: Context, wrapper: Function, scope: Scope, item: int, depth: int
 ) -> Resolved | None:
     """What every call of ``wrapper`` in this file passes as item ``item`` of its ``*args``."""
     from hookscope.lint.passing import passed  # (passing imports this module)

@@ -21,7 +21,7 @@ from hookscope.lint.kinds import Kind, Resolved
 from hookscope.lint.pyfile import CallSite
 
 if TYPE_CHECKING:
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 
 def is_getattr(node: ast.expr) -> TypeGuard[ast.Call]:
@@ -35,7 +35,7 @@ def is_getattr(node: ast.expr) -> TypeGuard[ast.Call]:
     )
 
 
-def picked_submodule(resolver: Resolver, call: ast.Call, site: CallSite) -> Resolved | None:
+def picked_submodule(resolver: Context, call: ast.Call, site: CallSite) -> Resolved | None:
     """``getattr(obj, <name>)`` where every attribute ``<name>`` can be (`attribute_names`)
     is a module or, unresolved, a submodule of ``obj``; ``None`` otherwise."""
     from hookscope.lint.evidence import submodule  # (evidence imports this module)
@@ -61,7 +61,7 @@ def picked_submodule(resolver: Resolver, call: ast.Call, site: CallSite) -> Reso
     )
 
 
-def _plainly_bound(resolver: Resolver, obj: ast.expr, attr: str, site: CallSite) -> bool:
+def _plainly_bound(resolver: Context, obj: ast.expr, attr: str, site: CallSite) -> bool:
     """``self.<attr> = value`` statements only, none of whose values is a choice
     (``a if c else b``, ``a or b``): an unresolved one is an untyped object, not a mix of
     kinds. ``setattr(self, f"x_{i}", ...)`` names are left out (their text is no name)."""
@@ -75,7 +75,7 @@ def _plainly_bound(resolver: Resolver, obj: ast.expr, attr: str, site: CallSite)
     )
 
 
-def picked_by_name(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolved | None:
+def picked_by_name(resolver: Context, receiver: ast.expr, site: CallSite) -> Resolved | None:
     """A name every binding of which is the same ``getattr(obj, <name>)`` call
     (``tagger = getattr(self, "_tagger_%s" % task)``): what `picked_submodule` says."""
     if not isinstance(receiver, ast.Name):

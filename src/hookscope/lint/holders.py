@@ -24,12 +24,12 @@ from hookscope.lint.crossfile import class_def_of
 from hookscope.lint.kinds import Kind, Resolved
 
 if TYPE_CHECKING:
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
-def holder_items(resolver: Resolver, binding: Binding, made: Resolved, depth: int) -> Resolved:
+def holder_items(resolver: Context, binding: Binding, made: Resolved, depth: int) -> Resolved:
     """``made`` (what ``binding``'s call gives) with the kind of its elements, when it is an
     instance of a same-file list-like holder class filled with one kind of values."""
     call = binding.expr
@@ -60,7 +60,7 @@ def holder_items(resolver: Resolver, binding: Binding, made: Resolved, depth: in
     return replace(made, elem=kind, elem_cls=elem_cls, via=via)
 
 
-def _other_file_class(resolver: Resolver, name: str) -> ast.ClassDef | None:
+def _other_file_class(resolver: Context, name: str) -> ast.ClassDef | None:
     """The class ``name`` of the one other project file that defines a class so named."""
     files = {where.rpartition(":")[0] for _, where in resolver.index.defs.get(name, ())}
     found = class_def_of(resolver, name, files.pop()) if len(files) == 1 else None

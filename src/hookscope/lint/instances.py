@@ -28,7 +28,7 @@ from hookscope.lint.pyfile import PyFile, Scope
 
 if TYPE_CHECKING:
     from hookscope.lint.index import ClassIndex
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -38,7 +38,7 @@ _BUSY: list[bool] = [False]
 
 
 def given_to_instances(
-    resolver: Resolver, func: Function, scope: Scope, name: str, depth: int
+    resolver: Context, func: Function, scope: Scope, name: str, depth: int
 ) -> Resolved | None:
     """The parameter ``name`` of ``func``, the ``__call__`` (or a module's ``forward``) of a
     module-level class."""
@@ -46,7 +46,7 @@ def given_to_instances(
 
 
 def _given(
-    resolver: Resolver, func: Function, scope: Scope, name: str, depth: int
+    resolver: Context, func: Function, scope: Scope, name: str, depth: int
 ) -> Resolved | None:
     from hookscope.lint.passing import argument_for, left_none, passed  # (passing imports this)
 
@@ -80,7 +80,7 @@ def _given(
 
 
 def given_to_forward(
-    resolver: Resolver, func: Function, scope: Scope, name: str, depth: int
+    resolver: Context, func: Function, scope: Scope, name: str, depth: int
 ) -> Resolved | None:
     """The parameter ``name`` of ``func``, the ``forward`` of a module class: what every
     call of its instances passes (``layer(x, embedding=emb)`` runs ``forward`` through
@@ -96,7 +96,7 @@ def given_to_forward(
 
 
 def given_to_method(
-    resolver: Resolver, func: Function, scope: Scope, name: str, depth: int
+    resolver: Context, func: Function, scope: Scope, name: str, depth: int
 ) -> Resolved | None:
     """The parameter ``name`` of ``func``, a method of a module-level class that its own
     file never calls: what every ``obj.method(...)`` on an instance of the class (or of a
@@ -106,8 +106,8 @@ def given_to_method(
 
 
 def _one_at_a_time(
-    look_up: Callable[[Resolver, Function, Scope, str, int], Resolved | None],
-    resolver: Resolver,
+    look_up: Callable[[Context, Function, Scope, str, int], Resolved | None],
+    resolver: Context,
     func: Function,
     scope: Scope,
     name: str,
@@ -123,7 +123,7 @@ def _one_at_a_time(
 
 
 def _given_to_method(
-    resolver: Resolver, func: Function, scope: Scope, name: str, depth: int
+    resolver: Context, func: Function, scope: Scope, name: str, depth: int
 ) -> Resolved | None:
     cls = scope.cls
     if cls is None or cls not in resolver.file.tree.body or scope.method is not func:
@@ -167,7 +167,7 @@ def _given_to_method(
 
 def add_passed(
     results: list[tuple[ast.Call, str, Resolved]],
-    other: Resolver,
+    other: Context,
     func: Function,
     skip: int,
     site: tuple[ast.Call, Scope],
@@ -190,7 +190,7 @@ def add_passed(
     return True
 
 
-def _file_of(resolver: Resolver, where: str) -> Resolver | None:
+def _file_of(resolver: Context, where: str) -> Context | None:
     """The resolver of the project file ``where``: this one's own, or another's."""
     path = os.path.join(resolver.index.root, where) if resolver.index.root else where
     if os.path.abspath(path) == os.path.abspath(resolver.file.path):
@@ -198,7 +198,7 @@ def _file_of(resolver: Resolver, where: str) -> Resolver | None:
     return foreign_file(resolver, where)
 
 
-def _related(resolver: Resolver, cls: ast.ClassDef, method: str = "__call__") -> set[str]:
+def _related(resolver: Context, cls: ast.ClassDef, method: str = "__call__") -> set[str]:
     """``cls``'s name with the project classes deriving from it and those it derives from
     that have ``method`` (a call typed as one of them may run ``cls``'s)."""
     names = {cls.name}

@@ -25,12 +25,12 @@ from hookscope.lint.pyfile import CallSite, Scope
 from hookscope.lint.uses import module_method
 
 if TYPE_CHECKING:
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-def keyed_entry(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resolved | None:
+def keyed_entry(resolver: Context, receiver: ast.expr, site: CallSite) -> Resolved | None:
     """``holder["key"]`` in a method, shown a module by the methods of its class family
     (see the module docstring); ``None`` when nothing says so or anything says otherwise."""
     entry = _entry(receiver)
@@ -53,7 +53,7 @@ def keyed_entry(resolver: Resolver, receiver: ast.expr, site: CallSite) -> Resol
 
 
 def _in_method(
-    owner: Resolver, method: ast.AST, where: Scope, holder: str, key: str, cls: str
+    owner: Context, method: ast.AST, where: Scope, holder: str, key: str, cls: str
 ) -> Resolved | bool | None:
     """What ``method`` says of ``holder[key]``: a module (how), ``False`` when it stores
     something else there, ``None`` when it says nothing."""
@@ -104,11 +104,11 @@ def _is(node: ast.expr, holder: str, key: str) -> bool:
     return _entry(node) == (holder, key)
 
 
-def _delegates(owner: Resolver, cls: ast.ClassDef) -> list[tuple[Resolver, ast.ClassDef]]:
+def _delegates(owner: Context, cls: ast.ClassDef) -> list[tuple[Context, ast.ClassDef]]:
     """The project classes a method of ``cls`` hands its result to build: ``return
     helper.load_model(...)`` with ``helper = Maml(config)`` (the dict comes from there, laid
     out as that class lays it out)."""
-    out: list[tuple[Resolver, ast.ClassDef]] = []
+    out: list[tuple[Context, ast.ClassDef]] = []
     for method in cls.body:
         if not isinstance(method, _FUNCTIONS):
             continue
@@ -133,11 +133,11 @@ def _delegates(owner: Resolver, cls: ast.ClassDef) -> list[tuple[Resolver, ast.C
     return out
 
 
-def _lineage(resolver: Resolver, cls: ast.ClassDef) -> Iterator[tuple[Resolver, ast.ClassDef]]:
+def _lineage(resolver: Context, cls: ast.ClassDef) -> Iterator[tuple[Context, ast.ClassDef]]:
     """``cls``, its project bases (through any number of files) and the classes its methods
     delegate to (`_delegates`), each with the resolver of its own file."""
     seen: set[int] = set()
-    todo: list[tuple[Resolver, ast.ClassDef]] = [(resolver, cls)]
+    todo: list[tuple[Context, ast.ClassDef]] = [(resolver, cls)]
     while todo:
         owner, current = todo.pop()
         if id(current) in seen or len(seen) > 16:

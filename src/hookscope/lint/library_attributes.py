@@ -16,7 +16,7 @@ from hookscope.lint.kinds import Kind, Resolved
 from hookscope.lint.pyfile import Scope
 
 if TYPE_CHECKING:
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 _SB3_PACKAGES = ("stable_baselines3", "sb3_contrib")
 _SB3_ALGORITHMS = frozenset(
@@ -26,7 +26,7 @@ _SB3_ALGORITHMS = frozenset(
 _SB3_MODULE_ATTRIBUTES = frozenset({"policy"})
 
 
-def library_attribute(resolver: Resolver, expr: ast.Attribute, scope: Scope) -> Resolved | None:
+def library_attribute(resolver: Context, expr: ast.Attribute, scope: Scope) -> Resolved | None:
     """``expr`` when it is a documented module attribute of a library object that
     ``expr.value`` is (built by ``PPO(...)`` or ``PPO.load(...)``, by that name or bound
     to one there); ``None`` otherwise."""
@@ -40,7 +40,7 @@ def library_attribute(resolver: Resolver, expr: ast.Attribute, scope: Scope) -> 
     return Resolved(Kind.MODULE, name=expr.attr, via=via)
 
 
-def _made_by(resolver: Resolver, value: ast.expr, scope: Scope) -> str:
+def _made_by(resolver: Context, value: ast.expr, scope: Scope) -> str:
     """The imported class (``stable_baselines3.PPO``) whose constructor or ``load`` made
     ``value``, a call or a name every binding of which is such a call; else ``""``."""
     if isinstance(value, ast.Name):

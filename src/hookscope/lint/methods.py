@@ -21,7 +21,7 @@ from hookscope.lint.pyfile import Scope
 from hookscope.lint.typehints import instance_class
 
 if TYPE_CHECKING:
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -46,8 +46,8 @@ def is_classmethod(func: ast.AST | None) -> bool:
 
 
 def find_method(
-    resolver: Resolver, cls_name: str, name: str, seen: frozenset[str] = frozenset()
-) -> tuple[Resolver, Function] | None:
+    resolver: Context, cls_name: str, name: str, seen: frozenset[str] = frozenset()
+) -> tuple[Context, Function] | None:
     """The method ``name`` of the class ``cls_name`` or of its nearest base that has one,
     with the resolver of the file that defines it."""
     cls = resolver.file.classes.get(cls_name)
@@ -63,8 +63,8 @@ def find_method(
 
 
 def _in_bases(
-    resolver: Resolver, cls: ast.ClassDef, name: str, seen: frozenset[str]
-) -> tuple[Resolver, Function] | None:
+    resolver: Context, cls: ast.ClassDef, name: str, seen: frozenset[str]
+) -> tuple[Context, Function] | None:
     for base in base_names(cls):
         imported = imported_base(resolver, base)
         if imported is not None:
@@ -76,7 +76,7 @@ def _in_bases(
     return None
 
 
-def imported_base(resolver: Resolver, base: str) -> tuple[Resolver, str] | None:
+def imported_base(resolver: Context, base: str) -> tuple[Context, str] | None:
     """A base imported by its own name from a project module (``from pkg.train import
     Trainer``) when several project files define a class so named: the resolver of the
     file that module names, and the name; ``None`` otherwise."""
@@ -88,7 +88,7 @@ def imported_base(resolver: Resolver, base: str) -> tuple[Resolver, str] | None:
 
 
 def built_by_classmethod(
-    resolver: Resolver, func: ast.Attribute, scope: Scope, depth: int
+    resolver: Context, func: ast.Attribute, scope: Scope, depth: int
 ) -> Resolved | None:
     """What ``Cls.method(...)`` or ``super().method(...)`` returns when ``method`` is a
     class method of a known class (or, called on the class, a static method:
@@ -128,7 +128,7 @@ def built_by_classmethod(
     )
 
 
-def method_value(resolver: Resolver, cls_name: str, name: str, depth: int) -> Resolved | None:
+def method_value(resolver: Context, cls_name: str, name: str, depth: int) -> Resolved | None:
     """What an instance of the project class ``cls_name`` gives through its method ``name``
     (its own or a base's, in any project file), when known: ``obj[key]`` through
     ``__getitem__``, ``obj.name`` through a property."""

@@ -18,7 +18,7 @@ from hookscope.lint.kinds import Kind, Resolved
 from hookscope.lint.pyfile import Scope
 
 if TYPE_CHECKING:
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 _ASSERT_METHODS = frozenset({"assertTrue", "assert_", "assertIsInstance"})
 
@@ -82,7 +82,7 @@ def _isinstance_checks(test: ast.expr) -> Iterator[ast.Call]:
 
 
 def narrowed(
-    resolver: Resolver, found: list[Guard], expr: ast.expr, scope: Scope
+    resolver: Context, found: list[Guard], expr: ast.expr, scope: Scope
 ) -> Resolved | None:
     """The kind ``expr`` is narrowed to at its line by one of ``found``; ``None`` if none."""
     target = ast.dump(expr)
@@ -99,7 +99,7 @@ def narrowed(
     return None
 
 
-def _class_kind(resolver: Resolver, classes: ast.expr, scope: Scope) -> Kind | None:
+def _class_kind(resolver: Context, classes: ast.expr, scope: Scope) -> Kind | None:
     """The one kind of ``T`` (or of every class of a tuple ``(A, B)``); ``None`` if mixed."""
     members = classes.elts if isinstance(classes, ast.Tuple) else [classes]
     kinds = set()

@@ -26,7 +26,7 @@ from hookscope.lint.kinds import Kind
 from hookscope.lint.passing import used_here
 
 if TYPE_CHECKING:
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 _SELF_LIKE = frozenset({"self", "cls"})
 
@@ -46,7 +46,7 @@ def entered_from_outside(analysis: Analysis, cls: ast.ClassDef, name: str) -> bo
     return found
 
 
-def _runs_it(resolver: Resolver, owner: str, name: str) -> bool:
+def _runs_it(resolver: Context, owner: str, name: str) -> bool:
     """Whether the file of ``resolver`` runs the method ``name`` of the class ``owner`` on
     something else than ``self``: the string ``name``, a use of ``x.name`` other than a
     call (handed on), or ``x.name(...)`` with ``x`` not resolved to another kind."""
@@ -88,7 +88,7 @@ def _self_like(node: ast.expr) -> bool:
     return isinstance(node, ast.Name) and (node.id in _SELF_LIKE or node.id[:1].isupper())
 
 
-def _importers(analysis: Analysis, cls: ast.ClassDef) -> list[Resolver]:
+def _importers(analysis: Analysis, cls: ast.ClassDef) -> list[Context]:
     """Resolvers of the project files that import ``cls`` or its module by name (none when
     there are too many to read)."""
     index = analysis.resolver.index

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 from hookscope.lint.kinds import Kind, Resolved
 
 if TYPE_CHECKING:
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
-def bound_by_partials(resolver: Resolver, func: Function, name: str, depth: int) -> Resolved | None:
+def bound_by_partials(resolver: Context, func: Function, name: str, depth: int) -> Resolved | None:
     """A parameter of a module-level function used only as ``partial(func, value, ...)``
     (``functools.partial(_gradient, implicit_function)``): what every ``partial`` binds
     to it, when they all bind the same kind (an argument the binding function itself uses

@@ -38,13 +38,13 @@ from hookscope.lint.pyfile import CallSite, PyFile, Scope
 from hookscope.lint.registered import hooked_module
 
 if TYPE_CHECKING:
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def declared_by_callee(
-    resolver: Resolver, call: ast.Call, argument: ast.expr, scope: Scope
+    resolver: Context, call: ast.Call, argument: ast.expr, scope: Scope
 ) -> Resolved | None:
     """``argument`` of ``call`` is a module because the callee's parameter says so."""
     found = callee_of(resolver, call, scope)
@@ -64,7 +64,7 @@ def declared_by_callee(
     )
 
 
-def given_by_callers(resolver: Resolver, func: Function, name: str, depth: int) -> Resolved | None:
+def given_by_callers(resolver: Context, func: Function, name: str, depth: int) -> Resolved | None:
     """The unannotated parameter ``name`` of ``func``: what every call passes, when the
     calls all pass the same kind (a module, or instances of one plain class)."""
     scope = resolver.file.scopes.get(id(func))
@@ -101,7 +101,7 @@ def given_by_callers(resolver: Resolver, func: Function, name: str, depth: int) 
     return given_in_other_files(resolver, func, scope, name, depth)
 
 
-def used_here(resolver: Resolver, callee: str) -> bool:
+def used_here(resolver: Context, callee: str) -> bool:
     """Whether the file names ``callee`` other than in ``super(...)``, ``isinstance(...)``
     / ``issubclass(...)`` and annotations (where naming a class calls nothing)."""
     resolver.calls_named(callee)  # (its walk of the file records the names used)
@@ -116,7 +116,7 @@ _INERT_CALLS = ("super", "isinstance", "issubclass")
 
 
 def _given_here(
-    resolver: Resolver, func: Function, scope: Scope, callee: str, name: str, depth: int
+    resolver: Context, func: Function, scope: Scope, callee: str, name: str, depth: int
 ) -> Resolved | None:
     """What every call of ``func`` in this file passes to its parameter ``name``."""
     skip = 1 if scope.self_name else 0
@@ -150,7 +150,7 @@ def _given_here(
 
 
 def unpacked(
-    resolver: Resolver, value: ast.expr, position: int, scope: Scope, depth: int
+    resolver: Context, value: ast.expr, position: int, scope: Scope, depth: int
 ) -> Resolved:
     """Element ``position`` of what ``value`` (a call of a project function) returns, when
     every ``return`` of that function is a tuple."""
@@ -167,7 +167,7 @@ def unpacked(
 
 
 def tuple_element(
-    owner: Resolver,
+    owner: Context,
     func: ast.FunctionDef | ast.AsyncFunctionDef,
     values: list[ast.expr],
     position: int,
@@ -194,7 +194,7 @@ def tuple_element(
 
 
 def _handed_back(
-    resolver: Resolver, call: ast.Call, position: int, scope: Scope, depth: int
+    resolver: Context, call: ast.Call, position: int, scope: Scope, depth: int
 ) -> Resolved:
     """Element ``position`` of ``accelerator.prepare(model, opt)``-like calls, which hand
     back their arguments in order: a module when that argument is one. (Element 0 of
@@ -220,8 +220,8 @@ def _handed_back(
 
 
 def callee_of(
-    resolver: Resolver, call: ast.Call, scope: Scope
-) -> tuple[Resolver, Function, int] | None:
+    resolver: Context, call: ast.Call, scope: Scope
+) -> tuple[Context, Function, int] | None:
     """The function ``call`` runs, the resolver of its file, and the parameters that the
     call fills implicitly (1 for ``self``/``cls`` of a bound method)."""
     found = resolver.resolve(call.func, scope)
@@ -280,7 +280,7 @@ def parameter_of(func: Function, skip: int, call: ast.Call, argument: ast.expr) 
 
 
 def passed(
-    resolver: Resolver, argument: ast.expr, call: ast.Call, caller: Scope, depth: int
+    resolver: Context, argument: ast.expr, call: ast.Call, caller: Scope, depth: int
 ) -> Resolved:
     """What ``argument`` of ``call`` is: resolved; or else a module by the caller's own
     module-only use of it (``model.parameters()`` in the calling function, `evidence`); or

@@ -15,7 +15,7 @@ from hookscope.lint.containers import named_display
 from hookscope.lint.crossfile import imported_file
 from hookscope.lint.kinds import Kind
 from hookscope.lint.pyfile import Scope
-from hookscope.lint.resolve import Resolver
+from hookscope.lint.context import Context
 
 _DISPLAYS = (ast.Dict, ast.List, ast.Tuple)
 
@@ -37,7 +37,7 @@ def self_attribute_calls(
     return calls if calls and len(calls) == len(bindings) else None
 
 
-def from_plain_tables(resolver: Resolver, value: ast.expr, name: str, scope: Scope) -> bool:
+def from_plain_tables(resolver: Context, value: ast.expr, name: str, scope: Scope) -> bool:
     """Every assignment of ``self.<name>`` in the class is a call that is handed a table
     of plain classes (see the module docstring)."""
     calls = self_attribute_calls(value, name, scope)
@@ -47,7 +47,7 @@ def from_plain_tables(resolver: Resolver, value: ast.expr, name: str, scope: Sco
     )
 
 
-def _plain_table(resolver: Resolver, arg: ast.expr, scope: Scope) -> bool:
+def _plain_table(resolver: Context, arg: ast.expr, scope: Scope) -> bool:
     found = _display(resolver, arg, scope)
     if found is None:
         return False
@@ -66,8 +66,8 @@ def _plain_table(resolver: Resolver, arg: ast.expr, scope: Scope) -> bool:
 
 
 def _display(
-    resolver: Resolver, arg: ast.expr, scope: Scope
-) -> tuple[Resolver, ast.Dict | ast.List | ast.Tuple, ast.AST] | None:
+    resolver: Context, arg: ast.expr, scope: Scope
+) -> tuple[Context, ast.Dict | ast.List | ast.Tuple, ast.AST] | None:
     """The display ``arg`` names: a name (`named_display`) or ``module.name`` of a project
     module imported as ``module``."""
     if isinstance(arg, ast.Name):

@@ -23,7 +23,7 @@ from hookscope.lint.kinds import Kind, Resolved
 from hookscope.lint.pyfile import Scope
 
 if TYPE_CHECKING:
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 _BACKWARD = frozenset(
@@ -42,7 +42,7 @@ _USES: weakref.WeakKeyDictionary[ast.AST, dict[str, list[tuple[str, int] | None]
 _USES = weakref.WeakKeyDictionary()
 
 
-def hooked_module(resolver: Resolver, func: Function, scope: Scope, name: str) -> Resolved | None:
+def hooked_module(resolver: Context, func: Function, scope: Scope, name: str) -> Resolved | None:
     """The first parameter ``name`` of ``func`` (after ``self``) when ``func`` is only
     registered as a hook: a module for a backward hook, hookless for a forward hook."""
     params = [*func.args.posonlyargs, *func.args.args][1 if scope.self_name else 0 :]

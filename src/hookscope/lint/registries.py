@@ -34,7 +34,7 @@ from hookscope.lint.source import DEFAULT_MAX_FILE_SIZE, Unreadable, read_bytes
 
 if TYPE_CHECKING:
     from hookscope.lint.index import ClassIndex
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 # A decorator line (its arguments may span lines), further decorators, then the class.
 _DECORATED_CLASS = re.compile(
@@ -102,7 +102,7 @@ def _module_of(where: str) -> str:
     return stem.strip("/").replace("/", ".")
 
 
-def _kind_of(resolver: Resolver, classes: list[tuple[str, str]]) -> Kind | None:
+def _kind_of(resolver: Context, classes: list[tuple[str, str]]) -> Kind | None:
     """The one kind of instances of ``classes``; ``None`` when they differ.
 
     A few classes whose bases are not resolved (a base from a library the lint knows
@@ -116,14 +116,14 @@ def _kind_of(resolver: Resolver, classes: list[tuple[str, str]]) -> Kind | None:
     return known_kinds.pop()
 
 
-def _object_registry(resolver: Resolver, name: str) -> Registered | None:
+def _object_registry(resolver: Context, name: str) -> Registered | None:
     """The classes registered with ``@name.register_module()`` and the like."""
     found = _decorated(resolver.index)
     classes = [c for method in _REGISTERING for c in found.get(f"{name}.{method}", ())]
     return Registered(f"@{name}.register...", tuple(classes)) if classes else None
 
 
-def _dict_registry(resolver: Resolver, name: str) -> Registered | None:
+def _dict_registry(resolver: Context, name: str) -> Registered | None:
     """The classes decorated with the function of this file that stores into the
     module-level dict ``name`` (``MODEL_REGISTRY[key] = cls`` in ``register_model``)."""
     if not any(
@@ -172,7 +172,7 @@ def _stores_into(func: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> boo
     return False
 
 
-def registry_class(resolver: Resolver, expr: ast.expr, scope: Scope) -> Resolved | None:
+def registry_class(resolver: Context, expr: ast.expr, scope: Scope) -> Resolved | None:
     """What ``expr`` (a registry: ``MODELS``, ``MODEL_REGISTRY``) holds, as a class."""
     name = (dotted(expr) or "").rsplit(".", 1)[-1]
     if not name or not name[:1].isupper():
@@ -197,7 +197,7 @@ def is_registry_call(name: str) -> bool:
     return name in REGISTRY_CALLS or name.startswith("get_")
 
 
-def _method_registry(resolver: Resolver, func: ast.Attribute) -> Resolved | None:
+def _method_registry(resolver: Context, func: ast.Attribute) -> Resolved | None:
     """``registry.get_model_class(name)``: a class registered with
     ``@registry.register_model(...)`` (the getter and the decorator name one thing)."""
     match = _GETTER.fullmatch(func.attr)
@@ -217,7 +217,7 @@ def _method_registry(resolver: Resolver, func: ast.Attribute) -> Resolved | None
     return Resolved(kind, is_class=True, name=owner, via=via)
 
 
-def built_by_registry(resolver: Resolver, call: ast.Call, scope: Scope) -> Resolved | None:
+def built_by_registry(resolver: Context, call: ast.Call, scope: Scope) -> Resolved | None:
     """``REG.build(cfg)`` / ``build_from_cfg(cfg, REG)``: an instance of a registered
     class; ``REG.get(name)``, ``registry.get_model_class(name)``: one of the classes.
     ``None`` if not a known registry."""

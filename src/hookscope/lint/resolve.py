@@ -103,6 +103,10 @@ class Resolver(ClassKinds):
         # A resolution gave up for want of what the masked text dropped: parse it all.
         self.missed = False
 
+    def other(self, pyfile: PyFile) -> Resolver:
+        """A resolver of another project file, against the same index."""
+        return type(self)(pyfile, self.index)
+
     # -- expressions -------------------------------------------------------
     def resolve(self, expr: ast.expr, scope: Scope, depth: int = 0) -> Resolved:
         """Resolve ``expr`` evaluated in ``scope``."""

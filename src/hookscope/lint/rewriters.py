@@ -18,7 +18,7 @@ from hookscope.lint.kinds import Kind, Resolved
 from hookscope.lint.pyfile import Scope
 
 if TYPE_CHECKING:
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 _REGISTRARS = ("register_rewriter",)
 
@@ -37,7 +37,7 @@ def rewritten_method(func: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     return ""
 
 
-def rewriter_self(resolver: Resolver, scope: Scope, name: str) -> Resolved | None:
+def rewriter_self(resolver: Context, scope: Scope, name: str) -> Resolved | None:
     """What the first parameter ``name`` of a function that replaces a module's method is
     (a rewriter, or a function patched onto the class); ``None`` if it is no such one."""
     func = scope.node
@@ -65,7 +65,7 @@ def rewriter_self(resolver: Resolver, scope: Scope, name: str) -> Resolved | Non
     return Resolved(Kind.MODULE, name=name, cls=cls, via=f"`{name}` of a rewriter of {target}")
 
 
-def _patched_onto(resolver: Resolver, func_name: str, outer: Scope) -> Resolved | None:
+def _patched_onto(resolver: Context, func_name: str, outer: Scope) -> Resolved | None:
     """An instance of the module class that a statement of ``outer``'s own body (not
     nested ones) assigns the function ``func_name`` to: ``Cls.forward = func_name``."""
     body = getattr(outer.node, "body", [])

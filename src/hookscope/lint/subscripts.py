@@ -17,10 +17,10 @@ from hookscope.lint.registries import registry_class
 from hookscope.lint.tuples import tuple_item
 
 if TYPE_CHECKING:
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 
-def subscript(resolver: Resolver, expr: ast.Subscript, scope: Scope, depth: int) -> Resolved:
+def subscript(resolver: Context, expr: ast.Subscript, scope: Scope, depth: int) -> Resolved:
     """``expr`` (``x[i]`` or ``x[a:b]``) evaluated in ``scope``."""
     if isinstance(expr.value, (ast.Dict, ast.List, ast.Tuple)):
         return literal_element(resolver, expr.value, scope, depth)

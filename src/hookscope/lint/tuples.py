@@ -18,11 +18,11 @@ from hookscope.lint.passing import tuple_element, unpacked
 from hookscope.lint.pyfile import Scope
 
 if TYPE_CHECKING:
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 
 def tuple_item(
-    resolver: Resolver, expr: ast.Subscript, scope: Scope, depth: int
+    resolver: Context, expr: ast.Subscript, scope: Scope, depth: int
 ) -> Resolved | None:
     """``name[i]`` (``i`` a non-negative int) when ``name`` holds a tuple whose element
     ``i`` is known; ``None`` otherwise."""
@@ -55,7 +55,7 @@ def tuple_item(
     return results.pop() if len(results) == 1 else None
 
 
-def _item(resolver: Resolver, binding: Binding, position: int, depth: int) -> Resolved | None:
+def _item(resolver: Context, binding: Binding, position: int, depth: int) -> Resolved | None:
     if binding.kind != "value" or binding.expr is None:
         return None
     scope = resolver.scope_of(binding.owner)
@@ -73,7 +73,7 @@ def _item(resolver: Resolver, binding: Binding, position: int, depth: int) -> Re
 
 
 def _returned_item(
-    owner: Resolver, func: ast.FunctionDef | ast.AsyncFunctionDef, position: int, depth: int
+    owner: Context, func: ast.FunctionDef | ast.AsyncFunctionDef, position: int, depth: int
 ) -> Resolved | None:
     """Element ``position`` of what the fixture ``func`` returns or yields, when each of
     its returns (yields) is a tuple that long."""

@@ -13,7 +13,7 @@ from hookscope.lint.kinds import UNKNOWN, Kind, Resolved
 from hookscope.lint.pyfile import PyFile
 
 if TYPE_CHECKING:
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 
 def instance_class(pyfile: PyFile, index: ClassIndex, name: str) -> str:
@@ -33,7 +33,7 @@ def instance_class(pyfile: PyFile, index: ClassIndex, name: str) -> str:
 _TYPING_MODULES = frozenset({"typing", "typing_extensions", "collections.abc"})
 
 
-def annotation_kind(resolver: Resolver, node: ast.expr) -> Resolved:
+def annotation_kind(resolver: Context, node: ast.expr) -> Resolved:
     """Resolve a type annotation: ``nn.Module``, ``Optional[X]``, ``X | None``, ``list[X]``."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         try:
@@ -87,7 +87,7 @@ def annotation_kind(resolver: Resolver, node: ast.expr) -> Resolved:
     )
 
 
-def _union(resolver: Resolver, members: list[ast.expr]) -> Resolved:
+def _union(resolver: Context, members: list[ast.expr]) -> Resolved:
     results = [annotation_kind(resolver, m) for m in members]
     results = [r for r in results if r.name != "None"]
     kinds = {r.kind for r in results}

@@ -28,13 +28,13 @@ from hookscope.lint.crossfile import import_origin
 from hookscope.lint.pyfile import Scope
 
 if TYPE_CHECKING:
-    from hookscope.lint.resolve import Resolver
+    from hookscope.lint.context import Context
 
 # Methods a module shares with tensors and trainers: evidence on `torch_loaded` names only.
 LOADED_MODULE_METHODS = frozenset({"to", "cuda", "cpu", "train", "state_dict", "half", "float"})
 
 
-def module_method(resolver: Resolver, node: ast.Call, scope: Scope, loaded: bool = False) -> bool:
+def module_method(resolver: Context, node: ast.Call, scope: Scope, loaded: bool = False) -> bool:
     """``x.m(...)`` with ``m`` a method only modules have and no plain class of the project
     defines next to a ``forward`` (`lookalikes`); ``x.apply(fn)`` with ``fn`` a function;
     with ``loaded`` (``x`` is `torch_loaded`), `LOADED_MODULE_METHODS` too."""
@@ -46,7 +46,7 @@ def module_method(resolver: Resolver, node: ast.Call, scope: Scope, loaded: bool
     return func.attr == "apply" and _applies_function(resolver, node, scope)
 
 
-def torch_loaded(resolver: Resolver, receiver: ast.expr, scope: Scope) -> str:
+def torch_loaded(resolver: Context, receiver: ast.expr, scope: Scope) -> str:
     """``name = torch.load(...) at f.py:3`` when every binding of the name ``receiver`` in
     ``scope``'s function is a ``torch.load(...)`` call; ``""``."""
     if not isinstance(receiver, ast.Name):
@@ -66,7 +66,7 @@ def torch_loaded(resolver: Resolver, receiver: ast.expr, scope: Scope) -> str:
     return f"{receiver.id} = torch.load(...) at {resolver.file.path}:{line}"
 
 
-def _applies_function(resolver: Resolver, node: ast.Call, scope: Scope) -> bool:
+def _applies_function(resolver: Context, node: ast.Call, scope: Scope) -> bool:
     if len(node.args) != 1 or node.keywords:
         return False
     (arg,) = node.args
@@ -80,7 +80,7 @@ def _applies_function(resolver: Resolver, node: ast.Call, scope: Scope) -> bool:
     return not given.is_class and (given.function is not None or bool(given.factory))
 
 
-def module_taker(resolver: Resolver, node: ast.Call, scope: Scope) -> str:
+def module_taker(resolver: Context, node: ast.Call, scope: Scope) -> str:
     """The name of the callee when ``node`` passes a module as its first argument by what
     the callee is (`known.MODULE_WRAPPERS` by name, `known.MODULE_TAKERS` by import); ``""``."""
     path = dotted(node.func) or ""
