@@ -16,8 +16,8 @@ from hookscope.lint.bindings import dotted
 from hookscope.lint.kinds import Kind, Resolved
 
 if TYPE_CHECKING:
-    from hookscope.lint.pyfile import CallSite, Scope
     from hookscope.lint.context import Context
+    from hookscope.lint.pyfile import CallSite, Scope
 
 
 def alias_used_as_module(resolver: Context, receiver: ast.expr, scope: Scope) -> Resolved | None:

@@ -31,8 +31,8 @@ from hookscope.lint.pyfile import Scope
 from hookscope.lint.source import DEFAULT_MAX_FILE_SIZE, Unreadable, read_bytes
 
 if TYPE_CHECKING:
-    from hookscope.lint.index import ClassIndex
     from hookscope.lint.context import Context
+    from hookscope.lint.index import ClassIndex
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 # A call, the resolver of its file, and the calling scope.

@@ -32,6 +32,7 @@ from hookscope.lint import known
 from hookscope.lint.aliases import alias_used_as_module, attribute_alias
 from hookscope.lint.bindings import Binding, class_attributes, dotted
 from hookscope.lint.classes import base_names
+from hookscope.lint.context import Context
 from hookscope.lint.crossfile import import_origin, imported_file
 from hookscope.lint.frameworks import other_framework_file
 from hookscope.lint.getattrs import is_getattr, picked_by_name, picked_submodule
@@ -40,7 +41,6 @@ from hookscope.lint.kinds import Kind, Resolved
 from hookscope.lint.passing import callee_of, declared_by_callee, parameter_of
 from hookscope.lint.plain_tables import from_plain_tables, self_attribute_calls
 from hookscope.lint.pyfile import CallSite, Scope
-from hookscope.lint.context import Context
 from hookscope.lint.uses import LOADED_MODULE_METHODS, module_method, module_taker, torch_loaded
 
 

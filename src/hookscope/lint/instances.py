@@ -27,8 +27,8 @@ from hookscope.lint.methods import find_method, is_staticmethod
 from hookscope.lint.pyfile import PyFile, Scope
 
 if TYPE_CHECKING:
-    from hookscope.lint.index import ClassIndex
     from hookscope.lint.context import Context
+    from hookscope.lint.index import ClassIndex
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 

@@ -12,10 +12,10 @@ import ast
 
 from hookscope.lint.bindings import class_attributes
 from hookscope.lint.containers import named_display
+from hookscope.lint.context import Context
 from hookscope.lint.crossfile import imported_file
 from hookscope.lint.kinds import Kind
 from hookscope.lint.pyfile import Scope
-from hookscope.lint.context import Context
 
 _DISPLAYS = (ast.Dict, ast.List, ast.Tuple)
 

@@ -33,8 +33,8 @@ from hookscope.lint.pyfile import Scope
 from hookscope.lint.source import DEFAULT_MAX_FILE_SIZE, Unreadable, read_bytes
 
 if TYPE_CHECKING:
-    from hookscope.lint.index import ClassIndex
     from hookscope.lint.context import Context
+    from hookscope.lint.index import ClassIndex
 
 # A decorator line (its arguments may span lines), further decorators, then the class.
 _DECORATED_CLASS = re.compile(

@@ -21,9 +21,7 @@ if TYPE_CHECKING:
     from hookscope.lint.context import Context
 
 
-def tuple_item(
-    resolver: Context, expr: ast.Subscript, scope: Scope, depth: int
-) -> Resolved | None:
+def tuple_item(resolver: Context, expr: ast.Subscript, scope: Scope, depth: int) -> Resolved | None:
     """``name[i]`` (``i`` a non-negative int) when ``name`` holds a tuple whose element
     ``i`` is known; ``None`` otherwise."""
     index = expr.slice
