@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 from hookscope.lint import fix, lint, lint_run
-from hookscope.lint.formats import render
+from hookscope.lint.engine.formats import render
 
 SOURCE = """\
 import torch

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hookscope.lint import fix, lint, lint_run
-from hookscope.lint.formats import render
+from hookscope.lint.engine.formats import render
 
 BLOCKS = """\
 using static TorchSharp.torch;

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from hookscope.lint import callers, lint_run
-from hookscope.lint.importlists import import_lists
-from hookscope.lint.index import merge, scan_classes
-from hookscope.lint.runner import project_index
+from hookscope.lint import lint_run
+from hookscope.lint.engine.index import merge, scan_classes
+from hookscope.lint.engine.runner import project_index
+from hookscope.lint.python.index.importlists import import_lists
+from hookscope.lint.python.resolution.callers import callers
 
 FILES = {
     "pkg/__init__.py": "from .nets import Net  # re-exported\n",

@@ -6,12 +6,12 @@ import ast
 
 import pytest
 
-from hookscope.lint import runner
-from hookscope.lint.analysis import Analysis, WholeFileNeeded
-from hookscope.lint.index import ClassIndex, merge, scan_classes
-from hookscope.lint.pyfile import PyFile
-from hookscope.lint.regions import _statement_starts, mask
-from hookscope.lint.registry import select_codes
+from hookscope.lint.engine import runner
+from hookscope.lint.engine.index import ClassIndex, merge, scan_classes
+from hookscope.lint.engine.registry import select_codes
+from hookscope.lint.python.parse.pyfile import PyFile
+from hookscope.lint.python.parse.regions import _statement_starts, mask
+from hookscope.lint.python.rules.analysis import Analysis, WholeFileNeeded
 
 FILLER = '''
 

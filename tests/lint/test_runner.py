@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hookscope.lint import discover, lint_run
-from hookscope.lint.runner import _calls_forward
+from hookscope.lint.engine.runner import _calls_forward
 
 
 @pytest.mark.parametrize(

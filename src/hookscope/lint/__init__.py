@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hookscope.errors import UsageError
-from hookscope.lint.config import LintConfig, find_pyproject, load_config
-from hookscope.lint.discovery import discover
-from hookscope.lint.findings import Edit, Finding
-from hookscope.lint.fixes import FileFix, apply_edits, reparses
-from hookscope.lint.registry import Rule, all_rules, select_codes
-from hookscope.lint.runner import (
+from hookscope.lint.engine.config import LintConfig, find_pyproject, load_config
+from hookscope.lint.engine.discovery import discover
+from hookscope.lint.engine.findings import Edit, Finding
+from hookscope.lint.engine.fixes import FileFix, apply_edits, reparses
+from hookscope.lint.engine.registry import Rule, all_rules, select_codes
+from hookscope.lint.engine.runner import (
     LintRun,
     Progress,
     analyze_csharp,
@@ -27,7 +27,7 @@ from hookscope.lint.runner import (
     analyze_text,
     run_lint,
 )
-from hookscope.lint.source import (
+from hookscope.lint.engine.source import (
     DEFAULT_MAX_FILE_SIZE,
     Source,
     Unreadable,

@@ -1,7 +1,7 @@
 """flake8 entry point: ``HS = hookscope.lint.flake8_plugin:HookscopeFlake8``.
 
 flake8 hands plugins one file at a time; the plugin resolves it against the same
-cached project index as ``hookscope lint`` (see `hookscope.lint.project`), so
+cached project index as ``hookscope lint`` (see `hookscope.lint.engine.project`), so
 flake8 reports what ``hookscope lint`` reports for that file. It runs the default
 rules: the opt-in HS104 (guesses) is only available through ``hookscope lint``.
 """
@@ -16,15 +16,15 @@ from typing import Any
 
 from hookscope import __version__
 from hookscope.errors import LintError
-from hookscope.lint.analysis import Analysis, PythonRule
-from hookscope.lint.config import find_pyproject, load_config
-from hookscope.lint.index import ClassIndex, merge, scan_classes
-from hookscope.lint.lookalikes import scan_lookalikes
-from hookscope.lint.project import find_root
-from hookscope.lint.pyfile import PyFile
-from hookscope.lint.registry import all_rules, select_codes
-from hookscope.lint.runner import project_index
-from hookscope.lint.suppress import is_suppressed
+from hookscope.lint.engine.config import find_pyproject, load_config
+from hookscope.lint.engine.index import ClassIndex, merge, scan_classes
+from hookscope.lint.engine.project import find_root
+from hookscope.lint.engine.registry import all_rules, select_codes
+from hookscope.lint.engine.runner import project_index
+from hookscope.lint.engine.suppress import is_suppressed
+from hookscope.lint.python.index.lookalikes import scan_lookalikes
+from hookscope.lint.python.parse.pyfile import PyFile
+from hookscope.lint.python.rules.analysis import Analysis, PythonRule
 
 
 class HookscopeFlake8:
