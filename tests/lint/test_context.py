@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from hookscope.lint import lint
-from hookscope.lint.engine.index import merge, scan_classes
+from hookscope.lint.engine.index import merge
+from hookscope.lint.python.index.classes import scan_classes
 from hookscope.lint.python.parse.pyfile import PyFile
 from hookscope.lint.python.resolution.classes import ClassKinds
 from hookscope.lint.python.resolution.kinds import Kind

@@ -14,14 +14,14 @@ import pytest
 
 from hookscope.lint import discover
 from hookscope.lint.engine.discovery import DEFAULT_EXCLUDE, SUFFIXES, _exclusion
-from hookscope.lint.engine.index import (
+from hookscope.lint.engine.source import _read, read_bytes
+from hookscope.lint.python.index.classes import (
     _SELF_ANNOTATION,
     _from_imports,
     scan_classes,
     scan_definitions,
-    scan_functions,
 )
-from hookscope.lint.engine.source import _read, read_bytes
+from hookscope.lint.python.index.functions import scan_functions
 from hookscope.lint.python.parse import bindings, regions
 from hookscope.lint.python.parse.pyfile import PyFile, mention_lines
 

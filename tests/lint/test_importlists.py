@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 
 from hookscope.lint import lint_run
-from hookscope.lint.engine.index import merge, scan_classes
+from hookscope.lint.engine.index import merge
 from hookscope.lint.engine.runner import project_index
+from hookscope.lint.languages import LANGUAGES
+from hookscope.lint.python.index.classes import scan_classes
 from hookscope.lint.python.index.importlists import import_lists
 from hookscope.lint.python.resolution.callers import callers
 
@@ -58,7 +60,7 @@ def test_the_index_carries_the_lists_that_reading_the_files_gives(
         assert train[2] == b"pkg.nets\n.util\ntorch"
         assert b"Net," in train[1] and b"#" not in train[1]  # comments dropped
     if marker:  # a single file's run uses the same (cached) project index
-        single = project_index(str(pkg / "nets.py"))
+        single = project_index(str(pkg / "nets.py"), LANGUAGES)
         assert single.import_lists == index.import_lists
 
 

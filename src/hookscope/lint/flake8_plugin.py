@@ -17,11 +17,12 @@ from typing import Any
 from hookscope import __version__
 from hookscope.errors import LintError
 from hookscope.lint.engine.config import find_pyproject, load_config
-from hookscope.lint.engine.index import ClassIndex, merge, scan_classes
+from hookscope.lint.engine.index import ClassIndex, merge
 from hookscope.lint.engine.project import find_root
-from hookscope.lint.engine.registry import all_rules, select_codes
 from hookscope.lint.engine.runner import project_index
 from hookscope.lint.engine.suppress import is_suppressed
+from hookscope.lint.languages import LANGUAGES, all_rules, select_codes
+from hookscope.lint.python.index.classes import scan_classes
 from hookscope.lint.python.index.lookalikes import scan_lookalikes
 from hookscope.lint.python.parse.pyfile import PyFile
 from hookscope.lint.python.rules.analysis import Analysis, PythonRule
@@ -77,4 +78,4 @@ def _project_index(path: str) -> ClassIndex:
         exclude = load_config(find_pyproject(Path(path))).exclude or ()
     except LintError:
         exclude = ()
-    return project_index(path, exclude)
+    return project_index(path, LANGUAGES, exclude)

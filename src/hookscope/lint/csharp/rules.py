@@ -17,7 +17,7 @@ from hookscope.errors import require_extra
 from hookscope.lint.csharp.index import scan_csharp
 from hookscope.lint.engine.findings import Edit, Finding
 from hookscope.lint.engine.index import ClassIndex, merge
-from hookscope.lint.engine.registry import Rule, register
+from hookscope.lint.engine.registry import Rule
 
 if TYPE_CHECKING:  # imported when a C# file is checked: a Python-only run never needs them
     from hookscope.lint.csharp.resolve import Typed
@@ -141,7 +141,6 @@ class _ForwardRule(CSharpRule):
         )
 
 
-@register
 class TorchSharpForwardRule(_ForwardRule):
     """HS201: ``x.forward(...)`` on a TorchSharp module skips its hooks; ``x.call(...)`` runs them."""
 
@@ -156,7 +155,6 @@ class TorchSharpForwardRule(_ForwardRule):
     verdict = True
 
 
-@register
 class TorchSharpPossibleForwardRule(_ForwardRule):
     """HS202: ``x.forward(...)`` where the type of ``x`` is not resolved; a guess, never fixed."""
 
@@ -182,3 +180,6 @@ def _how(typed: Typed) -> str:
 
 def _text(node: Any) -> str:
     return str(node.text.decode("utf-8", "replace"))
+
+
+RULES = (TorchSharpForwardRule, TorchSharpPossibleForwardRule)

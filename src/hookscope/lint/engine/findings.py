@@ -78,3 +78,8 @@ class Finding:
             "confidence": self.confidence,
             "resolution": self.resolution,
         }
+
+
+def in_order(finding: Finding) -> tuple[str, int, int, str]:
+    """The sort key of findings: path, line, column, code."""
+    return (finding.path, finding.line, finding.col, finding.code)

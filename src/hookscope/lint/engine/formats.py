@@ -7,15 +7,15 @@ from typing import Any, Literal
 
 from hookscope.errors import UsageError
 from hookscope.lint.engine.findings import Finding
-from hookscope.lint.engine.registry import Rule, all_rules
+from hookscope.lint.engine.registry import Rule
 
 Format = Literal["text", "json", "sarif", "github"]
 FORMATS: tuple[Format, ...] = ("text", "json", "sarif", "github")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
-def render(findings: Sequence[Finding], fmt: str) -> str:
-    """``findings`` in the output format ``fmt`` (one of `FORMATS`).
+def render(findings: Sequence[Finding], fmt: str, rules: Sequence[type[Rule]]) -> str:
+    """``findings`` in the output format ``fmt`` (one of `FORMATS`); SARIF describes ``rules``.
 
     Raises:
         UsageError: an unknown format.
@@ -27,7 +27,7 @@ def render(findings: Sequence[Finding], fmt: str) -> str:
     if fmt == "json":
         return json.dumps([f.to_dict() for f in findings], indent=2)
     if fmt == "sarif":
-        return json.dumps(to_sarif(findings), indent=2)
+        return json.dumps(to_sarif(findings, rules), indent=2)
     if fmt == "github":
         return to_github(findings)
     raise UsageError(f"unknown output format {fmt!r}; choose from {', '.join(FORMATS)}")
@@ -83,11 +83,11 @@ def rule_description(rule: type[Rule]) -> str:
     return doc.split(": ", 1)[-1]
 
 
-def to_sarif(findings: Sequence[Finding]) -> dict[str, Any]:
-    """A SARIF 2.1.0 log with one run, every rule's metadata and one result per finding."""
+def to_sarif(findings: Sequence[Finding], rules: Sequence[type[Rule]]) -> dict[str, Any]:
+    """A SARIF 2.1.0 log with one run, the metadata of ``rules`` (every rule of the run's
+    languages, sorted by code) and one result per finding."""
     from hookscope import __version__
 
-    rules = all_rules()
     rule_index = {rule.code: i for i, rule in enumerate(rules)}
     return {
         "$schema": SARIF_SCHEMA,

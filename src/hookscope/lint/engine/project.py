@@ -21,13 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hookscope.lint.engine.index import ClassEntry, ClassIndex, FunctionEntry, merge
-from hookscope.lint.python.index.importlists import ImportLists
+from hookscope.lint.engine.index import ClassEntry, ClassIndex, FunctionEntry, ImportLists, merge
 
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 CACHE_DIR = ".hookscope_cache"
 _CACHE_FILE = "lint-index.json"
-_VERSION = 9  # bump whenever what a scan records changes
+_VERSION = 10  # bump whenever what a scan records changes
 _INSTALLED = frozenset({"site-packages", "dist-packages"})
 
 

@@ -1,17 +1,18 @@
-"""Rule base class and the registry with prefix selection.
+"""Rule base class and prefix selection.
 
 A rule is one small class: its code, name, message and severity are class data;
 ``check`` yields findings and never changes the tree or the text. Fixes are
-`Edit` records attached to findings; the runner applies them.
+`Edit` records attached to findings; the runner applies them. Each front end lists
+its rules (`Language.rules`); the engine's own rule is HS000.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import ClassVar, Literal
 
 from hookscope.errors import UsageError
-from hookscope.lint.engine.findings import Severity
+from hookscope.lint.engine.findings import Finding, Severity
 
 Language = Literal["python", "csharp", "any"]
 
@@ -39,27 +40,13 @@ class Rule:
     default: ClassVar[bool] = True
 
 
-_REGISTRY: dict[str, type[Rule]] = {}
-
-
-def register(cls: type[Rule]) -> type[Rule]:
-    """Class decorator adding a rule to the registry (codes are unique)."""
-    if cls.code in _REGISTRY:
-        raise RuntimeError(f"duplicate rule code {cls.code}")
-    _REGISTRY[cls.code] = cls
-    return cls
-
-
-def all_rules() -> list[type[Rule]]:
-    """Every registered rule, sorted by code."""
-    _load_rules()
-    return [_REGISTRY[code] for code in sorted(_REGISTRY)]
-
-
 def select_codes(
-    select: Iterable[str] | None = None, ignore: Iterable[str] | None = None
+    rules: Sequence[type[Rule]],
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
 ) -> frozenset[str]:
-    """Codes enabled by ``select`` minus ``ignore``; both match by prefix (``HS1`` = HS1xx).
+    """Codes of ``rules`` enabled by ``select`` minus ``ignore``; both match by prefix
+    (``HS1`` = HS1xx).
 
     Opt-in rules (HS104, guessed findings) are selected only by their full code:
     ``HS1`` is HS101-HS103 and HS111-HS114, ``HS1,HS104`` adds the guesses.
@@ -67,7 +54,6 @@ def select_codes(
     Raises:
         UsageError: a prefix that matches no rule, e.g. ``HS9``.
     """
-    rules = all_rules()
     codes = [rule.code for rule in rules]
     defaults = {rule.code for rule in rules if rule.default}
     chosen = set(_match(select, codes, defaults)) if select else defaults
@@ -93,16 +79,6 @@ def _match(
     return out
 
 
-def _load_rules() -> None:
-    # Importing the rule modules registers their classes.
-    from hookscope.lint.csharp import rules  # noqa: F401
-    from hookscope.lint.python.rules import (
-        forward,  # noqa: F401
-        hooks,  # noqa: F401
-    )
-
-
-@register
 class UnreadableFileRule(Rule):
     """HS000: a file that cannot be read or parsed; the scan goes on."""
 
@@ -113,3 +89,12 @@ class UnreadableFileRule(Rule):
     )
     severity = "error"
     language = "any"
+
+
+def unreadable(path: str, reason: str, codes: frozenset[str], line: int = 1) -> list[Finding]:
+    """The HS000 finding of a file that cannot be read (none when HS000 is not selected)."""
+    if UnreadableFileRule.code not in codes:
+        return []
+    rule = UnreadableFileRule
+    message = rule.message.format(reason=reason)
+    return [Finding(path, line, 1, line, 1, rule.code, message, rule.severity)]

@@ -1,19 +1,16 @@
-"""Read a source file safely and decode it the way Python does, reversibly.
+"""Read a source file safely; `Source` keeps what is needed to write it back unchanged.
 
 Only regular files are read (a FIFO would block, ``/dev/zero`` never ends), and
-never more than ``max_bytes``. Python text is decoded like the interpreter does
-it — a UTF-8 byte-order mark, or the encoding a coding cookie declares — and
-lines ending in a lone ``\\r`` are read as lines. `Source.encode` turns a (fixed)
+never more than ``max_bytes``. Each front end decodes the bytes its own way
+(Python: `hookscope.lint.python.parse.decode`); `Source.encode` turns a (fixed)
 text back into bytes of the same encoding, mark and line endings.
 """
 
 from __future__ import annotations
 
 import codecs
-import io
 import os
 import stat
-import tokenize
 from dataclasses import dataclass
 
 DEFAULT_MAX_FILE_SIZE = 10_000_000  # bytes; the biggest real Python sources are a few MB
@@ -80,7 +77,7 @@ def _too_large(size: int, limit: int) -> str:
 
 @dataclass(frozen=True)
 class Source:
-    """Decoded Python source and what is needed to write it back unchanged.
+    """Decoded source and what is needed to write it back unchanged.
 
     Attributes:
         text: the text, without byte-order mark, lone ``\\r`` line ends read as ``\\n``.
@@ -100,27 +97,3 @@ class Source:
             text = text.replace("\n", "\r")
         data = text.encode(self.encoding)
         return codecs.BOM_UTF8 + data if self.bom else data
-
-
-def decode_python(data: bytes) -> Source:
-    """Decode Python source bytes as the interpreter does.
-
-    Raises:
-        UnicodeDecodeError: the bytes are not valid in the declared encoding.
-        SyntaxError: a byte-order mark contradicts the coding cookie.
-        LookupError: the cookie names an unknown encoding.
-    """
-    bom = data.startswith(codecs.BOM_UTF8)
-    if bom:
-        data = data[len(codecs.BOM_UTF8) :]
-    try:
-        encoding, text = "utf-8", data.decode("utf-8")
-    except UnicodeDecodeError:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        if bom and encoding != "utf-8":
-            raise SyntaxError(f"a UTF-8 byte-order mark with a {encoding!r} cookie") from None
-        text = data.decode(encoding)
-    cr_only = "\r" in text and "\n" not in text
-    if cr_only:
-        text = text.replace("\r", "\n")
-    return Source(text, encoding, bom, cr_only)

@@ -11,8 +11,8 @@ import bisect
 import re
 from collections.abc import Iterator
 
-# (name, return annotation or "", names every return calls or (), "path:line")
-FunctionEntry = tuple[str, str, tuple[str, ...], str]
+from hookscope.lint.engine.index import FunctionEntry
+
 # Offsets in a file and the numbers of their lines, ascending: where counting may resume.
 Lines = tuple[list[int], list[int]]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from hookscope.lint.engine.index import ImportLists
 from hookscope.lint.engine.source import DEFAULT_MAX_FILE_SIZE
 
 # ``from pkg.mod import a, b as c`` or ``from .mod import (\n a,\n b,\n)``.
@@ -18,10 +19,6 @@ from hookscope.lint.engine.source import DEFAULT_MAX_FILE_SIZE
 # only adds a file to look at.)
 _FROM_IMPORT = re.compile(rb"from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)")
 _COMMENT = re.compile(rb"#[^\n]*")
-
-# (file relative to the root, the text of its from-import lists one a line, the modules
-# they import from one a line)
-ImportLists = tuple[str, bytes, bytes]
 
 
 def import_lists(data: bytes, where: str) -> ImportLists | None:

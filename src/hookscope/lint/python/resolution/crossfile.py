@@ -19,11 +19,11 @@ from hookscope.lint.engine.index import FunctionEntry, defined_in
 from hookscope.lint.engine.source import (
     DEFAULT_MAX_FILE_SIZE,
     Unreadable,
-    decode_python,
     read_bytes,
 )
 from hookscope.lint.python.facts import known
 from hookscope.lint.python.parse.bindings import dotted, returned
+from hookscope.lint.python.parse.decode import decode_python
 from hookscope.lint.python.parse.pyfile import PyFile, Scope
 from hookscope.lint.python.resolution.kinds import MAX_DEPTH, UNKNOWN, Kind, Resolved
 

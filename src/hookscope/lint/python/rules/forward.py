@@ -7,7 +7,6 @@ import re
 from collections.abc import Iterator
 
 from hookscope.lint.engine.findings import Edit, Finding
-from hookscope.lint.engine.registry import register
 from hookscope.lint.python.facts import known
 from hookscope.lint.python.parse.bindings import dotted
 from hookscope.lint.python.parse.pyfile import CallSite, PyFile, Scope
@@ -37,7 +36,6 @@ def drop_forward(pyfile: PyFile, func: ast.Attribute) -> tuple[Edit, ...]:
     return (Edit(line, col, end_line, end_col, ""),)
 
 
-@register
 class ForwardCallRule(PythonRule):
     """HS101: ``module.forward(x)`` skips that module's hooks."""
 
@@ -66,7 +64,6 @@ class ForwardCallRule(PythonRule):
             )
 
 
-@register
 class GuessedForwardCallRule(PythonRule):
     """HS104: a ``.forward(...)`` call that may skip hooks (receiver type guessed)."""
 
@@ -218,7 +215,6 @@ def _is_self(node: ast.expr, site: CallSite) -> bool:
     return isinstance(node, ast.Name) and node.id == site.scope.self_name
 
 
-@register
 class SelfForwardRule(PythonRule):
     """HS102: ``self.forward(x)`` outside ``forward``/``__call__`` skips the module's own hooks
     (and inside an own ``__call__`` that replaces ``Module.__call__``: see `entry`)."""
@@ -338,7 +334,6 @@ def _self_forward_calls(analysis: Analysis) -> Iterator[tuple[CallSite, ast.Attr
         yield site, func, replaced
 
 
-@register
 class SuperOtherRule(PythonRule):
     """HS103: ``super(Cls, other).forward(x)`` runs ``other``'s parent forward without hooks."""
 
@@ -415,3 +410,6 @@ def _own_type_on_self(scope: Scope, cls_arg: ast.expr, other: ast.expr) -> bool:
         return False
     args = [*node.args.posonlyargs, *node.args.args]
     return bool(args) and args[0].arg == "self"
+
+
+RULES = (ForwardCallRule, GuessedForwardCallRule, SelfForwardRule, SuperOtherRule)

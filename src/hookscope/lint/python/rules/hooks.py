@@ -6,7 +6,6 @@ import ast
 from collections.abc import Iterator
 
 from hookscope.lint.engine.findings import Finding
-from hookscope.lint.engine.registry import register
 from hookscope.lint.python.parse.bindings import child_nodes, dotted, walk
 from hookscope.lint.python.parse.pyfile import CallSite, Scope
 from hookscope.lint.python.rules.analysis import Analysis, PythonRule, attribute_name_edit
@@ -54,7 +53,6 @@ def hook_registrations(analysis: Analysis) -> Iterator[tuple[CallSite, str]]:
             yield site, name
 
 
-@register
 class DiscardedHandleRule(PythonRule):
     """HS111: the handle of a registered hook is thrown away."""
 
@@ -71,7 +69,6 @@ class DiscardedHandleRule(PythonRule):
                 yield analysis.finding(type(self), site.node, call=f"{name}(...)")
 
 
-@register
 class HookInLoopRule(PythonRule):
     """HS112: hooks registered in a loop and never removed pile up."""
 
@@ -176,7 +173,6 @@ def _local_names(scope: Scope) -> set[str]:
     return names
 
 
-@register
 class DeprecatedBackwardHookRule(PythonRule):
     """HS113: ``register_backward_hook`` is deprecated and misses parts of ``grad_input``."""
 
@@ -196,7 +192,6 @@ class DeprecatedBackwardHookRule(PythonRule):
                 yield analysis.finding(type(self), site.node, edits=edits, name=name, new=new)
 
 
-@register
 class HookAfterCompileRule(PythonRule):
     """HS114: a hook registered on a module after it went through ``torch.compile``."""
 
@@ -243,3 +238,6 @@ def _compile_targets(site: CallSite) -> list[str]:
     if isinstance(site.parent, ast.Assign):
         targets.extend(dotted(t) or "" for t in site.parent.targets)
     return [t for t in targets if t]
+
+
+RULES = (DiscardedHandleRule, HookInLoopRule, DeprecatedBackwardHookRule, HookAfterCompileRule)

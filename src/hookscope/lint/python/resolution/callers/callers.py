@@ -23,9 +23,9 @@ import weakref
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Literal
 
-from hookscope.lint.engine.index import defined_in
+from hookscope.lint.engine.index import ImportLists, defined_in
 from hookscope.lint.engine.source import DEFAULT_MAX_FILE_SIZE, Unreadable, read_bytes
-from hookscope.lint.python.index.importlists import ImportLists, import_lists
+from hookscope.lint.python.index.importlists import import_lists
 from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.crossfile import foreign_file
 from hookscope.lint.python.resolution.kinds import NAMESPACE, Kind, Resolved, agreed
