@@ -13,7 +13,7 @@ from typing import Protocol
 
 from hookscope.lint.engine.index import ClassIndex
 from hookscope.lint.python.parse.bindings import Binding
-from hookscope.lint.python.parse.pyfile import PyFile, Scope
+from hookscope.lint.python.parse.pyfile import CallSite, PyFile, Scope
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -78,3 +78,16 @@ class Context(Protocol):
 
     def class_looks_like_module(self, cls: ast.ClassDef) -> bool:
         """Whether a same-file class's body shows it is a module."""
+
+    def passed(self, argument: ast.expr, call: ast.Call, caller: Scope, depth: int) -> Resolved:
+        """What ``argument`` of ``call`` (in ``caller``) is: resolved, or a module by the
+        caller's own use of it."""
+
+    def evidence(self, receiver: ast.expr, site: CallSite) -> Resolved | None:
+        """What the code around ``site`` says of an unresolved ``receiver``."""
+
+    def used_as_module(self, receiver: ast.expr, scope: Scope) -> Resolved | None:
+        """A module, when ``scope`` uses ``receiver`` as only a module is used."""
+
+    def submodule(self, receiver: ast.expr, site: CallSite) -> Resolved | None:
+        """A module, when ``receiver`` is an attribute (or element) of a module instance."""

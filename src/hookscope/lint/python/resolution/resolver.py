@@ -32,7 +32,7 @@ from hookscope.lint.python.parse.bindings import (
     returned,
     scope_bindings,
 )
-from hookscope.lint.python.parse.pyfile import PyFile, Scope
+from hookscope.lint.python.parse.pyfile import CallSite, PyFile, Scope
 from hookscope.lint.python.parse.reach import (
     declared_global,
     in_own_value,
@@ -44,9 +44,9 @@ from hookscope.lint.python.parse.reach import (
 from hookscope.lint.python.resolution.attributes import class_attr, in_subclasses, is_none_binding
 from hookscope.lint.python.resolution.bodies import returned_module
 from hookscope.lint.python.resolution.callers.autograd import saved_on_ctx
-from hookscope.lint.python.resolution.callers.passing import (
+from hookscope.lint.python.resolution.callers.passing import given_by_callers, passed
+from hookscope.lint.python.resolution.callers.signatures import (
     calls_by_name,
-    given_by_callers,
     says_nothing,
     unpacked,
 )
@@ -60,6 +60,11 @@ from hookscope.lint.python.resolution.crossfile import (
     import_origin,
     imported_name,
     module_function,
+)
+from hookscope.lint.python.resolution.evidence.evidence import (
+    from_context,
+    submodule,
+    used_as_module,
 )
 from hookscope.lint.python.resolution.kinds import (
     MAX_DEPTH,
@@ -413,3 +418,20 @@ class Resolver(ClassKinds):
     def annotation(self, node: ast.expr) -> Resolved:
         """The kind of a value annotated with ``node``."""
         return annotation_kind(self, node)
+
+    # -- what the code around says ------------------------------------------
+    def passed(self, argument: ast.expr, call: ast.Call, caller: Scope, depth: int) -> Resolved:
+        """What ``argument`` of ``call`` is (`passing.passed`)."""
+        return passed(self, argument, call, caller, depth)
+
+    def evidence(self, receiver: ast.expr, site: CallSite) -> Resolved | None:
+        """What the code around ``site`` says of ``receiver`` (`evidence.from_context`)."""
+        return from_context(self, receiver, site)
+
+    def used_as_module(self, receiver: ast.expr, scope: Scope) -> Resolved | None:
+        """A module by its use in ``scope`` (`evidence.used_as_module`)."""
+        return used_as_module(self, receiver, scope)
+
+    def submodule(self, receiver: ast.expr, site: CallSite) -> Resolved | None:
+        """A module as an attribute of a module (`evidence.submodule`)."""
+        return submodule(self, receiver, site)

@@ -19,12 +19,12 @@ import os
 import re
 from typing import TYPE_CHECKING
 
-from hookscope.lint.python.resolution.callers.callers import (
+from hookscope.lint.python.resolution.callers.importers import (
     MAX_IMPORTERS,
     importers,
     module_importers,
 )
-from hookscope.lint.python.resolution.callers.passing import used_here
+from hookscope.lint.python.resolution.callers.signatures import used_here
 from hookscope.lint.python.resolution.crossfile import foreign_file
 from hookscope.lint.python.resolution.kinds import Kind
 from hookscope.lint.python.rules.analysis import Analysis

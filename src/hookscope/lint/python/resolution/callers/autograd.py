@@ -15,7 +15,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from hookscope.lint.python.parse.pyfile import Scope
-from hookscope.lint.python.resolution.callers.callers import MAX_IMPORTERS, importers
+from hookscope.lint.python.resolution.callers.importers import MAX_IMPORTERS, importers
 from hookscope.lint.python.resolution.callers.instances import add_passed
 from hookscope.lint.python.resolution.classes import base_names
 from hookscope.lint.python.resolution.crossfile import foreign_file, import_origin

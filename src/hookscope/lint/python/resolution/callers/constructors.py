@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from hookscope.lint.python.parse.pyfile import PyFile, Scope
-from hookscope.lint.python.resolution.callers.callers import (
+from hookscope.lint.python.resolution.callers.importers import (
     MAX_IMPORTERS,
     Site,
     import_froms,

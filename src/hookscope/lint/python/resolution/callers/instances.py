@@ -20,12 +20,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from hookscope.lint.python.parse.pyfile import PyFile, Scope
-from hookscope.lint.python.resolution.callers.callers import (
+from hookscope.lint.python.resolution.callers.importers import (
     MAX_IMPORTERS,
     handed_on,
     importers,
     module_importers,
 )
+from hookscope.lint.python.resolution.callers.signatures import argument_for, left_none
 from hookscope.lint.python.resolution.classes import base_names
 from hookscope.lint.python.resolution.crossfile import foreign_file
 from hookscope.lint.python.resolution.kinds import Kind, Resolved, agreed
@@ -53,11 +54,6 @@ def given_to_instances(
 def _given(
     resolver: Context, func: Function, scope: Scope, name: str, depth: int
 ) -> Resolved | None:
-    from hookscope.lint.python.resolution.callers.passing import (  # (passing imports this)
-        argument_for,
-        left_none,
-        passed,
-    )
 
     cls = scope.cls
     params = [*func.args.posonlyargs, *func.args.args]
@@ -81,7 +77,7 @@ def _given(
                 continue  # ``None`` there (``prompt=None``): that call reaches no ``.forward``
             if argument is None:
                 return None
-            result = passed(owner, argument, call, caller, depth)
+            result = owner.passed(argument, call, caller, depth)
             if result.kind is Kind.UNKNOWN or result.is_class:
                 return None
             results.append((call, owner.file.path, result))
@@ -186,17 +182,12 @@ def add_passed(
     """Add to ``results`` what the call of ``site`` (in ``other``) passes to the parameter
     ``name`` of ``func`` (``skip`` parameters not passed), unless it leaves its default
     ``None`` (that call reaches no ``.forward``); ``False`` when that is not known."""
-    from hookscope.lint.python.resolution.callers.passing import (  # (passing imports this)
-        argument_for,
-        left_none,
-        passed,
-    )
 
     call, caller = site
     argument = argument_for(func, skip, call, name)
     if argument is None:
         return left_none(func, skip, call, name)
-    result = passed(other, argument, call, caller, depth)
+    result = other.passed(argument, call, caller, depth)
     if result.kind is Kind.UNKNOWN or result.is_class:
         return False
     results.append((call, other.file.path, result))

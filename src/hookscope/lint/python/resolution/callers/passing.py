@@ -1,31 +1,19 @@
-"""What calls say about the values they pass and return: parameters, call sites, tuples.
+"""Given by every caller: an unannotated parameter from what the calls of its function pass.
 
-Two pieces of evidence a reader accepts when a value's own type is not written:
-
-- **declared by the callee**: ``eval_mode(net)`` where the project declares
-  ``def eval_mode(*nets: nn.Module)``: ``net`` is a module (a type-correct program
-  passes one). The callee is a function or method of the same file, a function of
-  another project file (found through the index, parsed on demand), or a project
-  class (the parameters of its ``__init__``);
-- **unpacked from a return**: ``task, model = build(...)`` where every ``return`` of
-  the project function ``build`` is a tuple: ``model`` is what its element 1 is;
-- **given by every caller**: an unannotated parameter ``def check(model)`` is a
-  module when the file calls ``check`` at least once and every call passes a value
-  that resolves to a module instance (an instance of one plain class: that class,
-  whose attributes then resolve). Only calls in the same file count (a name
-  used nowhere else), and only once the whole file was parsed.
+``def check(model)`` is a module when the file calls ``check`` at least once and every
+call passes a value that resolves to a module instance (an instance of one plain class:
+that class, whose attributes then resolve). Only calls in the same file count (a name
+used nowhere else), and only once the whole file was parsed; a function the file never
+calls is asked of the callers in other files (`callers`), of the instances of its class
+(`instances`), of ``Function.apply`` (`autograd`) and of ``register_*_hook`` (`registered`).
 """
 
 from __future__ import annotations
 
 import ast
-import weakref
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from hookscope.lint.python.facts import known
-from hookscope.lint.python.parse.bindings import Binding, child_nodes, dotted, returned
-from hookscope.lint.python.parse.pyfile import CallSite, PyFile, Scope
+from hookscope.lint.python.parse.pyfile import CallSite, Scope
 from hookscope.lint.python.resolution.callers.autograd import applied
 from hookscope.lint.python.resolution.callers.callers import given_in_other_files
 from hookscope.lint.python.resolution.callers.instances import (
@@ -33,39 +21,23 @@ from hookscope.lint.python.resolution.callers.instances import (
     given_to_instances,
     given_to_method,
 )
+from hookscope.lint.python.resolution.callers.signatures import (
+    argument_for,
+    is_none,
+    left_none,
+    used_here,
+)
 from hookscope.lint.python.resolution.calls.callees import callee_is, runs_another, skipped
 from hookscope.lint.python.resolution.calls.forwarded import through_varargs
 from hookscope.lint.python.resolution.calls.partials import bound_by_partials
 from hookscope.lint.python.resolution.calls.registered import hooked_module
-from hookscope.lint.python.resolution.crossfile import foreign_function, import_origin
-from hookscope.lint.python.resolution.kinds import UNKNOWN, Kind, Resolved, agreed
-from hookscope.lint.python.resolution.methods import find_method, is_staticmethod
+from hookscope.lint.python.resolution.kinds import Kind, Resolved, agreed
+from hookscope.lint.python.resolution.methods import is_staticmethod
 
 if TYPE_CHECKING:
     from hookscope.lint.python.resolution.context import Context
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
-
-
-def declared_by_callee(
-    resolver: Context, call: ast.Call, argument: ast.expr, scope: Scope
-) -> Resolved | None:
-    """``argument`` of ``call`` is a module because the callee's parameter says so."""
-    found = callee_of(resolver, call, scope)
-    if found is None:
-        return None
-    owner, func, skip = found
-    param = parameter_of(func, skip, call, argument)
-    if param is None or param.annotation is None:
-        return None
-    declared = owner.annotation(param.annotation)
-    if declared.kind is not Kind.MODULE or declared.is_class:
-        return None
-    shown = " ".join(ast.unparse(param.annotation).split())
-    where = f"{owner.file.path}:{func.lineno}"
-    return Resolved(
-        Kind.MODULE, via=f"passed to {func.name}({param.arg}: {shown}) declared at {where}"
-    )
 
 
 def given_by_callers(resolver: Context, func: Function, name: str, depth: int) -> Resolved | None:
@@ -105,20 +77,6 @@ def given_by_callers(resolver: Context, func: Function, name: str, depth: int) -
     return given_in_other_files(resolver, func, scope, name, depth)
 
 
-def used_here(resolver: Context, callee: str) -> bool:
-    """Whether the file names ``callee`` other than in ``super(...)``, ``isinstance(...)``
-    / ``issubclass(...)`` and annotations (where naming a class calls nothing)."""
-    resolver.calls_named(callee)  # (its walk of the file records the names used)
-    used = _USED.get(resolver.file.tree)
-    return used is None or callee in used
-
-
-# tree -> the names it uses outside the places `used_here` ignores, as `calls_by_name`
-# found them (kept while the tree lives)
-_USED: weakref.WeakKeyDictionary[ast.AST, set[str]] = weakref.WeakKeyDictionary()
-_INERT_CALLS = ("super", "isinstance", "issubclass")
-
-
 def _given_here(
     resolver: Context, func: Function, scope: Scope, callee: str, name: str, depth: int
 ) -> Resolved | None:
@@ -136,8 +94,8 @@ def _given_here(
     for call, caller in calls:
         passes = skipped(resolver, (call, caller), func, skip)  # ``Base.m(self, model)``
         argument = argument_for(func, passes, call, name)
-        if argument is None or _is_none(argument):
-            if left_none(func, passes, call, name) or _is_none(argument):
+        if argument is None or is_none(argument):
+            if left_none(func, passes, call, name) or is_none(argument):
                 continue  # ``None`` there: that call never reaches a ``.forward``
             forwarded = through_varargs(resolver, func, passes, call, caller, name, depth)
             if forwarded is None:
@@ -153,111 +111,6 @@ def _given_here(
     return agreed(results, "every call", name)
 
 
-def unpacked(
-    resolver: Context, value: ast.expr, position: int, scope: Scope, depth: int
-) -> Resolved:
-    """Element ``position`` of what ``value`` (a call of a project function) returns, when
-    every ``return`` of that function is a tuple."""
-    if not isinstance(value, ast.Call):
-        return UNKNOWN
-    found = callee_of(resolver, value, scope)
-    if found is None:
-        return _handed_back(resolver, value, position, scope, depth)
-    owner, func, _ = found
-    returns, yields = returned(func)
-    if yields:
-        return UNKNOWN
-    return tuple_element(owner, func, returns, position, depth, f"{func.name}() returns")
-
-
-def tuple_element(
-    owner: Context,
-    func: ast.FunctionDef | ast.AsyncFunctionDef,
-    values: list[ast.expr],
-    position: int,
-    depth: int,
-    what: str,
-) -> Resolved:
-    """Element ``position`` of ``values`` (what ``func`` hands back: ``what`` says how)
-    when each of them is a tuple that long, else `UNKNOWN`."""
-    elements = [
-        v.elts[position]
-        for v in values
-        if isinstance(v, ast.Tuple)
-        and position < len(v.elts)
-        and not any(isinstance(e, ast.Starred) for e in v.elts)
-    ]
-    if not values or len(elements) != len(values):
-        return UNKNOWN
-    result = owner.combine([Binding("value", e, func) for e in elements], depth + 1)
-    if result.kind is Kind.UNKNOWN:
-        return result
-    where = f"{owner.file.path}:{func.lineno}"
-    shown = f"element {position} of what {what} at {where}"
-    return replace(result, via=f"{shown} ({result.via})" if result.via else shown)
-
-
-def _handed_back(
-    resolver: Context, call: ast.Call, position: int, scope: Scope, depth: int
-) -> Resolved:
-    """Element ``position`` of ``accelerator.prepare(model, opt)``-like calls, which hand
-    back their arguments in order: a module when that argument is one. (Element 0 of
-    ``deepspeed.initialize(...)`` is always one: `known.FIRST_IS_MODULE`.)"""
-    func = call.func
-    last = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-    path = dotted(func) or ""
-    if position == 0 and path and import_origin(resolver, path, scope) in known.FIRST_IS_MODULE:
-        origin = import_origin(resolver, path, scope)
-        return Resolved(Kind.MODULE, name=last, via=f"element 0 of {origin}(...) is a module")
-    args = call.args
-    if (
-        last not in known.PASS_THROUGH_TUPLES
-        or position >= len(args)
-        or any(isinstance(a, ast.Starred) for a in args)
-    ):
-        return UNKNOWN
-    given = resolver.resolve(args[position], scope, depth + 1)
-    if given.kind is not Kind.MODULE or given.is_class:
-        return UNKNOWN
-    shown = f" ({given.via})" if given.via else ""
-    return replace(given, via=f"{last}(...) hands back argument {position}, a module{shown}")
-
-
-def callee_of(
-    resolver: Context, call: ast.Call, scope: Scope
-) -> tuple[Context, Function, int] | None:
-    """The function ``call`` runs, the resolver of its file, and the parameters that the
-    call fills implicitly (1 for ``self``/``cls`` of a bound method)."""
-    found = resolver.resolve(call.func, scope)
-    if found.is_class and found.name:  # a constructor: the parameters of __init__
-        located = find_method(resolver, found.name.rsplit(".", 1)[-1], "__init__")
-        return None if located is None else (*located, 1)
-    if found.function is not None:
-        owner, func = resolver, found.function
-    elif found.factory:
-        located = foreign_function(resolver, found.factory)
-        if located is None:
-            return None
-        owner, func = located
-    else:
-        return None
-    defined = owner.file.scopes.get(id(func))
-    bound = isinstance(call.func, ast.Attribute) and defined is not None and defined.self_name
-    return owner, func, 1 if bound else 0
-
-
-def says_nothing(binding: Binding) -> bool:
-    """A parameter binding that tells nothing of the value: no annotation, or ``Any`` /
-    ``object`` (``def __init__(self, classifier: Any)``), so its callers must tell."""
-    if binding.kind == "opaque":
-        return binding.expr is None
-    if binding.kind != "annotation" or binding.expr is None:
-        return False
-    if not isinstance(binding.owner, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return False
-    return (dotted(binding.expr) or "").rsplit(".", 1)[-1] in ("Any", "object")
-
-
 def _called_as(func: Function, scope: Scope | None) -> str:
     """The name calls of ``func`` are written with: its own, or its class's for the
     ``__init__`` of a class of this file (``Runner(net)`` runs ``Runner.__init__``)."""
@@ -266,21 +119,6 @@ def _called_as(func: Function, scope: Scope | None) -> str:
     if scope is None or scope.cls is None or scope.method is not func:
         return ""
     return scope.cls.name
-
-
-def parameter_of(func: Function, skip: int, call: ast.Call, argument: ast.expr) -> ast.arg | None:
-    """The parameter of ``func`` that ``argument`` of ``call`` is bound to."""
-    params = [*func.args.posonlyargs, *func.args.args][skip:]
-    for position, arg in enumerate(call.args):
-        if isinstance(arg, ast.Starred):
-            return None  # the positions after it are unknown
-        if arg is argument:
-            return params[position] if position < len(params) else func.args.vararg
-    for keyword in call.keywords:
-        if keyword.value is argument and keyword.arg is not None:
-            named = [*func.args.args[skip:], *func.args.kwonlyargs]
-            return next((p for p in named if p.arg == keyword.arg), None)
-    return None
 
 
 def passed(
@@ -294,110 +132,12 @@ def passed(
     result = resolver.resolve(argument, caller, depth + 1)
     if result.kind is not Kind.UNKNOWN or result.is_class:
         return result
-    from hookscope.lint.python.resolution.evidence.evidence import (  # (they import this module)
-        submodule,
-        used_as_module,
-    )
-
     if isinstance(argument, (ast.Name, ast.Attribute)):
         # ``model.train()`` ... ``self.train_step(model, batch)``: the caller's own use
-        used = used_as_module(resolver, argument, caller)
+        used = resolver.used_as_module(argument, caller)
         if used is not None:
             return used
     if not isinstance(argument, ast.Attribute):
         return result
     site = CallSite(call, call, caller, (), None)
-    return submodule(resolver, argument, site) or result
-
-
-def _is_none(node: ast.expr | None) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None
-
-
-def left_none(func: Function, skip: int, call: ast.Call, name: str) -> bool:
-    """Whether ``call`` leaves the parameter ``name`` of ``func`` at its default ``None``
-    (``def evaluate(x, lpips_model=None)`` called as ``evaluate(x)``)."""
-    args = func.args
-    positional = [*args.posonlyargs, *args.args]
-    defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults))
-    pairs = list(zip(positional, [*defaults, *args.defaults], strict=True))
-    pairs += list(zip(args.kwonlyargs, args.kw_defaults, strict=True))
-    default = next((d for p, d in pairs if p.arg == name), None)
-    if not _is_none(default) or any(isinstance(a, ast.Starred) for a in call.args):
-        return False
-    if any(k.arg is None or k.arg == name for k in call.keywords):
-        return False  # ``**kwargs`` may hold it
-    names = [p.arg for p in positional[skip:]]
-    return name not in names or names.index(name) >= len(call.args)
-
-
-def argument_for(func: Function, skip: int, call: ast.Call, name: str) -> ast.expr | None:
-    """The value ``call`` passes to the parameter ``name`` of ``func`` (``None``: unknown,
-    a default, or passed through ``*args``/``**kwargs``)."""
-    for keyword in call.keywords:
-        if keyword.arg == name:
-            return keyword.value
-    params = [p.arg for p in [*func.args.posonlyargs, *func.args.args][skip:]]
-    if name not in params:
-        return None
-    position = params.index(name)
-    before = call.args[: position + 1]
-    if any(isinstance(a, ast.Starred) for a in before) or position >= len(call.args):
-        return None
-    return call.args[position]
-
-
-def calls_by_name(pyfile: PyFile) -> dict[str, list[tuple[ast.Call, Scope]]]:
-    """Every call in the file by the last name of its callee, with the calling scope.
-
-    A name that is also used other than as a callee (``callbacks.append(check)``,
-    ``fn = self.check``) maps to ``None``: its calls cannot all be seen. (Such uses
-    outside annotations and ``super``/``isinstance``/``issubclass`` arguments are kept
-    for `used_here`.)
-    """
-    out: dict[str, list[tuple[ast.Call, Scope]]] = {}
-    escaped: set[str] = set()
-    used: set[str] = set()
-    inert: set[int] = set()
-    stack: list[tuple[ast.AST, Scope]] = [(pyfile.tree, pyfile.scopes[id(pyfile.tree)])]
-    callees: set[int] = set()
-    while stack:
-        node, scope = stack.pop()
-        if isinstance(node, ast.Call):
-            func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if name:
-                out.setdefault(name, []).append((node, scope))
-                callees.add(id(func))
-            if isinstance(func, ast.Name) and func.id in _INERT_CALLS:
-                inert.update(id(a) for a in node.args)
-        elif isinstance(node, (ast.Name, ast.Attribute)) and id(node) not in callees:
-            escaped.add(node.id if isinstance(node, ast.Name) else node.attr)
-            if id(node) not in inert:
-                used.add(node.id if isinstance(node, ast.Name) else node.attr)
-        if isinstance(node, _ANNOTATED):
-            _mark_annotations(node, inert)
-        children = child_nodes(node)
-        if id(node) in inert:
-            inert.update(id(child) for child in children)
-        inner = pyfile.scopes.get(id(node), scope)
-        stack.extend([(child, inner) for child in children])
-    _USED[pyfile.tree] = used
-    return {
-        name: sorted(calls, key=lambda c: (c[0].lineno, c[0].col_offset))
-        for name, calls in out.items()
-        if name not in escaped
-    }
-
-
-_ANNOTATED = (ast.arg, ast.FunctionDef, ast.AsyncFunctionDef, ast.AnnAssign)
-
-
-def _mark_annotations(node: ast.AST, inert: set[int]) -> None:
-    """Add the ids of ``node``'s annotation subtrees (which name classes, call nothing)."""
-    if isinstance(node, ast.arg) and node.annotation is not None:
-        inert.add(id(node.annotation))
-    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns:
-        inert.add(id(node.returns))
-    elif isinstance(node, ast.AnnAssign):
-        inert.add(id(node.annotation))
+    return resolver.submodule(argument, site) or result

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from hookscope.lint.python.facts import known, libraries
 from hookscope.lint.python.parse.bindings import dotted, returned
 from hookscope.lint.python.parse.pyfile import Scope
-from hookscope.lint.python.resolution.callers.passing import argument_for
+from hookscope.lint.python.resolution.callers.signatures import argument_for
 from hookscope.lint.python.resolution.calls.registries import built_by_registry, is_registry_call
 from hookscope.lint.python.resolution.crossfile import (
     factory_returns,

@@ -55,10 +55,6 @@ def _at_vararg(
     resolver: Context, wrapper: Function, scope: Scope, item: int, depth: int
 ) -> Resolved | None:
     """What every call of ``wrapper`` in this file passes as item ``item`` of its ``*args``."""
-    from hookscope.lint.python.resolution.callers.passing import (
-        passed,  # (passing imports this module)
-    )
-
     calls = [
         c
         for c in resolver.calls_named(wrapper.name)
@@ -77,7 +73,7 @@ def _at_vararg(
             isinstance(a, ast.Starred) for a in call.args[: index + 1]
         ):
             return None
-        result = passed(resolver, call.args[index], call, where, depth + 1)
+        result = resolver.passed(call.args[index], call, where, depth + 1)
         if result.kind is Kind.UNKNOWN or result.is_class:
             return None
         results.append((call, resolver.file.path, result))

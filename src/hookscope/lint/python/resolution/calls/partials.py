@@ -6,6 +6,7 @@ import ast
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from hookscope.lint.python.resolution.callers.signatures import argument_for
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
 
 if TYPE_CHECKING:
@@ -19,10 +20,6 @@ def bound_by_partials(resolver: Context, func: Function, name: str, depth: int) 
     (``functools.partial(_gradient, implicit_function)``): what every ``partial`` binds
     to it, when they all bind the same kind (an argument the binding function itself uses
     as a module counts as one, as for a call)."""
-    from hookscope.lint.python.resolution.callers.passing import (  # (passing imports this module)
-        argument_for,
-        passed,
-    )
 
     partials = [
         (call, caller)
@@ -41,7 +38,7 @@ def bound_by_partials(resolver: Context, func: Function, name: str, depth: int) 
         if argument is None:
             return None
         # (resolved, or a module by the binding function's own use: ``model.parameters()``)
-        result = passed(resolver, argument, call, caller, depth)
+        result = resolver.passed(argument, call, caller, depth)
         if result.kind is Kind.UNKNOWN or result.is_class:
             return None
         results.append(result)

@@ -25,10 +25,6 @@ def alias_used_as_module(resolver: Context, receiver: ast.expr, scope: Scope) ->
     name (``_model = model`` in each branch) that the binding scope uses as a module."""
     if not isinstance(receiver, ast.Name):
         return None
-    from hookscope.lint.python.resolution.evidence.evidence import (
-        used_as_module,  # (evidence imports this module)
-    )
-
     current: Scope | None = scope
     while current is not None:
         if not isinstance(current.node, ast.ClassDef):
@@ -40,7 +36,7 @@ def alias_used_as_module(resolver: Context, receiver: ast.expr, scope: Scope) ->
                 value = bindings[0].expr
                 if not isinstance(value, ast.Name) or value.id == receiver.id:
                     return None
-                used = used_as_module(resolver, value, current)
+                used = resolver.used_as_module(value, current)
                 if used is None or used.kind is not Kind.MODULE:
                     return None
                 return Resolved(
@@ -58,10 +54,6 @@ def attribute_alias(resolver: Context, receiver: ast.expr, site: CallSite) -> Re
     says of that attribute (``self.mdl`` of a module is a submodule) holds for the name."""
     if not isinstance(receiver, ast.Name):
         return None
-    from hookscope.lint.python.resolution.evidence.evidence import (
-        from_context,  # (evidence imports this module)
-    )
-
     bindings = resolver.bindings_of(site.scope.node).get(receiver.id, [])
     if not bindings or any(
         b.kind != "value" or not isinstance(b.expr, ast.Attribute) for b in bindings
@@ -72,7 +64,7 @@ def attribute_alias(resolver: Context, receiver: ast.expr, site: CallSite) -> Re
         return None
     if dotted(value) is None:
         return None  # only ``a.b.c`` chains: a call's attribute is another value each time
-    found = from_context(resolver, value, site)
+    found = resolver.evidence(value, site)
     if found is None or found.kind is not Kind.MODULE:
         return None
     shown = ast.unparse(value)

@@ -32,7 +32,7 @@ from hookscope.lint.python.facts import known
 from hookscope.lint.python.facts.frameworks import other_framework_file
 from hookscope.lint.python.parse.bindings import Binding, class_attributes, dotted
 from hookscope.lint.python.parse.pyfile import CallSite, Scope
-from hookscope.lint.python.resolution.callers.passing import (
+from hookscope.lint.python.resolution.callers.signatures import (
     callee_of,
     declared_by_callee,
     parameter_of,

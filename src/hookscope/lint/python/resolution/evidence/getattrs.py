@@ -38,10 +38,6 @@ def is_getattr(node: ast.expr) -> TypeGuard[ast.Call]:
 def picked_submodule(resolver: Context, call: ast.Call, site: CallSite) -> Resolved | None:
     """``getattr(obj, <name>)`` where every attribute ``<name>`` can be (`attribute_names`)
     is a module or, unresolved, a submodule of ``obj``; ``None`` otherwise."""
-    from hookscope.lint.python.resolution.evidence.evidence import (
-        submodule,  # (evidence imports this module)
-    )
-
     obj, name = call.args[0], call.args[1]
     names = attribute_names(resolver, obj, name, site.scope, 0)
     if not names:
@@ -53,7 +49,7 @@ def picked_submodule(resolver: Context, call: ast.Call, site: CallSite) -> Resol
             return None
         if kind.kind is Kind.UNKNOWN and not (
             _plainly_bound(resolver, obj, attr_name, site)
-            and submodule(resolver, attr, site) is not None
+            and resolver.submodule(attr, site) is not None
         ):
             return None
     shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")

@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from hookscope.lint.python.parse.pyfile import Scope
-from hookscope.lint.python.resolution.callers.passing import unpacked
+from hookscope.lint.python.resolution.callers.signatures import unpacked
 from hookscope.lint.python.resolution.calls.registries import registry_class
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
 from hookscope.lint.python.resolution.methods import method_value

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from hookscope.lint.python.parse.bindings import Binding, returned
 from hookscope.lint.python.parse.pyfile import Scope
-from hookscope.lint.python.resolution.callers.passing import tuple_element, unpacked
+from hookscope.lint.python.resolution.callers.signatures import tuple_element, unpacked
 from hookscope.lint.python.resolution.crossfile import fixture_def
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
 
