@@ -26,12 +26,12 @@ from hookscope.lint.python.parse.bindings import (
     Binding,
     dotted,
     global_bindings,
-    lambda_default,
     on_instance,
     only_raises,
     returned,
     scope_bindings,
 )
+from hookscope.lint.python.parse.calls import calls_by_name
 from hookscope.lint.python.parse.pyfile import CallSite, PyFile, Scope
 from hookscope.lint.python.parse.reach import (
     declared_global,
@@ -41,31 +41,12 @@ from hookscope.lint.python.parse.reach import (
     reaching,
     settled,
 )
+from hookscope.lint.python.resolution import strategies
 from hookscope.lint.python.resolution.attributes import class_attr, in_subclasses, is_none_binding
 from hookscope.lint.python.resolution.bodies import returned_module
-from hookscope.lint.python.resolution.callers.autograd import saved_on_ctx
-from hookscope.lint.python.resolution.callers.passing import given_by_callers, passed
-from hookscope.lint.python.resolution.callers.signatures import (
-    calls_by_name,
-    says_nothing,
-    unpacked,
-)
-from hookscope.lint.python.resolution.calls.calls import call_result, entered
-from hookscope.lint.python.resolution.calls.library_attributes import library_attribute
-from hookscope.lint.python.resolution.calls.rewriters import rewriter_self
 from hookscope.lint.python.resolution.classes import ClassKinds, base_names
 from hookscope.lint.python.resolution.context import Context
-from hookscope.lint.python.resolution.crossfile import (
-    fixture,
-    import_origin,
-    imported_name,
-    module_function,
-)
-from hookscope.lint.python.resolution.evidence.evidence import (
-    from_context,
-    submodule,
-    used_as_module,
-)
+from hookscope.lint.python.resolution.crossfile import import_origin, imported_name, module_function
 from hookscope.lint.python.resolution.kinds import (
     MAX_DEPTH,
     NAMESPACE,
@@ -81,28 +62,6 @@ from hookscope.lint.python.resolution.methods import (
     method_value,
 )
 from hookscope.lint.python.resolution.typehints import annotation_kind
-from hookscope.lint.python.resolution.values.appends import appended
-from hookscope.lint.python.resolution.values.containers import (
-    alternatives,
-    collection,
-    either,
-    element,
-)
-from hookscope.lint.python.resolution.values.declared import declared_type
-from hookscope.lint.python.resolution.values.holders import holder_items
-from hookscope.lint.python.resolution.values.narrowing import Guard, guards, narrowed
-from hookscope.lint.python.resolution.values.subscripts import subscript
-
-_COLLECTIONS = (
-    ast.List,
-    ast.Tuple,
-    ast.Set,
-    ast.Dict,
-    ast.ListComp,
-    ast.SetComp,
-    ast.GeneratorExp,
-    ast.DictComp,
-)
 
 
 class Resolver(ClassKinds):
@@ -112,9 +71,7 @@ class Resolver(ClassKinds):
         super().__init__(pyfile, index)
         self._scope_bindings: dict[int, dict[str, list[Binding]]] = {}
         self.class_attrs: dict[str, dict[str, list[Binding]]] = {}  # by `attributes`
-        self._guards: dict[int, list[Guard]] = {}
         self._calls: dict[str, list[tuple[ast.Call, Scope]]] | None = None
-        self._inferring: set[tuple[int, str]] = set()
         self._globals: dict[int, frozenset[str]] = {}
         # False while the tree comes from a masked text (`regions`): calls may be missing.
         self.complete = True
@@ -134,14 +91,9 @@ class Resolver(ClassKinds):
             return self._narrow(self._name(expr.id, scope, depth, expr.lineno), expr, scope)
         if isinstance(expr, ast.Attribute):
             return self._narrow(self._attribute(expr, scope, depth), expr, scope)
-        if isinstance(expr, ast.Subscript):
-            return subscript(self, expr, scope, depth)
-        if isinstance(expr, ast.Call):
-            return self._call(expr, scope, depth)
-        if isinstance(expr, _COLLECTIONS):
-            return collection(self, expr, scope, depth)
-        if isinstance(expr, (ast.IfExp, ast.BoolOp)):  # ``A() if c else B()``, ``net or Net()``
-            return either([self.resolve(v, scope, depth + 1) for v in alternatives(expr)])
+        strategy = strategies.EXPRESSIONS.get(type(expr))
+        if strategy is not None:
+            return strategy(self, expr, scope, depth)
         if isinstance(expr, (ast.Constant, ast.JoinedStr, ast.BinOp, ast.Compare)):
             return Resolved(Kind.OTHER)
         return UNKNOWN
@@ -150,10 +102,7 @@ class Resolver(ClassKinds):
         """An unresolved ``expr`` narrowed by an ``isinstance`` guard around it."""
         if result.kind is not Kind.UNKNOWN or result.is_class:
             return result
-        key = id(scope.node)
-        if key not in self._guards:
-            self._guards[key] = guards(scope.node)
-        found = narrowed(self, self._guards[key], expr, scope)
+        found = strategies.first(strategies.NARROWING, self, expr, scope)
         if found is None:
             return result
         return replace(result, kind=found.kind, via=found.via, is_class=found.is_class)
@@ -171,17 +120,15 @@ class Resolver(ClassKinds):
                 continue
             if not isinstance(current.node, ast.ClassDef):
                 bindings = self.bindings_of(current.node).get(name)
-                if (found := self._told_by_callers(bindings, current, name, depth)) is not None:
+                found = strategies.first(strategies.NAMES, self, current, bindings, name, depth)
+                if found is not None:
                     return found
-                declared = declared_type(self, current, bindings, name)
-                if declared is not None:
-                    return declared
                 if bindings:
                     if current is scope and line:
                         bindings = [b for b in bindings if not in_own_value(b, line)]
                         bindings = reaching(current.node, bindings, line)
                         # ``net = net.cuda()``: the ``net`` on the right is the parameter
-                        found = self._told_by_callers(bindings, current, name, depth)
+                        found = strategies.parameter(self, current, bindings, name, depth)
                         if found is not None:
                             return found
                     elif current is not scope:  # ``global m`` ... ``m = m.to(d)`` in a function
@@ -202,38 +149,6 @@ class Resolver(ClassKinds):
             self._globals[id(node)] = declared_global(node)
         return self._globals[id(node)]
 
-    def _told_by_callers(
-        self, bindings: list[Binding] | None, scope: Scope, name: str, depth: int
-    ) -> Resolved | None:
-        """A parameter (or pytest fixture) whose own binding says nothing: what is passed."""
-        if not bindings or not all(says_nothing(b) for b in bindings):
-            return None
-        return fixture(self, name, scope, depth) or self._parameter(scope, name, depth)
-
-    def _parameter(self, scope: Scope, name: str, depth: int) -> Resolved | None:
-        """An unannotated parameter, from what the file's calls of its function pass."""
-        func = scope.node
-        if isinstance(func, ast.Lambda):  # ``lambda r=renderer: r.forward(x)``
-            default = lambda_default(func, name)
-            outer = scope.parent or scope
-            return None if default is None else self.resolve(default, outer, depth + 1)
-        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return None
-        args = func.args
-        if name not in {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}:
-            return None
-        rewritten = rewriter_self(self, scope, name)
-        if rewritten is not None:
-            return rewritten
-        key = (id(func), name)
-        if key in self._inferring:
-            return None  # a recursive call passes the parameter on
-        self._inferring.add(key)
-        try:
-            return given_by_callers(self, func, name, depth)
-        finally:
-            self._inferring.discard(key)
-
     def calls_named(self, name: str) -> list[tuple[ast.Call, Scope]]:
         """The file's calls of callees named ``name`` (none when the name is also used
         other than as a callee), with their scopes."""
@@ -246,10 +161,8 @@ class Resolver(ClassKinds):
         path = dotted(expr) or ""
         if path.startswith(("torch.classes.", "torch.ops.")):
             return Resolved(Kind.OTHER, name=expr.attr)
-        if (saved := saved_on_ctx(self, expr, scope, depth)) is not None:
-            return replace(saved, name=expr.attr)  # ``ctx.layer = layer`` in ``forward``
-        if (documented := library_attribute(self, expr, scope)) is not None:
-            return documented  # ``PPO(...).policy``
+        if (found := strategies.first(strategies.ATTRIBUTES, self, expr, scope, depth)) is not None:
+            return found
         base = self.resolve(expr.value, scope, depth + 1)
         if base.foreign and not base.is_class:  # ``load_lua(p).model``: that library's too
             return replace(base, name=expr.attr, via=f"{base.via}, nor its attributes")
@@ -289,9 +202,6 @@ class Resolver(ClassKinds):
         if base is NAMESPACE or (base.kind is Kind.UNKNOWN and not base.is_class):
             return module_function(self, expr, scope)  # ``from pkg import models``
         return Resolved(Kind.UNKNOWN, name=expr.attr)
-
-    def _call(self, expr: ast.Call, scope: Scope, depth: int) -> Resolved:
-        return call_result(self, expr, scope, depth)
 
     def returns_of(self, func: ast.FunctionDef | ast.AsyncFunctionDef, depth: int) -> Resolved:
         """What calling a same-file function gives: its return annotation if it says, else
@@ -399,15 +309,7 @@ class Resolver(ClassKinds):
             return None
         if binding.kind == "annotation":
             return self.annotation(binding.expr)
-        if binding.kind == "entered":
-            return entered(self, binding.expr, scope, depth)
-        if binding.kind == "element":
-            return element(self, binding.expr, binding.position, scope, depth)
-        if binding.kind == "unpacked":
-            return unpacked(self, binding.expr, binding.position or 0, scope, depth)
-        if isinstance(binding.expr, (ast.List, ast.Dict)):
-            return appended(self, binding, depth) or self.resolve(binding.expr, scope, depth + 1)
-        return holder_items(self, binding, self.resolve(binding.expr, scope, depth + 1), depth)
+        return strategies.BINDINGS.get(binding.kind, strategies.VALUE)(self, binding, scope, depth)
 
     def scope_of(self, owner: ast.AST) -> Scope:
         scope = self.file.scopes.get(id(owner))
@@ -422,16 +324,16 @@ class Resolver(ClassKinds):
     # -- what the code around says ------------------------------------------
     def passed(self, argument: ast.expr, call: ast.Call, caller: Scope, depth: int) -> Resolved:
         """What ``argument`` of ``call`` is (`passing.passed`)."""
-        return passed(self, argument, call, caller, depth)
+        return strategies.passed(self, argument, call, caller, depth)
 
     def evidence(self, receiver: ast.expr, site: CallSite) -> Resolved | None:
-        """What the code around ``site`` says of ``receiver`` (`evidence.from_context`)."""
-        return from_context(self, receiver, site)
+        """What the code around ``site`` says of ``receiver`` (`strategies.EVIDENCE`)."""
+        return strategies.evidence(self, receiver, site)
 
     def used_as_module(self, receiver: ast.expr, scope: Scope) -> Resolved | None:
         """A module by its use in ``scope`` (`evidence.used_as_module`)."""
-        return used_as_module(self, receiver, scope)
+        return strategies.used_as_module(self, receiver, scope)
 
     def submodule(self, receiver: ast.expr, site: CallSite) -> Resolved | None:
         """A module as an attribute of a module (`evidence.submodule`)."""
-        return submodule(self, receiver, site)
+        return strategies.submodule(self, receiver, site)

@@ -10,7 +10,6 @@ from hookscope.lint.engine.findings import Edit, Finding
 from hookscope.lint.python.facts import known
 from hookscope.lint.python.parse.bindings import dotted
 from hookscope.lint.python.parse.pyfile import CallSite, PyFile, Scope
-from hookscope.lint.python.resolution.evidence.evidence import from_context
 from hookscope.lint.python.resolution.kinds import Kind, Resolved, looks_like_module
 from hookscope.lint.python.rules.analysis import Analysis, PythonRule, self_names
 from hookscope.lint.python.rules.entry import entry_methods, is_super_call, replaced_call
@@ -133,7 +132,7 @@ def receivers(analysis: Analysis) -> Iterator[tuple[CallSite, ast.Attribute, Res
         if resolved.is_class:
             continue
         if resolved.kind is Kind.UNKNOWN:
-            resolved = from_context(analysis.resolver, receiver, site) or resolved
+            resolved = analysis.resolver.evidence(receiver, site) or resolved
         if resolved.kind is Kind.UNKNOWN:
             analysis.unsure()
         found.append((site, func, resolved))

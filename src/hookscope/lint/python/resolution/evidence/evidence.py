@@ -29,7 +29,6 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from hookscope.lint.python.facts import known
-from hookscope.lint.python.facts.frameworks import other_framework_file
 from hookscope.lint.python.parse.bindings import Binding, class_attributes, dotted
 from hookscope.lint.python.parse.pyfile import CallSite, Scope
 from hookscope.lint.python.resolution.callers.signatures import (
@@ -40,13 +39,10 @@ from hookscope.lint.python.resolution.callers.signatures import (
 from hookscope.lint.python.resolution.classes import base_names
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import import_origin, imported_file
-from hookscope.lint.python.resolution.evidence.aliases import alias_used_as_module, attribute_alias
 from hookscope.lint.python.resolution.evidence.getattrs import (
     is_getattr,
-    picked_by_name,
     picked_submodule,
 )
-from hookscope.lint.python.resolution.evidence.keyed import keyed_entry
 from hookscope.lint.python.resolution.evidence.plain_tables import (
     from_plain_tables,
     self_attribute_calls,
@@ -60,30 +56,13 @@ from hookscope.lint.python.resolution.evidence.uses import (
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
 
 
-def from_context(resolver: Context, receiver: ast.expr, site: CallSite) -> Resolved | None:
-    """The receiver's kind from its use or its owner; ``None`` when nothing is said."""
-    if other_framework_file(resolver.file.tree, resolver.file.imports_torch):
-        return None  # ``paddle``'s ``Layer.eval()``: not torch's
-    used = (
-        used_as_module(resolver, receiver, site.scope)
-        or _used_by_siblings(resolver, receiver, site.scope)
-        or alias_used_as_module(resolver, receiver, site.scope)
-        or keyed_entry(resolver, receiver, site)
-        or picked_by_name(resolver, receiver, site)
-        or attribute_alias(resolver, receiver, site)
-    )
-    if used is not None:
-        return used
-    return submodule(resolver, receiver, site) or _in_submodule(resolver, receiver, site)
-
-
 def _module_only(resolver: Context, method: str) -> bool:
     """Whether ``x.method(...)`` says ``x`` is a module: only torch modules have the method,
     and no plain class of the project defines it next to a ``forward`` (`lookalikes`)."""
     return method in known.MODULE_ONLY_METHODS and method not in resolver.index.lookalike_methods
 
 
-def _used_by_siblings(resolver: Context, receiver: ast.expr, scope: Scope) -> Resolved | None:
+def used_by_siblings(resolver: Context, receiver: ast.expr, scope: Scope) -> Resolved | None:
     """``self.x`` that a same-file base assigns (``self.model = model`` in ``Epoch``) and
     another subclass of that base calls a module-only method on (``self.model.eval()`` in
     ``ValidEpoch``, next to ``TrainEpoch``): the base's attribute is the same value."""
@@ -313,7 +292,7 @@ def submodule(resolver: Context, receiver: ast.expr, site: CallSite) -> Resolved
         return None
     owner = resolver.resolve(value, site.scope)
     if owner.kind is Kind.UNKNOWN and not owner.is_class:
-        owner = from_context(resolver, value, site) or owner
+        owner = resolver.evidence(value, site) or owner
     if owner.kind is not Kind.MODULE or owner.is_class:
         return None
     if not name and owner.cls:  # a project class: the attributes it can be are known
@@ -327,7 +306,7 @@ def submodule(resolver: Context, receiver: ast.expr, site: CallSite) -> Resolved
     return Resolved(Kind.MODULE, name=name, via=f"a submodule: {why}")
 
 
-def _in_submodule(resolver: Context, receiver: ast.expr, site: CallSite) -> Resolved | None:
+def in_submodule(resolver: Context, receiver: ast.expr, site: CallSite) -> Resolved | None:
     """An element of a submodule (``model.model.layers[i]``, ``for layer in
     model.model.layers``): a submodule that is indexed or iterated is a ``ModuleList``,
     ``Sequential`` or ``ModuleDict``, whose elements are modules."""

@@ -24,6 +24,19 @@ if TYPE_CHECKING:
     from hookscope.lint.python.resolution.context import Context
 
 
+# The displays and comprehensions `collection` resolves.
+COLLECTIONS = (
+    ast.List,
+    ast.Tuple,
+    ast.Set,
+    ast.Dict,
+    ast.ListComp,
+    ast.SetComp,
+    ast.GeneratorExp,
+    ast.DictComp,
+)
+
+
 def literal_element(
     resolver: Context, literal: ast.Dict | ast.List | ast.Tuple | ast.Set, scope: Scope, depth: int
 ) -> Resolved:
@@ -308,6 +321,11 @@ def alternatives(expr: ast.IfExp | ast.BoolOp) -> list[ast.expr]:
     else:
         return []
     return [v for v in values if not (isinstance(v, ast.Constant) and v.value is None)]
+
+
+def branches(resolver: Context, expr: ast.IfExp | ast.BoolOp, scope: Scope, depth: int) -> Resolved:
+    """``A() if c else B()``, ``net or Net()``: the kind every branch agrees on (`either`)."""
+    return either([resolver.resolve(v, scope, depth + 1) for v in alternatives(expr)])
 
 
 def either(results: list[Resolved]) -> Resolved:

@@ -10,6 +10,7 @@ says the same of a class ``x`` (``x(...)`` is then a ``T``). Several classes
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -79,6 +80,18 @@ def _isinstance_checks(test: ast.expr) -> Iterator[ast.Call]:
         and len(test.args) == 2
     ):
         yield test
+
+
+# scope node -> its guards (kept while the tree lives)
+_GUARDS: weakref.WeakKeyDictionary[ast.AST, list[Guard]] = weakref.WeakKeyDictionary()
+
+
+def narrowed_here(resolver: Context, expr: ast.expr, scope: Scope) -> Resolved | None:
+    """The kind an ``isinstance`` guard of ``expr``'s scope narrows it to at its line."""
+    found = _GUARDS.get(scope.node)
+    if found is None:
+        found = _GUARDS[scope.node] = guards(scope.node)
+    return narrowed(resolver, found, expr, scope)
 
 
 def narrowed(
