@@ -24,7 +24,7 @@ from hookscope.lint.python.index.lookalikes import scan_lookalikes
 from hookscope.lint.python.parse.decode import decode_python
 from hookscope.lint.python.parse.pyfile import PyFile, mention_lines
 from hookscope.lint.python.parse.regions import mask
-from hookscope.lint.python.rules import forward, hooks
+from hookscope.lint.python.rules import forward, hooks, self_forward
 from hookscope.lint.python.rules.analysis import Analysis, PythonRule, WholeFileNeeded
 
 _DOT_FORWARD = re.compile(rb"\.[ \t\r\n\\]*forward\s*\(")
@@ -37,7 +37,7 @@ class Python:
 
     suffixes: tuple[str, ...] = (".py", ".pyi")
     indexed: tuple[str, ...] = (".py",)
-    rules: tuple[type[Rule], ...] = (*forward.RULES, *hooks.RULES)
+    rules: tuple[type[Rule], ...] = (*forward.RULES, *self_forward.RULES, *hooks.RULES)
 
     def scan(self, data: bytes, where: str, path: str) -> Scan:
         """The first pass over one file: its definitions and the pre-filter."""

@@ -15,7 +15,8 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from hookscope.lint.python.parse.bindings import Binding, class_attributes
+from hookscope.lint.python.parse.attributes import class_attributes
+from hookscope.lint.python.parse.bindings import Binding
 from hookscope.lint.python.resolution.callers.instances import descendants
 from hookscope.lint.python.resolution.classes import base_names
 from hookscope.lint.python.resolution.crossfile import aliased_base, foreign

@@ -22,11 +22,11 @@ from dataclasses import replace
 
 from hookscope.lint.engine.index import ClassIndex
 from hookscope.lint.python.facts import known
+from hookscope.lint.python.parse.attributes import on_instance
 from hookscope.lint.python.parse.bindings import (
     Binding,
     dotted,
     global_bindings,
-    on_instance,
     only_raises,
     returned,
     scope_bindings,

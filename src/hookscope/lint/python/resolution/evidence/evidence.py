@@ -29,7 +29,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from hookscope.lint.python.facts import known
-from hookscope.lint.python.parse.bindings import Binding, class_attributes, dotted
+from hookscope.lint.python.parse.attributes import class_attributes
+from hookscope.lint.python.parse.bindings import Binding, dotted
 from hookscope.lint.python.parse.pyfile import CallSite, Scope
 from hookscope.lint.python.resolution.callers.signatures import (
     callee_of,

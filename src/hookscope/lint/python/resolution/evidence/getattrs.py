@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, TypeGuard
 
-from hookscope.lint.python.parse.bindings import class_attributes
+from hookscope.lint.python.parse.attributes import class_attributes
 from hookscope.lint.python.parse.pyfile import CallSite
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
 from hookscope.lint.python.resolution.values.containers import attribute_names

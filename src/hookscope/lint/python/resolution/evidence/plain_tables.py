@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-from hookscope.lint.python.parse.bindings import class_attributes
+from hookscope.lint.python.parse.attributes import class_attributes
 from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import imported_file

@@ -14,7 +14,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from hookscope.lint.python.facts import known
-from hookscope.lint.python.parse.bindings import class_attributes, dotted, name_prefix
+from hookscope.lint.python.parse.attributes import class_attributes, name_prefix
+from hookscope.lint.python.parse.bindings import dotted
 from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.crossfile import imported_file
 from hookscope.lint.python.resolution.kinds import MAX_DEPTH, UNKNOWN, Kind, Resolved
