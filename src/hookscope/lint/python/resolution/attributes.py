@@ -13,18 +13,15 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from hookscope.lint.python.parse.attributes import class_attributes
 from hookscope.lint.python.parse.bindings import Binding
 from hookscope.lint.python.resolution.callers.instances import descendants
 from hookscope.lint.python.resolution.classes import base_names
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import aliased_base, foreign
 from hookscope.lint.python.resolution.kinds import MAX_DEPTH, Kind, Resolved
 from hookscope.lint.python.resolution.methods import find_method, imported_base
-
-if TYPE_CHECKING:
-    from hookscope.lint.python.resolution.context import Context
 
 
 def class_attr(

@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import os
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from hookscope.lint.engine.index import FunctionEntry, defined_in
 from hookscope.lint.engine.source import (
@@ -25,10 +24,8 @@ from hookscope.lint.python.facts import known
 from hookscope.lint.python.parse.bindings import dotted, returned
 from hookscope.lint.python.parse.decode import decode_python
 from hookscope.lint.python.parse.pyfile import PyFile, Scope
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.kinds import MAX_DEPTH, UNKNOWN, Kind, Resolved
-
-if TYPE_CHECKING:
-    from hookscope.lint.python.resolution.context import Context
 
 
 def fixture_def(

@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from hookscope.lint.python.parse.bindings import dotted
 from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.classes import base_names
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import foreign, foreign_in
 from hookscope.lint.python.resolution.kinds import MAX_DEPTH, Kind, Resolved
 from hookscope.lint.python.resolution.typehints import instance_class
-
-if TYPE_CHECKING:
-    from hookscope.lint.python.resolution.context import Context
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 

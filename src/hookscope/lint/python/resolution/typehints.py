@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from hookscope.lint.engine.index import ClassIndex
 from hookscope.lint.python.parse.bindings import dotted
 from hookscope.lint.python.parse.pyfile import PyFile
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import imported_name
 from hookscope.lint.python.resolution.kinds import UNKNOWN, Kind, Resolved
-
-if TYPE_CHECKING:
-    from hookscope.lint.python.resolution.context import Context
 
 
 def instance_class(pyfile: PyFile, index: ClassIndex, name: str) -> str:

@@ -9,13 +9,9 @@ subclasses too, or that nothing subclasses, stays a plain class.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from hookscope.lint.engine.index import ClassIndex
+from hookscope.lint.python.resolution.classes import ClassKinds
 from hookscope.lint.python.resolution.kinds import Kind
-
-if TYPE_CHECKING:
-    from hookscope.lint.engine.index import ClassIndex
-    from hookscope.lint.python.resolution.classes import ClassKinds
 
 # The subclasses of every class name, for one index at a time: (index id, name -> subclasses).
 _SUBCLASSES: list[tuple[int, dict[str, list[str]]]] = [(0, {})]

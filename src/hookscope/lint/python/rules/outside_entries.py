@@ -17,7 +17,6 @@ from __future__ import annotations
 import ast
 import os
 import re
-from typing import TYPE_CHECKING
 
 from hookscope.lint.python.resolution.callers.importers import (
     MAX_IMPORTERS,
@@ -25,12 +24,10 @@ from hookscope.lint.python.resolution.callers.importers import (
     module_importers,
 )
 from hookscope.lint.python.resolution.callers.signatures import used_here
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import foreign_file
 from hookscope.lint.python.resolution.kinds import Kind
 from hookscope.lint.python.rules.analysis import Analysis
-
-if TYPE_CHECKING:
-    from hookscope.lint.python.resolution.context import Context
 
 _SELF_LIKE = frozenset({"self", "cls"})
 

@@ -12,18 +12,15 @@ those of this file and of the files importing the class by name, and the class's
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
 
 from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.callers.importers import MAX_IMPORTERS, importers
 from hookscope.lint.python.resolution.callers.instances import add_passed
 from hookscope.lint.python.resolution.classes import base_names
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import foreign_file, import_origin
 from hookscope.lint.python.resolution.kinds import Kind, Resolved, agreed
 from hookscope.lint.python.resolution.methods import is_staticmethod
-
-if TYPE_CHECKING:
-    from hookscope.lint.python.resolution.context import Context
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 _BASES = frozenset({"Function", "InplaceFunction"})

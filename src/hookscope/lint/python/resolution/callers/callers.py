@@ -12,17 +12,14 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.callers.constructors import constructions
 from hookscope.lint.python.resolution.callers.importers import Site, function_calls, same_file
 from hookscope.lint.python.resolution.callers.signatures import argument_for, left_none
 from hookscope.lint.python.resolution.calls.forwarded import through_varargs
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.kinds import Kind, Resolved, agreed
-
-if TYPE_CHECKING:
-    from hookscope.lint.python.resolution.context import Context
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 

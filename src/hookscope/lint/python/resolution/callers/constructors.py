@@ -19,7 +19,6 @@ import ast
 import os
 import weakref
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from hookscope.lint.python.parse.pyfile import PyFile, Scope
 from hookscope.lint.python.resolution.callers.importers import (
@@ -32,11 +31,9 @@ from hookscope.lint.python.resolution.callers.importers import (
     same_file,
 )
 from hookscope.lint.python.resolution.callers.instances import descendants
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import foreign_file
 from hookscope.lint.python.resolution.methods import find_method
-
-if TYPE_CHECKING:
-    from hookscope.lint.python.resolution.context import Context
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 # More subclasses than this (a base of a whole family) are not followed.

@@ -15,19 +15,16 @@ import ast
 import os
 import re
 import weakref
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-from hookscope.lint.engine.index import ImportLists, defined_in
+from hookscope.lint.engine.index import ClassIndex, ImportLists, defined_in
 from hookscope.lint.engine.source import DEFAULT_MAX_FILE_SIZE, Unreadable, read_bytes
 from hookscope.lint.python.index.importlists import import_lists
 from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.callers.signatures import used_here
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import foreign_file
 from hookscope.lint.python.resolution.kinds import NAMESPACE, Kind
-
-if TYPE_CHECKING:
-    from hookscope.lint.engine.index import ClassIndex
-    from hookscope.lint.python.resolution.context import Context
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 # A call, the resolver of its file, and the calling scope.

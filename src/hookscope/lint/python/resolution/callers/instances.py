@@ -17,8 +17,8 @@ import builtins
 import os
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
+from hookscope.lint.engine.index import ClassIndex
 from hookscope.lint.python.parse.pyfile import PyFile, Scope
 from hookscope.lint.python.resolution.callers.importers import (
     MAX_IMPORTERS,
@@ -28,13 +28,10 @@ from hookscope.lint.python.resolution.callers.importers import (
 )
 from hookscope.lint.python.resolution.callers.signatures import argument_for, left_none
 from hookscope.lint.python.resolution.classes import base_names
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import foreign_file
 from hookscope.lint.python.resolution.kinds import Kind, Resolved, agreed
 from hookscope.lint.python.resolution.methods import find_method, is_staticmethod
-
-if TYPE_CHECKING:
-    from hookscope.lint.engine.index import ClassIndex
-    from hookscope.lint.python.resolution.context import Context
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 

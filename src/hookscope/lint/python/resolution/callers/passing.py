@@ -11,7 +11,6 @@ calls is asked of the callers in other files (`callers`), of the instances of it
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
 
 from hookscope.lint.python.parse.pyfile import CallSite, Scope
 from hookscope.lint.python.resolution.callers.autograd import applied
@@ -31,11 +30,9 @@ from hookscope.lint.python.resolution.calls.callees import callee_is, runs_anoth
 from hookscope.lint.python.resolution.calls.forwarded import through_varargs
 from hookscope.lint.python.resolution.calls.partials import bound_by_partials
 from hookscope.lint.python.resolution.calls.registered import hooked_module
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.kinds import Kind, Resolved, agreed
 from hookscope.lint.python.resolution.methods import is_staticmethod
-
-if TYPE_CHECKING:
-    from hookscope.lint.python.resolution.context import Context
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 

@@ -8,13 +8,10 @@ it inherits) with the instance passed first, so its arguments sit one place late
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
 
 from hookscope.lint.python.parse.pyfile import Scope
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.methods import find_method, is_classmethod, is_staticmethod
-
-if TYPE_CHECKING:
-    from hookscope.lint.python.resolution.context import Context
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 Site = tuple[ast.Call, Scope]

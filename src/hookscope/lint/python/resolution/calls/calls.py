@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from hookscope.lint.python.facts import known, libraries
 from hookscope.lint.python.parse.bindings import dotted, returned
 from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.callers.signatures import argument_for
 from hookscope.lint.python.resolution.calls.registries import built_by_registry, is_registry_call
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import (
     factory_returns,
     foreign_function,
@@ -33,9 +33,6 @@ from hookscope.lint.python.resolution.values.containers import (
     rref_value,
 )
 from hookscope.lint.python.resolution.values.copies import copied_elements, picks_from
-
-if TYPE_CHECKING:
-    from hookscope.lint.python.resolution.context import Context
 
 _SELF_RETURNING = frozenset(
     {

@@ -10,14 +10,11 @@ importing it), and they must all be seen and agree.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
 
 from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.calls.callees import callee_is, skipped
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.kinds import Kind, Resolved, agreed
-
-if TYPE_CHECKING:
-    from hookscope.lint.python.resolution.context import Context
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 

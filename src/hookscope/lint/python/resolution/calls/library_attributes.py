@@ -8,15 +8,12 @@ in its documentation): ``model = PPO("MlpPolicy", env); model.policy.forward(obs
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
 
 from hookscope.lint.python.parse.bindings import dotted
 from hookscope.lint.python.parse.pyfile import Scope
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import import_origin
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
-
-if TYPE_CHECKING:
-    from hookscope.lint.python.resolution.context import Context
 
 _SB3_PACKAGES = ("stable_baselines3", "sb3_contrib")
 _SB3_ALGORITHMS = frozenset(

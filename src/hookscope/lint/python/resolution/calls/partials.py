@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from hookscope.lint.python.resolution.callers.signatures import argument_for
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
-
-if TYPE_CHECKING:
-    from hookscope.lint.python.resolution.context import Context
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 

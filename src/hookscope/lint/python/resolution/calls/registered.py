@@ -16,14 +16,11 @@ from __future__ import annotations
 
 import ast
 import weakref
-from typing import TYPE_CHECKING
 
 from hookscope.lint.python.parse.bindings import dotted
 from hookscope.lint.python.parse.pyfile import Scope
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
-
-if TYPE_CHECKING:
-    from hookscope.lint.python.resolution.context import Context
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 _BACKWARD = frozenset(

@@ -25,16 +25,13 @@ import ast
 import os
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from hookscope.lint.engine.index import ClassIndex
 from hookscope.lint.engine.source import DEFAULT_MAX_FILE_SIZE, Unreadable, read_bytes
 from hookscope.lint.python.parse.bindings import dotted
 from hookscope.lint.python.parse.pyfile import Scope
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
-
-if TYPE_CHECKING:
-    from hookscope.lint.engine.index import ClassIndex
-    from hookscope.lint.python.resolution.context import Context
 
 # A decorator line (its arguments may span lines), further decorators, then the class.
 _DECORATED_CLASS = re.compile(

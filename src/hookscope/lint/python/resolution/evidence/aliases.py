@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from hookscope.lint.python.parse.bindings import dotted
+from hookscope.lint.python.parse.pyfile import CallSite, Scope
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
-
-if TYPE_CHECKING:
-    from hookscope.lint.python.parse.pyfile import CallSite, Scope
-    from hookscope.lint.python.resolution.context import Context
 
 
 def alias_used_as_module(resolver: Context, receiver: ast.expr, scope: Scope) -> Resolved | None:

@@ -13,15 +13,13 @@ object, a string) leaves the call unresolved.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, TypeGuard
+from typing import TypeGuard
 
 from hookscope.lint.python.parse.attributes import class_attributes
 from hookscope.lint.python.parse.pyfile import CallSite
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
 from hookscope.lint.python.resolution.values.containers import attribute_names
-
-if TYPE_CHECKING:
-    from hookscope.lint.python.resolution.context import Context
 
 
 def is_getattr(node: ast.expr) -> TypeGuard[ast.Call]:

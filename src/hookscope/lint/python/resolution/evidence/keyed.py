@@ -15,17 +15,14 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from hookscope.lint.python.parse.pyfile import CallSite, Scope
 from hookscope.lint.python.resolution.classes import base_names
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import foreign
 from hookscope.lint.python.resolution.evidence.uses import module_method
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
 from hookscope.lint.python.resolution.methods import imported_base
-
-if TYPE_CHECKING:
-    from hookscope.lint.python.resolution.context import Context
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 

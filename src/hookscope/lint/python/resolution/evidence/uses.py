@@ -20,15 +20,12 @@ the method's name:
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
 
 from hookscope.lint.python.facts import known
 from hookscope.lint.python.parse.bindings import dotted
 from hookscope.lint.python.parse.pyfile import Scope
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import import_origin
-
-if TYPE_CHECKING:
-    from hookscope.lint.python.resolution.context import Context
 
 # Methods a module shares with tensors and trainers: evidence on `torch_loaded` names only.
 LOADED_MODULE_METHODS = frozenset({"to", "cuda", "cpu", "train", "state_dict", "half", "float"})

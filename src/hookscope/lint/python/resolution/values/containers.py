@@ -11,19 +11,15 @@ from __future__ import annotations
 import ast
 import os
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from hookscope.lint.python.facts import known
 from hookscope.lint.python.parse.attributes import class_attributes, name_prefix
 from hookscope.lint.python.parse.bindings import dotted
 from hookscope.lint.python.parse.pyfile import Scope
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import imported_file
 from hookscope.lint.python.resolution.kinds import MAX_DEPTH, UNKNOWN, Kind, Resolved
 from hookscope.lint.python.resolution.values.appends import rows_of_modules
-
-if TYPE_CHECKING:
-    from hookscope.lint.python.resolution.context import Context
-
 
 # The displays and comprehensions `collection` resolves.
 COLLECTIONS = (

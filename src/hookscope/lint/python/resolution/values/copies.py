@@ -4,14 +4,11 @@
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
 
 from hookscope.lint.python.parse.pyfile import Scope
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
 from hookscope.lint.python.resolution.values.containers import element
-
-if TYPE_CHECKING:
-    from hookscope.lint.python.resolution.context import Context
 
 
 def copied_elements(

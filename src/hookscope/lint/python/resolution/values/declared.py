@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from hookscope.lint.python.parse.bindings import Binding
 from hookscope.lint.python.parse.pyfile import Scope
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
-
-if TYPE_CHECKING:
-    from hookscope.lint.python.resolution.context import Context
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 

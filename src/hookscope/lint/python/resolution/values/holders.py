@@ -16,15 +16,12 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from hookscope.lint.python.parse.bindings import Binding, dotted, own_nodes
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import class_def_of
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
 from hookscope.lint.python.resolution.values.appends import filled_with
-
-if TYPE_CHECKING:
-    from hookscope.lint.python.resolution.context import Context
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 

@@ -6,18 +6,15 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.callers.signatures import unpacked
 from hookscope.lint.python.resolution.calls.registries import registry_class
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
 from hookscope.lint.python.resolution.methods import method_value
 from hookscope.lint.python.resolution.values.containers import entry_of, literal_element, member
 from hookscope.lint.python.resolution.values.tuples import tuple_item
-
-if TYPE_CHECKING:
-    from hookscope.lint.python.resolution.context import Context
 
 
 def subscript(resolver: Context, expr: ast.Subscript, scope: Scope, depth: int) -> Resolved:

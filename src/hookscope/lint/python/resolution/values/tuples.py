@@ -9,16 +9,13 @@ every ``return`` is a tuple, ``made = make(); made[0]``, ``made = (net, opt); ma
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
 
 from hookscope.lint.python.parse.bindings import Binding, returned
 from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.callers.signatures import tuple_element, unpacked
+from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import fixture_def
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
-
-if TYPE_CHECKING:
-    from hookscope.lint.python.resolution.context import Context
 
 
 def tuple_item(resolver: Context, expr: ast.Subscript, scope: Scope, depth: int) -> Resolved | None:
