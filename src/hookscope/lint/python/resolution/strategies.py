@@ -20,7 +20,6 @@ from hookscope.lint.python.parse.pyfile import CallSite, Scope
 from hookscope.lint.python.resolution.callers.autograd import saved_on_ctx
 from hookscope.lint.python.resolution.callers.passing import given_by_callers
 from hookscope.lint.python.resolution.callers.passing import passed as passed
-from hookscope.lint.python.resolution.callers.signatures import says_nothing, unpacked
 from hookscope.lint.python.resolution.calls.calls import call_result, entered
 from hookscope.lint.python.resolution.calls.library_attributes import library_attribute
 from hookscope.lint.python.resolution.calls.rewriters import rewriter_self
@@ -36,6 +35,7 @@ from hookscope.lint.python.resolution.evidence.evidence import used_as_module as
 from hookscope.lint.python.resolution.evidence.getattrs import picked_by_name
 from hookscope.lint.python.resolution.evidence.keyed import keyed_entry
 from hookscope.lint.python.resolution.kinds import Resolved
+from hookscope.lint.python.resolution.signatures import says_nothing, unpacked
 from hookscope.lint.python.resolution.values.appends import appended
 from hookscope.lint.python.resolution.values.containers import (
     COLLECTIONS,

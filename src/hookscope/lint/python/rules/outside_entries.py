@@ -23,10 +23,10 @@ from hookscope.lint.python.resolution.callers.importers import (
     importers,
     module_importers,
 )
-from hookscope.lint.python.resolution.callers.signatures import used_here
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import foreign_file
 from hookscope.lint.python.resolution.kinds import Kind
+from hookscope.lint.python.resolution.signatures import used_here
 from hookscope.lint.python.rules.analysis import Analysis
 
 _SELF_LIKE = frozenset({"self", "cls"})

@@ -21,10 +21,10 @@ from hookscope.lint.engine.index import ClassIndex, ImportLists, defined_in
 from hookscope.lint.engine.source import DEFAULT_MAX_FILE_SIZE, Unreadable, read_bytes
 from hookscope.lint.python.index.importlists import import_lists
 from hookscope.lint.python.parse.pyfile import Scope
-from hookscope.lint.python.resolution.callers.signatures import used_here
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import foreign_file
 from hookscope.lint.python.resolution.kinds import NAMESPACE, Kind
+from hookscope.lint.python.resolution.signatures import used_here
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 # A call, the resolver of its file, and the calling scope.

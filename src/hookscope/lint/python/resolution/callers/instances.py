@@ -26,12 +26,12 @@ from hookscope.lint.python.resolution.callers.importers import (
     importers,
     module_importers,
 )
-from hookscope.lint.python.resolution.callers.signatures import argument_for, left_none
 from hookscope.lint.python.resolution.classes import base_names
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import foreign_file
 from hookscope.lint.python.resolution.kinds import Kind, Resolved, agreed
 from hookscope.lint.python.resolution.methods import find_method, is_staticmethod
+from hookscope.lint.python.resolution.signatures import argument_for, left_none
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 

@@ -20,12 +20,6 @@ from hookscope.lint.python.resolution.callers.instances import (
     given_to_instances,
     given_to_method,
 )
-from hookscope.lint.python.resolution.callers.signatures import (
-    argument_for,
-    is_none,
-    left_none,
-    used_here,
-)
 from hookscope.lint.python.resolution.calls.callees import callee_is, runs_another, skipped
 from hookscope.lint.python.resolution.calls.forwarded import through_varargs
 from hookscope.lint.python.resolution.calls.partials import bound_by_partials
@@ -33,6 +27,12 @@ from hookscope.lint.python.resolution.calls.registered import hooked_module
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.kinds import Kind, Resolved, agreed
 from hookscope.lint.python.resolution.methods import is_staticmethod
+from hookscope.lint.python.resolution.signatures import (
+    argument_for,
+    is_none,
+    left_none,
+    used_here,
+)
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 

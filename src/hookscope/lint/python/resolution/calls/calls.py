@@ -9,8 +9,6 @@ from dataclasses import replace
 from hookscope.lint.python.facts import known, libraries
 from hookscope.lint.python.parse.bindings import dotted, returned
 from hookscope.lint.python.parse.pyfile import Scope
-from hookscope.lint.python.resolution.callers.signatures import argument_for
-from hookscope.lint.python.resolution.calls.registries import built_by_registry, is_registry_call
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import (
     factory_returns,
@@ -23,6 +21,8 @@ from hookscope.lint.python.resolution.methods import (
     find_method,
     is_classmethod,
 )
+from hookscope.lint.python.resolution.registries import built_by_registry, is_registry_call
+from hookscope.lint.python.resolution.signatures import argument_for
 from hookscope.lint.python.resolution.typehints import instance_class
 from hookscope.lint.python.resolution.values.containers import (
     contents,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
-from hookscope.lint.python.resolution.callers.signatures import argument_for
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
+from hookscope.lint.python.resolution.signatures import argument_for
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 

@@ -32,11 +32,6 @@ from hookscope.lint.python.facts import known
 from hookscope.lint.python.parse.attributes import class_attributes
 from hookscope.lint.python.parse.bindings import Binding, dotted
 from hookscope.lint.python.parse.pyfile import CallSite, Scope
-from hookscope.lint.python.resolution.callers.signatures import (
-    callee_of,
-    declared_by_callee,
-    parameter_of,
-)
 from hookscope.lint.python.resolution.classes import base_names
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import import_origin, imported_file
@@ -55,6 +50,11 @@ from hookscope.lint.python.resolution.evidence.uses import (
     torch_loaded,
 )
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
+from hookscope.lint.python.resolution.signatures import (
+    callee_of,
+    declared_by_callee,
+    parameter_of,
+)
 
 
 def _module_only(resolver: Context, method: str) -> bool:

@@ -8,11 +8,11 @@ import ast
 from dataclasses import replace
 
 from hookscope.lint.python.parse.pyfile import Scope
-from hookscope.lint.python.resolution.callers.signatures import unpacked
-from hookscope.lint.python.resolution.calls.registries import registry_class
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
 from hookscope.lint.python.resolution.methods import method_value
+from hookscope.lint.python.resolution.registries import registry_class
+from hookscope.lint.python.resolution.signatures import unpacked
 from hookscope.lint.python.resolution.values.containers import entry_of, literal_element, member
 from hookscope.lint.python.resolution.values.tuples import tuple_item
 

@@ -12,10 +12,10 @@ import ast
 
 from hookscope.lint.python.parse.bindings import Binding, returned
 from hookscope.lint.python.parse.pyfile import Scope
-from hookscope.lint.python.resolution.callers.signatures import tuple_element, unpacked
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import fixture_def
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
+from hookscope.lint.python.resolution.signatures import tuple_element, unpacked
 
 
 def tuple_item(resolver: Context, expr: ast.Subscript, scope: Scope, depth: int) -> Resolved | None:
