@@ -3,7 +3,7 @@
 Locals (``var x = new T(...)``, ``T x``, ``using var``), parameters, ``foreach``
 variables (element types of arrays, lists, ``ModuleList<T>``, tuples), ``is T x``
 patterns and ``out T x`` are read from the enclosing member; fields, properties,
-method return types and indexers come from the project index (`csharp_index`),
+method return types and indexers come from the project index (`index`),
 through the class hierarchy. Only declarations are read: a later assignment does
 not change a variable's type, as in C# itself.
 """

@@ -1,7 +1,7 @@
 """TorchSharp (C#) sources: HS201/HS202, parsed with tree-sitter (the ``csharp`` extra).
 
-The receiver of ``x.forward(...)`` is resolved by declared types (`csharp_resolve`)
-and the class hierarchy of the scanned tree (`csharp_types`): a module with hooks
+The receiver of ``x.forward(...)`` is resolved by declared types (`resolve`)
+and the class hierarchy of the scanned tree (`types`): a module with hooks
 gives HS201, fixable to ``x.call(...)``; any other type gives nothing; a receiver
 whose type cannot be resolved gives HS202, a guess (``confidence="guess"``) that
 is never fixed and runs only when selected by its full code. tree-sitter is

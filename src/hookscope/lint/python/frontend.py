@@ -50,7 +50,7 @@ class Python:
         # Look-alikes define "def forward": no "forward" at all, none (one pass over the bytes less).
         lookalikes = scan_lookalikes(data, first) if first >= 0 else ()
         # (a script's without definitions too: its module-level calls are callers, see
-        # `callers.importers`; not a bare package ``__init__``'s, often long re-export lists)
+        # `importers.importers`; not a bare package ``__init__``'s, often long re-export lists)
         script = not path.endswith("__init__.py")
         imports = import_lists(data, where) if classes or functions or script else None
         return Scan(tuple(classes), candidate, "", len(data), tuple(functions), lookalikes, imports)

@@ -1,7 +1,7 @@
 """Elements of tuples picked by a constant index: ``pair[0]`` where ``pair`` is a pytest
 fixture, or a value, that returns ``(model, optimizer)``.
 
-``model, opt = make()`` is resolved where the name is bound (`passing.unpacked`); this
+``model, opt = make()`` is resolved where the name is bound (`signatures.unpacked`); this
 is the same fact read through an index: ``setup[0]`` for a fixture ``setup`` whose
 every ``return`` is a tuple, ``made = make(); made[0]``, ``made = (net, opt); made[0]``.
 """
