@@ -20,12 +20,12 @@ from hookscope.lint.engine.config import find_pyproject, load_config
 from hookscope.lint.engine.index import ClassIndex, merge
 from hookscope.lint.engine.project import find_root
 from hookscope.lint.engine.runner import project_index
-from hookscope.lint.engine.suppress import is_suppressed
-from hookscope.lint.languages import LANGUAGES, all_rules, select_codes
+from hookscope.lint.languages import LANGUAGES, select_codes
+from hookscope.lint.python.frontend import check
 from hookscope.lint.python.index.classes import scan_classes
 from hookscope.lint.python.index.lookalikes import scan_lookalikes
 from hookscope.lint.python.parse.pyfile import PyFile
-from hookscope.lint.python.rules.analysis import Analysis, PythonRule
+from hookscope.lint.python.rules.analysis import Analysis
 
 
 class HookscopeFlake8:
@@ -48,18 +48,8 @@ class HookscopeFlake8:
             return
         pyfile = PyFile.from_tree(self.filename, text, self.tree)
         analysis = Analysis.of(pyfile, self._index(text))
-        codes = select_codes()
-        for rule in all_rules():
-            if rule.code in codes and issubclass(rule, PythonRule):
-                for finding in rule().check(analysis):
-                    if is_suppressed(finding, pyfile.lines):  # also "# hookscope: ignore[...]"
-                        continue
-                    yield (
-                        finding.line,
-                        finding.col - 1,
-                        f"{finding.code} {finding.message}",
-                        type(self),
-                    )
+        for finding in check(analysis, select_codes()):  # unsuppressed, "# hookscope: ignore" too
+            yield (finding.line, finding.col - 1, f"{finding.code} {finding.message}", type(self))
 
     def _index(self, text: str) -> ClassIndex:
         if self.filename in ("stdin", "-") or not Path(self.filename).is_file():
