@@ -5,8 +5,9 @@ annotations (also in base classes; for a mixin that assigns none, in its same-fi
 subclasses); local and module-level assignments,
 parameters' annotations, ``for`` loops over ``ModuleList``/``Sequential``/
 ``ModuleDict``/``.modules()``/``.children()``; imports; class hierarchies through
-the same file, the project-wide class index and the ``torch.nn`` classes. Calls are
-resolved in `calls` (constructors, factories, registries, class methods).
+the same file, the project-wide class index and the ``torch.nn`` classes. Everything
+else (calls, containers, parameters, narrowing, what the code around says) is asked of
+the strategies, in the order `strategies` registers them.
 
 When the type stays unknown, the documented heuristic `looks_like_module` decides
 from the receiver's last identifier (``self.encoder`` → ``encoder``): names of RPC

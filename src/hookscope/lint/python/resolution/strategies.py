@@ -64,10 +64,8 @@ def _own_parameter(scope: Scope, name: str) -> Function | None:
     func = scope.node
     if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
-    args = func.args
-    return (
-        func if name in {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]} else None
-    )
+    params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
+    return func if name in params else None
 
 
 def _lambda_default(ctx: Context, scope: Scope, name: str, depth: int) -> Resolved | None:
@@ -124,18 +122,23 @@ def _declared(
 NAMES: list[Named] = [parameter, _declared]
 
 
-# -- what a binding gives, by its kind (others: the value's own kind) --------------
+# -- what a binding with an expression gives, by its kind (others: `VALUE`) ---------
 def _value(ctx: Context, binding: Binding, scope: Scope, depth: int) -> Resolved | None:
-    assert binding.expr is not None
-    if isinstance(binding.expr, (ast.List, ast.Dict)):
-        return appended(ctx, binding, depth) or ctx.resolve(binding.expr, scope, depth + 1)
-    return holder_items(ctx, binding, ctx.resolve(binding.expr, scope, depth + 1), depth)
+    value = _expr(binding)
+    if isinstance(value, (ast.List, ast.Dict)):
+        return appended(ctx, binding, depth) or ctx.resolve(value, scope, depth + 1)
+    return holder_items(ctx, binding, ctx.resolve(value, scope, depth + 1), depth)
+
+
+def _expr(binding: Binding) -> ast.expr:
+    assert binding.expr is not None  # (the resolver answers bindings without one itself)
+    return binding.expr
 
 
 BINDINGS: dict[str, Bound] = {
-    "entered": lambda ctx, b, scope, depth: entered(ctx, b.expr, scope, depth),  # type: ignore[arg-type]
-    "element": lambda ctx, b, scope, depth: element(ctx, b.expr, b.position, scope, depth),  # type: ignore[arg-type]
-    "unpacked": lambda ctx, b, scope, depth: unpacked(ctx, b.expr, b.position or 0, scope, depth),  # type: ignore[arg-type]
+    "entered": lambda ctx, b, scope, depth: entered(ctx, _expr(b), scope, depth),  # ``with``
+    "element": lambda ctx, b, scope, depth: element(ctx, _expr(b), b.position, scope, depth),
+    "unpacked": lambda ctx, b, scope, depth: unpacked(ctx, _expr(b), b.position or 0, scope, depth),
 }
 VALUE: Bound = _value
 
