@@ -16,8 +16,7 @@ from dataclasses import replace
 
 from hookscope.lint.python.parse.attributes import class_attributes
 from hookscope.lint.python.parse.bindings import Binding
-from hookscope.lint.python.resolution.callers.instances import descendants
-from hookscope.lint.python.resolution.classes import base_names
+from hookscope.lint.python.resolution.classes import base_names, descendants
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import aliased_base, foreign
 from hookscope.lint.python.resolution.kinds import MAX_DEPTH, Kind, Resolved

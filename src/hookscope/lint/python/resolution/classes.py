@@ -351,3 +351,40 @@ def _through_imports(text: str, base: str) -> str:
             break
     module, _, name = f"{origin}.{rest}".rpartition(".")
     return f"{module}.{name}" if origin and libraries.library_model_class(module, name) else base
+
+
+# class name -> the names of the project classes naming it as a base, for one index
+_CHILDREN: dict[str, list[str]] = {}
+
+
+_CHILDREN_INDEX: list[tuple[int, int]] = [(0, 0)]
+
+
+def subclasses_by_base(index: ClassIndex) -> dict[str, list[str]]:
+    """``{base name: the project classes naming it as a base}``, built once per index."""
+    stamp = (id(index), len(index.bases))
+    if _CHILDREN_INDEX[0] != stamp:
+        _CHILDREN_INDEX[0] = stamp
+        _CHILDREN.clear()
+        for name, variants in index.bases.items():
+            for base in {b.rsplit(".", 1)[-1] for group in variants for b in group}:
+                _CHILDREN.setdefault(base, []).append(name)
+    return _CHILDREN
+
+
+def descendants(index: ClassIndex, name: str, limit: int) -> list[str] | None:
+    """The project classes deriving from ``name`` at any depth (by name, nearest first
+    along each line); ``None`` when there are more than ``limit`` (no file is read)."""
+    children = subclasses_by_base(index)
+    todo, seen = list(children.get(name, ())), {name}
+    out: list[str] = []
+    while todo:
+        child = todo.pop(0)
+        if child in seen:
+            continue
+        seen.add(child)
+        out.append(child)
+        if len(out) > limit:
+            return None
+        todo.extend(children.get(child, ()))
+    return out

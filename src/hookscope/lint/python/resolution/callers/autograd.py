@@ -15,12 +15,12 @@ import ast
 
 from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.callers.importers import MAX_IMPORTERS, importers
-from hookscope.lint.python.resolution.callers.instances import add_passed
 from hookscope.lint.python.resolution.classes import base_names
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import foreign_file, import_origin
 from hookscope.lint.python.resolution.kinds import Kind, Resolved, agreed
 from hookscope.lint.python.resolution.methods import is_staticmethod
+from hookscope.lint.python.resolution.signatures import add_passed
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 _BASES = frozenset({"Function", "InplaceFunction"})

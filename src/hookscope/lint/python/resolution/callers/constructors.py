@@ -30,7 +30,7 @@ from hookscope.lint.python.resolution.callers.importers import (
     may_run,
     same_file,
 )
-from hookscope.lint.python.resolution.callers.instances import descendants
+from hookscope.lint.python.resolution.classes import descendants
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import foreign_file
 from hookscope.lint.python.resolution.methods import find_method

@@ -18,7 +18,6 @@ import os
 from collections.abc import Callable
 from dataclasses import replace
 
-from hookscope.lint.engine.index import ClassIndex
 from hookscope.lint.python.parse.pyfile import PyFile, Scope
 from hookscope.lint.python.resolution.callers.importers import (
     MAX_IMPORTERS,
@@ -26,12 +25,12 @@ from hookscope.lint.python.resolution.callers.importers import (
     importers,
     module_importers,
 )
-from hookscope.lint.python.resolution.classes import base_names
+from hookscope.lint.python.resolution.classes import base_names, subclasses_by_base
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import foreign_file
 from hookscope.lint.python.resolution.kinds import Kind, Resolved, agreed
 from hookscope.lint.python.resolution.methods import find_method, is_staticmethod
-from hookscope.lint.python.resolution.signatures import argument_for, left_none
+from hookscope.lint.python.resolution.signatures import add_passed, argument_for, left_none
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -167,30 +166,6 @@ def _given_to_method(
     return agreed(results, f"every call of {cls.name}.{func.name}", name)
 
 
-def add_passed(
-    results: list[tuple[ast.Call, str, Resolved]],
-    other: Context,
-    func: Function,
-    skip: int,
-    site: tuple[ast.Call, Scope],
-    name: str,
-    depth: int,
-) -> bool:
-    """Add to ``results`` what the call of ``site`` (in ``other``) passes to the parameter
-    ``name`` of ``func`` (``skip`` parameters not passed), unless it leaves its default
-    ``None`` (that call reaches no ``.forward``); ``False`` when that is not known."""
-
-    call, caller = site
-    argument = argument_for(func, skip, call, name)
-    if argument is None:
-        return left_none(func, skip, call, name)
-    result = other.passed(argument, call, caller, depth)
-    if result.kind is Kind.UNKNOWN or result.is_class:
-        return False
-    results.append((call, other.file.path, result))
-    return True
-
-
 def _file_of(resolver: Context, where: str) -> Context | None:
     """The resolver of the project file ``where``: this one's own, or another's."""
     path = os.path.join(resolver.index.root, where) if resolver.index.root else where
@@ -223,41 +198,6 @@ def _related(resolver: Context, cls: ast.ClassDef, method: str = "__call__") -> 
                 down.add(child)
                 todo.append(child)
     return names | down
-
-
-# class name -> the names of the project classes naming it as a base, for one index
-_CHILDREN: dict[str, list[str]] = {}
-_CHILDREN_INDEX: list[tuple[int, int]] = [(0, 0)]
-
-
-def subclasses_by_base(index: ClassIndex) -> dict[str, list[str]]:
-    """``{base name: the project classes naming it as a base}``, built once per index."""
-    stamp = (id(index), len(index.bases))
-    if _CHILDREN_INDEX[0] != stamp:
-        _CHILDREN_INDEX[0] = stamp
-        _CHILDREN.clear()
-        for name, variants in index.bases.items():
-            for base in {b.rsplit(".", 1)[-1] for group in variants for b in group}:
-                _CHILDREN.setdefault(base, []).append(name)
-    return _CHILDREN
-
-
-def descendants(index: ClassIndex, name: str, limit: int) -> list[str] | None:
-    """The project classes deriving from ``name`` at any depth (by name, nearest first
-    along each line); ``None`` when there are more than ``limit`` (no file is read)."""
-    children = subclasses_by_base(index)
-    todo, seen = list(children.get(name, ())), {name}
-    out: list[str] = []
-    while todo:
-        child = todo.pop(0)
-        if child in seen:
-            continue
-        seen.add(child)
-        out.append(child)
-        if len(out) > limit:
-            return None
-        todo.extend(children.get(child, ()))
-    return out
 
 
 def _calls(pyfile: PyFile) -> list[tuple[ast.Call, Scope]]:
