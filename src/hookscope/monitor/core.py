@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from hookscope import dist, shards
+from hookscope._interrupts import critical, interruptible, setup_interrupted
 from hookscope.errors import UsageError
 from hookscope.hooks.globals import TensorGradHooks
 from hookscope.hooks.handles import HookFailure
@@ -198,6 +199,7 @@ class Monitor:
         self.open()
         return self
 
+    @critical
     def __exit__(
         self,
         exc_type: type[BaseException] | None,
@@ -206,6 +208,7 @@ class Monitor:
     ) -> None:
         self.close()
 
+    @critical
     def open(self) -> Monitor:
         """Attach the hooks (``with Monitor(...)`` does this)."""
         if self._session is not None or self._closed:
@@ -225,8 +228,10 @@ class Monitor:
         try:
             self._attach(selected, plans, lambda _name, module: id(module) in ids)
         except BaseException:
-            self._session.close()
+            self._detach()
             raise
+        if setup_interrupted():  # `with` would not call __exit__
+            self._detach()
         return self
 
     def _attach(self, selected: list[Any], plans: dict[str, Plan], selector: Any) -> None:
@@ -255,24 +260,37 @@ class Monitor:
             self._session.add_grad_hook(collector.on_param_grad)
         self._collector = collector
 
+    @critical
     def close(self) -> None:
-        """Finish a step left open, remove every hook, close the sinks (idempotent)."""
+        """Finish a step left open, remove every hook, close the sinks (idempotent).
+
+        The step may be cut short by Ctrl-C; the hooks are removed whatever happens.
+        """
         if self._closed:
             return
         self._closed = True
         try:
-            self._settle()
-            if self.pending:
-                self._finish_step()
-                self._settle()
+            self._finish_open_step()
         finally:
-            if self._grad_hooks is not None:
-                self._grad_hooks.remove()
-            if self._compiled is not None:
-                self._compiled.traced.close()
-            if self._session is not None:
-                self._session.close()
+            self._detach()
             self._sinks.close()
+
+    @interruptible
+    def _finish_open_step(self) -> None:
+        self._settle()
+        if self.pending:
+            self._finish_step()
+            self._settle()
+
+    @critical
+    def _detach(self) -> None:
+        """Remove every hook (safe to repeat)."""
+        if self._grad_hooks is not None:
+            self._grad_hooks.remove()
+        if self._compiled is not None:
+            self._compiled.traced.close()
+        if self._session is not None:
+            self._session.close()
 
     # -- steps ---------------------------------------------------------------------
 
