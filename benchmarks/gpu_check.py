@@ -58,7 +58,8 @@ def _run(cmd: list[str], limit: float, env: dict[str, str]) -> tuple[int, str, f
         )
         code, out = done.returncode, done.stdout + done.stderr
     except subprocess.TimeoutExpired as exc:
-        code, out = 124, f"timed out after {limit:g} s\n{exc.stdout or ''}"
+        partial = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else ""
+        code, out = 124, f"{partial}timed out after {limit:g} s"
     return code, out, time.perf_counter() - start
 
 
