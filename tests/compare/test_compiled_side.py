@@ -7,6 +7,10 @@ graphs (the hooks must run eagerly there).
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 import torch._dynamo as dynamo
@@ -71,3 +75,21 @@ def test_backward_keeps_the_per_module_graphs() -> None:
     assert cmp.culprit is None
     assert "graph split at every module" in cmp.label_b
     dynamo.reset()
+
+
+@pytest.mark.slow
+def test_torch_own_script_method_deprecations_are_not_shown(tmp_path: Path) -> None:
+    """Inductor's first import (torch.utils.mkldnn) warns 14 times; compare keeps them out."""
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import warnings\n"
+        "warnings.simplefilter('always')\n"
+        "import torch, hookscope\n"
+        "model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())\n"
+        "hookscope.compare(model, lambda m: torch.compile(m), torch.randn(2, 4))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "script_method" not in done.stderr

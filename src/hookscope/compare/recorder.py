@@ -21,8 +21,7 @@ compiled once. Each hook appends a clone of the tensors to an event list
 (a side effect dynamo replays after the graph ran); `Recorder.finish` turns
 the events into calls and copies them to the CPU, counting ``max_bytes``
 then. The default path breaks the graph at every module: each module's code
-is compiled on its own, about 100x the time of one whole-model compile for a
-2-layer GPT-2.
+is compiled on its own (79 graphs for a 2-layer GPT-2 instead of 2).
 """
 
 from __future__ import annotations

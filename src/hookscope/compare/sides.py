@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from hookscope.compare.compiled import compiled_label, compiled_run
+from hookscope.compare.compiled import compiled_label, compiled_run, quiet_torch_deprecations
 from hookscope.compare.recorder import Recorder, Teacher, call_inputs, flatten
 from hookscope.compare.recording import Recording, load_recording
 from hookscope.compare.safety import set_rng_state, untouched
@@ -88,7 +88,8 @@ def side_b(value: object, a: Side) -> Side:
             f"{model_name(model)} on {device}", model=_copy(model).to(device), device=device
         )
     if callable(value):
-        made = value(model)
+        with quiet_torch_deprecations():  # torch.compile's first call imports inductor
+            made = value(model)
         if not isinstance(made, nn.Module):
             raise UsageError(
                 f"model_b(model_a) must return an nn.Module, got {type(made).__name__}"
