@@ -60,8 +60,9 @@ def test_the_message_names_the_closest_modules() -> None:
 def test_session_warns_for_a_selection_that_matches_nothing() -> None:
     model = Net()
     with hookscope.session(model) as s:
-        with pytest.warns(SelectionWarning, match=r"modules='nosuch'.*no forward hook added"):
+        with pytest.warns(SelectionWarning, match=r"modules='nosuch'.*no forward hook added") as w:
             group = s.add_forward_hook(lambda name, module, args, output: None, "nosuch")
+        assert w[0].filename == __file__  # points at the caller's line
         assert len(group) == 0
         model(torch.randn(2, 4))
 

@@ -22,6 +22,7 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
+from hookscope._interrupts import critical, guard, setup_interrupted
 from hookscope.errors import SelectionWarning, UsageError
 from hookscope.hooks.compiled import warn_stale
 from hookscope.hooks.describe import callable_name
@@ -92,15 +93,20 @@ class HookSession:
         self._active = False
         self._effects = SideEffects()
         self._bypass: Any = None
+        #: Holds SIGINT's handler while the session is open, so that `close`
+        #: runs to its end under Ctrl-C (`hookscope._interrupts`).
+        self._guard = guard()
         #: Whether hooks on compiled graphs traced without them were looked for
         #: (`hookscope.hooks.compiled.warn_stale`, once per session; a Monitor does its own).
         self.stale_checked = False
 
     # -- lifecycle -----------------------------------------------------------------
 
+    @critical
     def __enter__(self) -> HookSession:
         if self._active:
             raise UsageError("this session is already active; create a new one to nest")
+        self._guard.start()
         self._active = True
         self.depth = _ACTIVE_DEPTH.get(id(self.model), 0) + 1
         _ACTIVE_DEPTH[id(self.model)] = self.depth
@@ -114,8 +120,11 @@ class HookSession:
             except BaseException:
                 self.close()
                 raise
+        if setup_interrupted():  # `with` would not call __exit__
+            self.close()
         return self
 
+    @critical
     def __exit__(
         self,
         exc_type: type[BaseException] | None,
@@ -124,8 +133,12 @@ class HookSession:
     ) -> None:
         self.close()
 
+    @critical
     def close(self) -> None:
-        """Remove every hook this session added and restore PyTorch's side-effect flags."""
+        """Remove every hook this session added and restore PyTorch's side-effect flags.
+
+        Runs to its end under Ctrl-C; the interrupt is raised afterwards.
+        """
         if not self._active:
             return
         try:
@@ -143,6 +156,7 @@ class HookSession:
                 _ACTIVE_DEPTH[id(self.model)] = depth
             else:
                 _ACTIVE_DEPTH.pop(id(self.model), None)
+            self._guard.stop()
 
     @property
     def active(self) -> bool:
@@ -201,7 +215,7 @@ class HookSession:
         bypass probes); they only observe (see `hookscope.hooks.modelwide`).
         """
         self._check_active()
-        add_model_hooks(self, pre, post)
+        critical(add_model_hooks)(self, pre, post)
 
     def add_forward_pre_hook(
         self,
@@ -271,6 +285,7 @@ class HookSession:
             ),
         )
 
+    @critical
     def add_grad_hook(self, hook: Callable[..., Any], params: ModuleSelector = None) -> HandleGroup:
         """Run ``hook`` after a parameter's ``.grad`` has been accumulated.
 
@@ -331,6 +346,7 @@ class HookSession:
         if not self._active:
             raise UsageError("add hooks inside 'with hookscope.session(model) as s:'")
 
+    @critical
     def _add(
         self,
         kind: HookKind,
@@ -345,7 +361,7 @@ class HookSession:
         selection = select_modules(self.model, modules, leaves_only=leaves_only)
         if not selection and modules is not None:
             message = nothing_selected(self.model, modules, leaves_only=leaves_only)
-            warnings.warn(f"{message}: no {kind} hook added", SelectionWarning, stacklevel=3)
+            warnings.warn(f"{message}: no {kind} hook added", SelectionWarning, stacklevel=4)
         if not self.stale_checked:
             self.stale_checked = True
             warn_stale(self.model, "hookscope.session", eager=True, stacklevel=4)
