@@ -38,7 +38,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
@@ -46,12 +46,11 @@ from torch import nn
 from hookscope.hooks.compiled import tracing
 from hookscope.hooks.globals import TensorGradHooks
 from hookscope.hooks.handles import Registration
+from hookscope.monitor.entries import Entry, Role
 from hookscope.monitor.records import Phase
+from hookscope.monitor.traced import TracedCollector
 from hookscope.shards import local_tensor
 from hookscope.stats import Plan, Reduction, accuracy, reduce_tensor, reduce_with_relu, tensors_in
-
-if TYPE_CHECKING:
-    from hookscope.monitor.traced import TracedCollector
 
 #: Reductions for gradients (norm, RMS) and for "did a NaN come in?" checks.
 GRAD_PLAN = Plan(sum=False, squares=True, extrema=False)
@@ -68,21 +67,6 @@ KEEPS_NONFINITE: tuple[type[nn.Module], ...] = (
 
 #: A module output seen this step: (tensor, version, module name, plan, reduction or None).
 Produced = tuple["weakref.ref[torch.Tensor]", int, str, Plan, Reduction | None]
-
-#: (module or parameter name, tensor path, reported?) — one tensor can play
-#: several roles, e.g. output of one module and input of the next.
-Role = tuple[str, str, bool]
-
-
-@dataclass(eq=False, slots=True)
-class Entry:
-    """One reduced tensor, queued until the step ends."""
-
-    phase: Phase
-    roles: list[Role]
-    red: Reduction
-    shape: tuple[int, ...]
-    dtype: torch.dtype
 
 
 @dataclass

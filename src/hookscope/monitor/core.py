@@ -214,7 +214,10 @@ class Monitor:
             for sel in selected
         }
         ids = {id(sel.module) for sel in selected}
-        self._compiled = CompiledSupport(self, selected, plans)
+        self._compiled = CompiledSupport(
+            self.model, selected, plans,
+            inputs=self.inputs, outputs=self.outputs, grads=self.grads, params=self.params,
+        )  # fmt: skip
         self._session = session(self.model, on_error=self.on_error, keep_wrappers=True).__enter__()
         # Nothing reads the session's in-graph call counts; each costs compile time
         # (1-2.5 s of a SmallCNN warm-up, benchmarks/README.md). Eager calls still count.

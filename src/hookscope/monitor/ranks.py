@@ -54,7 +54,8 @@ from torch import nn
 from hookscope import dist, shards
 from hookscope.errors import DistributedError, HookscopeWarning
 from hookscope.monitor import packing
-from hookscope.monitor.collector import GRAD_PLAN, Collector, Entry
+from hookscope.monitor.collector import GRAD_PLAN, Collector
+from hookscope.monitor.entries import Entry
 from hookscope.monitor.records import NonFinite, Phase
 from hookscope.monitor.results import Key
 from hookscope.stats import Reduction, reduce_tensor
