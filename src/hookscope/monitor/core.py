@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -20,8 +22,10 @@ from hookscope.monitor.alerts import AlertRules, Thresholds
 from hookscope.monitor.collector import CollectOptions, Collector
 from hookscope.monitor.compiled import CompiledSupport
 from hookscope.monitor.deferred import DeferredResult
+from hookscope.monitor.entries import Entry
 from hookscope.monitor.options import (
     ZeroPolicy,
+    check_history,
     check_options,
     check_ranks,
     check_stats,
@@ -37,12 +41,18 @@ from hookscope.monitor.results import (
     merge_entries,
     summaries,
 )
+from hookscope.monitor.sentinel import check_step
 from hookscope.names import clean_names
 from hookscope.sinks.group import SinkGroup
 from hookscope.stats import Plan, Reduction, fetch, plan_for
 
 if TYPE_CHECKING:
     from hookscope.sinks.base import Sink
+
+#: Recorded steps a Monitor keeps in memory by default (``history``): the last 200.
+DEFAULT_HISTORY = 200
+#: Alerts a Monitor keeps in memory (the last ones; sinks receive every alert).
+ALERTS_KEPT = 10_000
 
 
 class Monitor:
@@ -101,8 +111,13 @@ class Monitor:
         keep_wrappers: keep wrapper components (``module.``, ``_orig_mod.``,
             ``_fsdp_wrapped_module.``) in names; by default names match the
             unwrapped model.
-        every: record every ``every``-th step only (others cost one Python
-            call per hook).
+        every: record full statistics every ``every``-th step only. The other
+            steps are still checked for NaN/Inf: the hooks take one exact
+            NaN/Inf count per tensor (one ``sum`` on CPU) and nothing is kept,
+            unless a tensor is not finite; then the step's counts go to
+            `results` and the sinks at once (``StepResult.sentinel``), so
+            `first_nonfinite` and the ``nonfinite`` alerts are exact at any
+            cadence (see `hookscope.monitor.sentinel`).
         sinks: objects with ``write(StepResult)`` and ``close()``, e.g.
             `hookscope.sinks.JsonlSink`, `hookscope.sinks.TensorBoardSink`.
         on_error: the session's policy when a monitor hook raises:
@@ -118,7 +133,14 @@ class Monitor:
             ones (a one-time compile of roughly 10-30 s; see
             `hookscope.stats.fused`). CPU tensors use the one-pass C kernel
             of `hookscope.stats.native` whenever it is available.
-        keep: keep results in memory for `to_pandas` and `results`.
+        keep: keep results in memory for `to_pandas` and `results`; ``False``
+            is ``history=0``.
+        history: how many recorded steps `results` and `to_pandas` keep (the
+            last ones; default `DEFAULT_HISTORY`, 200), so that memory stays
+            flat however long the run: about 100-200 bytes per statistic, e.g.
+            ~40 MB for 200 steps of ~2,000 statistics. ``None`` keeps every
+            step (memory grows with the run). Sinks receive every step.
+            Alerts: the last `ALERTS_KEPT` (10,000).
         explode_above, explode_jump, vanish_below, vanish_steps, dead_above:
             alert thresholds (see `hookscope.monitor.alerts`).
     """
@@ -141,6 +163,7 @@ class Monitor:
         update_ratio: bool = False,
         fused: bool = False,
         keep: bool = True,
+        history: int | None = DEFAULT_HISTORY,
         explode_above: float = 1e4,
         explode_jump: float = 10.0,
         vanish_below: float = 1e-7,
@@ -174,6 +197,7 @@ class Monitor:
         self.update_ratio = update_ratio
         self.fused = fused
         self.keep = keep
+        self.history = check_history(history) if keep else 0
         self.thresholds = Thresholds(
             explode_above, explode_jump, vanish_below, vanish_steps, dead_above
         )
@@ -182,9 +206,14 @@ class Monitor:
         self._collector: Collector | None = None
         self._grad_hooks: TensorGradHooks | None = None
         self._step = 0
-        self._results: list[StepResult] = []
-        self._alerts: list[Alert] = []
+        self._results: deque[StepResult] = deque(maxlen=self.history)
+        #: Recorded steps that left `_results` (``history``).
+        self._dropped = 0
+        self._alerts: deque[Alert] = deque(maxlen=ALERTS_KEPT)
+        #: The first NaN/Inf of a recorded step (combined across ranks with ``ranks="reduce"``).
         self._first: NonFinite | None = None
+        #: The first NaN/Inf the sentinel found on an unrecorded step (this rank's own).
+        self._checked_first: NonFinite | None = None
         self._pending: DeferredResult | None = None
         self._previous: dict[str, torch.Tensor] | None = None
         self._closed = False
@@ -306,14 +335,15 @@ class Monitor:
         self._settle()
         collector = self._collector
         entries = collector.take()
-        index, recorded = self._step, collector.recording
+        index, recorded = self._step, collector.recording and not collector.checking
         self._step += 1
-        collector.recording = self._step % self.every == 0
+        record_next = self._step % self.every == 0
+        collector.recording, collector.checking = True, not record_next
         if self._grad_hooks is not None:
             self._grad_hooks.prune()
-        ratios = self._update_ratios(collector.recording) if self.update_ratio else []
-        if not recorded and not entries:
-            return None
+        ratios = self._update_ratios(record_next) if self.update_ratio else []
+        if not recorded:
+            return self._checked_step(index, entries)
         fetch([entry.red for entry in entries] + [red for _, red in ratios])
         assert self._compiled is not None
         missing = self._compiled.check(index, entries)
@@ -352,11 +382,46 @@ class Monitor:
         alerts = self._rules.check_found(known["step"], found)  # update ratios have no rule
         self._alerts.extend(alerts)
         return StepResult.of(found, ratio_records, alerts=tuple(alerts),
-                             first_nonfinite=self._first, **known)  # fmt: skip
+                             first_nonfinite=self._earliest(), **known)  # fmt: skip
+
+    def _checked_step(self, index: int, entries: list[Entry]) -> StepResult | None:
+        """A step not recorded (``every``): its NaN/Inf counts checked (`hookscope.monitor.sentinel`).
+
+        None unless a tensor was not finite; then a ``sentinel=True`` result
+        with their counts, handed to the sinks at once. Its first NaN/Inf is
+        this rank's own (no collective runs on unrecorded steps).
+        """
+        found = check_step(
+            index, entries, self._rules, searching=self._earliest() is None,
+            names=self._names, memo=self._clean_memo, infos=self._infos,
+        )  # fmt: skip
+        if found is None:
+            return None
+        rank, world_size = dist.where()
+        if found.first is not None:
+            self._checked_first = replace(found.first, rank=rank)
+        self._alerts.extend(found.alerts)
+        result = StepResult.of(
+            found.found, alerts=tuple(found.alerts), first_nonfinite=self._earliest(),
+            step=index, tensors=tuple(found.tensors), rank=rank, world_size=world_size,
+            ranks="local", missing=(), sentinel=True,
+        )  # fmt: skip
+        self._publish(result)
+        return result
+
+    def _earliest(self) -> NonFinite | None:
+        """The first NaN/Inf of recorded steps or of checked ones, whichever came first."""
+        recorded, checked = self._first, self._checked_first
+        if recorded is None or checked is None:
+            return recorded or checked
+        return checked if checked.step < recorded.step else recorded
 
     def _publish(self, result: StepResult) -> None:
-        if self.keep:
-            self._results.append(result)
+        results = self._results
+        if len(results) == results.maxlen:
+            self._dropped += 1
+        if results.maxlen != 0:
+            results.append(result)
         self._sinks.write(result)
 
     def _settle(self) -> None:
@@ -411,21 +476,30 @@ class Monitor:
 
     @property
     def results(self) -> list[StepResult]:
-        """Every recorded step's results (with ``keep=True``)."""
+        """The last ``history`` recorded steps' results, oldest first (see ``history``)."""
         self._settle()
         return list(self._results)
 
     @property
+    def results_dropped(self) -> int:
+        """How many recorded steps left `results` because of ``history`` (0 in a short run)."""
+        self._settle()
+        return self._dropped
+
+    @property
     def alerts(self) -> list[Alert]:
-        """Every alert so far, in order."""
+        """The alerts so far, in order (the last `ALERTS_KEPT`; sinks get every one)."""
         self._settle()
         return list(self._alerts)
 
     @property
     def first_nonfinite(self) -> NonFinite | None:
-        """The first module that made a NaN/Inf (forward or backward), or None."""
+        """The first module that made a NaN/Inf (forward or backward), or None.
+
+        Exact at any ``every``: unrecorded steps are checked for NaN/Inf too.
+        """
         self._settle()
-        return self._first
+        return self._earliest()
 
     @property
     def errors(self) -> list[HookFailure]:
@@ -433,7 +507,7 @@ class Monitor:
         return [] if self._session is None else list(self._session.errors)
 
     def to_pandas(self) -> Any:
-        """Tidy ``DataFrame``: columns ``step, phase, module, tensor, stat, value, rank``."""
+        """Tidy ``DataFrame`` of `results`: columns ``step, phase, module, tensor, stat, value, rank``."""
         from hookscope.sinks.pandas import to_frame
 
         self._settle()
