@@ -13,7 +13,7 @@ import hookscope
 from hookscope import Monitor
 from hookscope.errors import HookWarning, UsageError
 from hookscope.hooks import policy
-from hookscope.monitor import core
+from hookscope.monitor import history
 from hookscope.monitor.records import StepResult
 from tests.monitor.models import NaNGrad, NaNOut, chain
 
@@ -83,7 +83,7 @@ def test_short_run_keeps_every_step_by_default() -> None:
     mon, _ = train(blocks(2), 100)
     assert sorted(mon.to_pandas().step.unique()) == list(range(100))
     assert mon.results_dropped == 0
-    assert mon.history == core.DEFAULT_HISTORY >= 100
+    assert mon.history == history.DEFAULT_HISTORY >= 100
 
 
 def test_history_keeps_the_last_steps_and_counts_the_others() -> None:
@@ -126,7 +126,7 @@ def test_bad_history_is_a_usage_error_showing_the_value(bad: object) -> None:
 
 
 def test_alerts_keep_the_last_ones(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(core, "ALERTS_KEPT", 3)
+    monkeypatch.setattr(history, "ALERTS_KEPT", 3)
     middle = NaNOut()
     model = chain(middle)
     with Monitor(model, every=1) as mon, torch.no_grad():

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-import torch
 from torch import nn
 
-from hookscope import dist, shards
+from hookscope import dist
 from hookscope.errors import UsageError
 from hookscope.hooks.globals import TensorGradHooks
 from hookscope.hooks.handles import HookFailure
@@ -23,6 +21,7 @@ from hookscope.monitor.collector import CollectOptions, Collector
 from hookscope.monitor.compiled import CompiledSupport
 from hookscope.monitor.deferred import DeferredResult
 from hookscope.monitor.entries import Entry
+from hookscope.monitor.history import DEFAULT_HISTORY, History
 from hookscope.monitor.options import (
     ZeroPolicy,
     check_history,
@@ -32,6 +31,7 @@ from hookscope.monitor.options import (
     zero_plan,
 )
 from hookscope.monitor.ranks import Exchange, GradReader, Grads, RankCombiner, Ranks
+from hookscope.monitor.ratios import UpdateRatios
 from hookscope.monitor.records import Alert, NonFinite, Phase, Record, StepResult, TensorInfo
 from hookscope.monitor.results import (
     InfoKey,
@@ -48,11 +48,6 @@ from hookscope.stats import Plan, Reduction, fetch, plan_for
 
 if TYPE_CHECKING:
     from hookscope.sinks.base import Sink
-
-#: Recorded steps a Monitor keeps in memory by default (``history``): the last 200.
-DEFAULT_HISTORY = 200
-#: Alerts a Monitor keeps in memory (the last ones; sinks receive every alert).
-ALERTS_KEPT = 10_000
 
 
 class Monitor:
@@ -206,16 +201,9 @@ class Monitor:
         self._collector: Collector | None = None
         self._grad_hooks: TensorGradHooks | None = None
         self._step = 0
-        self._results: deque[StepResult] = deque(maxlen=self.history)
-        #: Recorded steps that left `_results` (``history``).
-        self._dropped = 0
-        self._alerts: deque[Alert] = deque(maxlen=ALERTS_KEPT)
-        #: The first NaN/Inf of a recorded step (combined across ranks with ``ranks="reduce"``).
-        self._first: NonFinite | None = None
-        #: The first NaN/Inf the sentinel found on an unrecorded step (this rank's own).
-        self._checked_first: NonFinite | None = None
+        self._kept = History(self.history)
         self._pending: DeferredResult | None = None
-        self._previous: dict[str, torch.Tensor] | None = None
+        self._ratios = UpdateRatios(model)
         self._closed = False
         self._compiled: CompiledSupport | None = None
 
@@ -341,16 +329,16 @@ class Monitor:
         collector.recording, collector.checking = True, not record_next
         if self._grad_hooks is not None:
             self._grad_hooks.prune()
-        ratios = self._update_ratios(record_next) if self.update_ratio else []
+        ratios = self._ratios.take(snapshot=record_next) if self.update_ratio else []
         if not recorded:
             return self._checked_step(index, entries)
         fetch([entry.red for entry in entries] + [red for _, red in ratios])
         assert self._compiled is not None
         missing = self._compiled.check(index, entries)
         merged, infos = merge_entries(entries, self._infos)
-        first = find_nonfinite(index, entries) if self._first is None else None
+        first = find_nonfinite(index, entries) if self._kept.first is None else None
         # under torch.distributed: the step's collectives start here, completed later
-        exchange = self._combiner.start(index, merged, first, self._first is None)
+        exchange = self._combiner.start(index, merged, first, self._kept.first is None)
         rank, world_size = dist.where()
         known = {"step": index, "tensors": tuple(clean_keys({}, infos, None, self._names, self._clean_memo)[1]),
                  "rank": rank, "world_size": world_size, "ranks": self.ranks,
@@ -377,12 +365,12 @@ class Monitor:
             Record("param", name, "param", "update_ratio", float(red.sum or 0.0))
             for name, red in ratios
         ]
-        if self._first is None:
-            self._first = first
+        if self._kept.first is None:
+            self._kept.first = first
         alerts = self._rules.check_found(known["step"], found)  # update ratios have no rule
-        self._alerts.extend(alerts)
+        self._kept.alerts.extend(alerts)
         return StepResult.of(found, ratio_records, alerts=tuple(alerts),
-                             first_nonfinite=self._earliest(), **known)  # fmt: skip
+                             first_nonfinite=self._kept.first_nonfinite(), **known)  # fmt: skip
 
     def _checked_step(self, index: int, entries: list[Entry]) -> StepResult | None:
         """A step not recorded (``every``): its NaN/Inf counts checked (`hookscope.monitor.sentinel`).
@@ -392,36 +380,25 @@ class Monitor:
         this rank's own (no collective runs on unrecorded steps).
         """
         found = check_step(
-            index, entries, self._rules, searching=self._earliest() is None,
+            index, entries, self._rules, searching=self._kept.first_nonfinite() is None,
             names=self._names, memo=self._clean_memo, infos=self._infos,
         )  # fmt: skip
         if found is None:
             return None
         rank, world_size = dist.where()
         if found.first is not None:
-            self._checked_first = replace(found.first, rank=rank)
-        self._alerts.extend(found.alerts)
+            self._kept.checked_first = replace(found.first, rank=rank)
+        self._kept.alerts.extend(found.alerts)
         result = StepResult.of(
-            found.found, alerts=tuple(found.alerts), first_nonfinite=self._earliest(),
+            found.found, alerts=tuple(found.alerts), first_nonfinite=self._kept.first_nonfinite(),
             step=index, tensors=tuple(found.tensors), rank=rank, world_size=world_size,
             ranks="local", missing=(), sentinel=True,
         )  # fmt: skip
         self._publish(result)
         return result
 
-    def _earliest(self) -> NonFinite | None:
-        """The first NaN/Inf of recorded steps or of checked ones, whichever came first."""
-        recorded, checked = self._first, self._checked_first
-        if recorded is None or checked is None:
-            return recorded or checked
-        return checked if checked.step < recorded.step else recorded
-
     def _publish(self, result: StepResult) -> None:
-        results = self._results
-        if len(results) == results.maxlen:
-            self._dropped += 1
-        if results.maxlen != 0:
-            results.append(result)
+        self._kept.add(result)
         self._sinks.write(result)
 
     def _settle(self) -> None:
@@ -429,24 +406,6 @@ class Monitor:
         pending, self._pending = self._pending, None
         if pending is not None and not pending.failed:  # a failure was raised to its reader
             pending.settle()
-
-    def _update_ratios(self, snapshot: bool) -> list[tuple[str, Reduction]]:
-        ratios = []
-        params = [
-            (n, shards.local_tensor(p.detach()))
-            for n, p in self.model.named_parameters()
-            if p.requires_grad
-        ]
-        if self._previous is not None:
-            for name, param in params:
-                before = self._previous.get(name)
-                if param is not None and before is not None and before.shape == param.shape:
-                    red = Reduction("float", 1)
-                    delta = torch.linalg.vector_norm(param - before)
-                    red.sum = delta / torch.linalg.vector_norm(param)
-                    ratios.append((name, red))
-        self._previous = {n: p.clone() for n, p in params if p is not None} if snapshot else None
-        return ratios
 
     def pause(self) -> None:
         """Drop the step in progress and record nothing until the next `step`.
@@ -478,19 +437,19 @@ class Monitor:
     def results(self) -> list[StepResult]:
         """The last ``history`` recorded steps' results, oldest first (see ``history``)."""
         self._settle()
-        return list(self._results)
+        return list(self._kept.results)
 
     @property
     def results_dropped(self) -> int:
         """How many recorded steps left `results` because of ``history`` (0 in a short run)."""
         self._settle()
-        return self._dropped
+        return self._kept.dropped
 
     @property
     def alerts(self) -> list[Alert]:
         """The alerts so far, in order (the last `ALERTS_KEPT`; sinks get every one)."""
         self._settle()
-        return list(self._alerts)
+        return list(self._kept.alerts)
 
     @property
     def first_nonfinite(self) -> NonFinite | None:
@@ -499,7 +458,7 @@ class Monitor:
         Exact at any ``every``: unrecorded steps are checked for NaN/Inf too.
         """
         self._settle()
-        return self._earliest()
+        return self._kept.first_nonfinite()
 
     @property
     def errors(self) -> list[HookFailure]:
@@ -511,4 +470,4 @@ class Monitor:
         from hookscope.sinks.pandas import to_frame
 
         self._settle()
-        return to_frame(self._results)
+        return to_frame(self._kept.results)
