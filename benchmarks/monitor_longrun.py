@@ -13,12 +13,14 @@ forward by default, ``--train`` adds the backward) with a
 ``Monitor(every=10**9)``, so that every step after the first is an
 unrecorded step on which the sentinel checks every monitored tensor for
 NaN/Inf. Each monitored step alternates with a step of an identical
-unhooked copy (A B, B A), a repetition sums ``--steps`` of each, and the
-median ratio over ``--reps`` repetitions is printed with the load average
-before and after (the ratio is what to compare; the machine may be shared).
+unhooked copy (A B, B A), a repetition sums ``--steps`` pairs of each, and
+the median ratio over ``--reps`` repetitions is printed, of wall time and of
+the process's CPU time (with one thread, what the step computed: less
+disturbed than wall time when other processes share the cores), with the
+load average before and after.
 
     .venv/bin/python benchmarks/monitor_longrun.py memory [--steps 5000] [--history 200|none]
-    .venv/bin/python benchmarks/monitor_longrun.py sentinel [--reps 9] [--steps 2] [--train]
+    .venv/bin/python benchmarks/monitor_longrun.py sentinel [--reps 9] [--steps 1] [--train]
 """
 
 from __future__ import annotations
@@ -92,16 +94,16 @@ def sentinel(reps: int, steps: int, train: bool) -> None:
     plain, ids = gpt2(train)
     hooked = copy.deepcopy(plain)
 
-    def step_of(model: nn.Module) -> Callable[[], float]:
-        def run() -> float:
-            start = time.perf_counter()
+    def step_of(model: nn.Module) -> Callable[[], tuple[float, float]]:
+        def run() -> tuple[float, float]:
+            start, cpu = time.perf_counter(), time.process_time()
             if train:
                 model.zero_grad(set_to_none=True)
                 model(ids).last_hidden_state.square().mean().backward()
             else:
                 with torch.no_grad():
                     model(ids)
-            return time.perf_counter() - start
+            return time.perf_counter() - start, time.process_time() - cpu
 
         return run
 
@@ -111,31 +113,35 @@ def sentinel(reps: int, steps: int, train: bool) -> None:
         b()
         mon.step()  # step 0 is recorded; every later step is checked only
 
-        def checked() -> float:
-            took = b()
-            start = time.perf_counter()
+        def checked() -> tuple[float, float]:
+            took, cpu_took = b()
+            start, cpu = time.perf_counter(), time.process_time()
             assert mon.step() is None
-            return took + time.perf_counter() - start
+            return took + time.perf_counter() - start, cpu_took + time.process_time() - cpu
 
         a(), checked()  # warm-up
-        ratios = []
+        ratios, cpu_ratios = [], []
         for _ in range(reps):
-            plain_s = hooked_s = 0.0
-            for i in range(steps):
-                if i % 2 == 0:
-                    plain_s += a()
-                    hooked_s += checked()
-                else:
-                    hooked_s += checked()
-                    plain_s += a()
-            ratios.append(hooked_s / plain_s)
+            plain_t = [0.0, 0.0]  # wall, CPU
+            hooked_t = [0.0, 0.0]
+            for i in range(2 * steps):
+                order = (a, checked) if i % 2 == 0 else (checked, a)
+                for fn in order:
+                    wall, cpu = fn()
+                    total = plain_t if fn is a else hooked_t
+                    total[0] += wall
+                    total[1] += cpu
+            ratios.append(hooked_t[0] / plain_t[0])
+            cpu_ratios.append(hooked_t[1] / plain_t[1])
     mode = "train (forward + backward)" if train else "inference forward"
     print(f"sentinel: GPT-2 6L 768, batch 4x128, CPU fp32, {mode}, {torch.get_num_threads()} "
           f"thread(s); load {load:.1f} -> {os.getloadavg()[0]:.1f}")  # fmt: skip
-    print(
-        f"  plain step {plain_s / steps * 1e3:.0f} ms; checked step / plain step: "
-        f"median {statistics.median(ratios):.3f} (reps: {' '.join(f'{r:.3f}' for r in ratios)})"
-    )
+    print(f"  plain step {plain_t[0] / (2 * steps) * 1e3:.0f} ms wall, "
+          f"{plain_t[1] / (2 * steps) * 1e3:.0f} ms CPU")  # fmt: skip
+    for name, values in (("wall", ratios), ("CPU", cpu_ratios)):
+        shown = " ".join(f"{r:.3f}" for r in values)
+        print(f"  checked step / plain step, {name} time: median "
+              f"{statistics.median(values):.3f} (reps: {shown})")  # fmt: skip
 
 
 def main() -> None:
@@ -146,7 +152,7 @@ def main() -> None:
     mem.add_argument("--history", default="200")
     sen = sub.add_parser("sentinel")
     sen.add_argument("--reps", type=int, default=9)
-    sen.add_argument("--steps", type=int, default=2)
+    sen.add_argument("--steps", type=int, default=1, help="A B + B A pairs per repetition")
     sen.add_argument("--train", action="store_true")
     args = parser.parse_args()
     if args.what == "memory":
