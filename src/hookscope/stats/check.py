@@ -16,7 +16,8 @@ import math
 
 import torch
 
-from hookscope.stats.reduce import Reduction, kind_of
+from hookscope.stats.reduce import kind_of
+from hookscope.stats.reduction import Reduction
 
 
 def check_tensor(tensor: torch.Tensor) -> Reduction:
