@@ -24,7 +24,7 @@ from hookscope.hooks.compiled import (
     compiled_wrapper_of,
     stale_graphs,
 )
-from hookscope.monitor.collector import Entry
+from hookscope.monitor.entries import Entry
 from hookscope.monitor.records import Phase
 
 
