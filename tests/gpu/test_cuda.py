@@ -10,6 +10,7 @@ import copy
 import json
 import math
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -28,10 +29,12 @@ pytestmark = pytest.mark.cuda
 
 
 @pytest.fixture(autouse=True)
-def _exact_matmuls() -> None:
+def _exact_matmuls() -> Iterator[None]:
     """No TF32: the float64 references must be comparable at float32 precision."""
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    yield
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
 def _reference(t: torch.Tensor) -> dict[str, float]:
