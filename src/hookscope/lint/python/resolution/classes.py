@@ -14,12 +14,19 @@ import re
 
 from hookscope.lint.engine.index import ClassIndex, absolute_module, defined_in
 from hookscope.lint.python.facts import frameworks, known, libraries
+from hookscope.lint.python.index.installed import environment
 from hookscope.lint.python.parse.bindings import dotted
 from hookscope.lint.python.parse.pyfile import PyFile
 from hookscope.lint.python.resolution.bodies import module_evidence
 from hookscope.lint.python.resolution.crossfile import class_def_of
 from hookscope.lint.python.resolution.kinds import Kind
 
+_KINDS = {
+    "module": (Kind.MODULE, False),
+    "container": (Kind.MODULE, True),
+    "hookless": (Kind.HOOKLESS, False),
+    "other": (Kind.OTHER, False),
+}
 _DOTTED_CLASS = re.compile(r"(?:[A-Za-z_]\w*\.)+[A-Z]\w*")
 
 
@@ -42,6 +49,8 @@ class ClassKinds:
         # class name -> what in its body shows it is a module, when its bases could not
         self.by_body: dict[str, str] = {}
         self.missed = False  # a class the masked parse dropped was needed (`Resolver`)
+        # ``module.Name`` -> how an installed package's source shows what the class is
+        self.installed: dict[str, str] = {}
 
     @property
     def where(self) -> str:
@@ -139,6 +148,8 @@ class ClassKinds:
                 result = (Kind.UNKNOWN, False)  # not the project's same-named Python class
             if result is None:  # (``nn.Module``: torch's, whatever the file calls ``Module``)
                 result = self._class_kind(last, qualified=bool(module))
+            if result[0] is Kind.UNKNOWN and module and not variants:
+                result = self._installed(module, last) or result
         finally:
             self._computing.discard(key)
         # A result that met a cycle depends on where the look-up started: kept only for the
@@ -147,6 +158,20 @@ class ClassKinds:
             self._class_kinds[key] = result
         self._cycle = outer or (self._cycle and bool(self._computing))
         return result
+
+    def _installed(self, module: str, name: str) -> tuple[Kind, bool] | None:
+        """The kind of ``module``'s class ``name`` read from the installed package
+        (`installed`), for a module that is not the project's; its evidence is kept
+        in ``installed`` under ``module.name``."""
+        root = self.index.root
+        top = module.partition(".")[0]
+        if not top or top == "torch" or not root or _in_project(root, top):
+            return None  # (torch is never read: its classes are the hand-written facts')
+        found = environment(root).installed_class(module, name)
+        if found is None:
+            return None
+        self.installed[f"{module}.{name}"] = found.evidence
+        return _KINDS[found.kind]
 
     def _ambiguous(self, last: str) -> bool:
         """Whether the project defines several classes ``last`` that torch does not name."""
@@ -300,6 +325,12 @@ class ClassKinds:
         """For a class with unresolved bases: does a base's name read like a module?"""
         names = base_names(cls)
         return self.file.imports_torch and any(known.MODULE_NAME.search(n) for n in names)
+
+
+def _in_project(root: str, top: str) -> bool:
+    """Whether the project defines the top-level package or module ``top`` itself."""
+    path = os.path.join(root, top)
+    return os.path.isdir(path) or os.path.isfile(f"{path}.py")
 
 
 def _imported_by_call(tree: ast.Module) -> list[tuple[str, str]]:
