@@ -45,15 +45,19 @@ def torch_kind(target: str) -> str:
     return "other" if last in known.NON_MODULE_BASES else ""
 
 
-_ENVIRONMENTS: dict[str, Environment] = {}
+_PATHS: dict[str, tuple[str, ...]] = {}  # project root -> its search path
+_ENVIRONMENTS: dict[tuple[str, ...], Environment] = {}  # search path -> what was read
 
 
 def environment(root: str) -> Environment:
     """The environment of the running interpreter, seen from the project ``root``
-    (one per root and process: what it has read is kept)."""
-    found = _ENVIRONMENTS.get(root)
+    (one per search path and process: what it has read is kept)."""
+    paths = _PATHS.get(root)
+    if paths is None:
+        paths = _PATHS[root] = search_path(root)
+    found = _ENVIRONMENTS.get(paths)
     if found is None:
-        found = _ENVIRONMENTS[root] = Environment(search_path(root), torch_kind)
+        found = _ENVIRONMENTS[paths] = Environment(paths, torch_kind)
     return found
 
 

@@ -163,9 +163,10 @@ class ClassKinds:
         """The kind of ``module``'s class ``name`` read from the installed package
         (`installed`), for a module that is not the project's; its evidence is kept
         in ``installed`` under ``module.name``."""
-        root = self.index.root
+        # (outside any project, the file's own folder is the project, as ``sys.path[0]``)
+        root = self.index.root or os.path.dirname(os.path.abspath(self.file.path))
         top = module.partition(".")[0]
-        if not top or top == "torch" or not root or _in_project(root, top):
+        if not top or top == "torch" or _in_project(root, top):
             return None  # (torch is never read: its classes are the hand-written facts')
         found = environment(root).installed_class(module, name)
         if found is None:
