@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from hookscope.lint import lint
 from hookscope.lint.engine.findings import Finding
 from hookscope.lint.python.index.installed import Environment, search_path, torch_kind
+from tests.lint.conftest import write_source
 
 _PACKAGE = {
     "__init__.py": "from .layers import Fancy, Direct\nfrom ._impl import Plain\n",
@@ -132,3 +134,25 @@ def test_the_cli_reads_the_environment_of_its_interpreter(tmp_path: Path) -> Non
         [*command, str(project)], env=env, capture_output=True, text=True, timeout=120, check=False
     )
     assert json.loads(out.stdout) == [], out.stderr
+
+
+_METRICS = """\
+import torch
+from torchmetrics import Accuracy
+from torchmetrics.functional import accuracy
+
+
+def score(preds, target):
+    metric = Accuracy(task="binary")
+    metric.forward(preds, target)
+    return accuracy.forward(preds, target)
+"""
+
+
+@pytest.mark.skipif(find_spec("torchmetrics") is None, reason="torchmetrics is not installed")
+def test_torchmetrics_classes_come_from_its_installed_sources(tmp_path: Path) -> None:
+    write_source(tmp_path, "metrics.py", _METRICS)
+    found = _shown(lint(tmp_path, config=False, select=["HS1"]))
+    assert [(line, code) for line, code, _ in found] == [(8, "HS101")]
+    assert found[0][2].startswith("installed package torchmetrics: class Accuracy(")
+    assert found[0][2].endswith("<- class Metric(Module, ABC)")

@@ -25,6 +25,7 @@ from hookscope.lint.python.facts import known
 MAX_DEPTH = 8  # bases followed through at most this many classes
 MAX_FILE_BYTES = 2_000_000  # a larger module is not read
 EVIDENCE_PREFIX = "installed package "
+_INSTALLED = frozenset({"site-packages", "dist-packages"})
 
 # torch's own classes are decided by the hand-written torch facts (``TorchKind``):
 # "module", "hookless", "container", "other" or "" (not known).
@@ -88,15 +89,17 @@ class _Module:
 
 def search_path(root: str, paths: Sequence[str] | None = None) -> tuple[str, ...]:
     """The folders installed packages are looked for in: ``paths`` (default ``sys.path``)
-    without the current folder and without folders inside the project ``root``."""
+    without the current folder and without folders inside the project ``root`` (but for
+    a ``site-packages`` there: a virtual environment kept in the project folder)."""
     root = os.path.realpath(root) if root else ""
     out = []
     for entry in sys.path if paths is None else paths:
         if not entry or not os.path.isdir(entry):
             continue
         real = os.path.realpath(entry)
+        installed = bool(_INSTALLED.intersection(real.split(os.sep)))  # a venv in the project
         if real == os.path.realpath(os.getcwd()) or (
-            root and (real == root or real.startswith(root + os.sep))
+            root and not installed and (real == root or real.startswith(root + os.sep))
         ):
             continue
         out.append(real)
