@@ -16,6 +16,7 @@ import pytest
 from hookscope.lint import lint
 from hookscope.lint.engine.findings import Finding
 from hookscope.lint.python.index.installed import Environment, search_path, torch_kind
+from hookscope.lint.python.index.installed_cache import ModuleStore
 from tests.lint.conftest import write_source
 
 _PACKAGE = {
@@ -156,3 +157,24 @@ def test_torchmetrics_classes_come_from_its_installed_sources(tmp_path: Path) ->
     assert [(line, code) for line, code, _ in found] == [(8, "HS101")]
     assert found[0][2].startswith("installed package torchmetrics: class Accuracy(")
     assert found[0][2].endswith("<- class Metric(Module, ABC)")
+
+
+def test_what_was_read_is_kept_with_the_project_cache_until_the_file_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _install(tmp_path / "site")
+    project = _project(tmp_path)
+    paths = search_path(str(project), [str(tmp_path / "site")])
+    first = Environment(paths, torch_kind, ModuleStore(str(project), paths))
+    assert first.installed_class("tinypkg", "Fancy") is not None
+    kept = json.loads((project / ".hookscope_cache" / "lint-installed.json").read_text())
+    assert sorted(kept["modules"]) == ["tinypkg", "tinypkg._base", "tinypkg.layers"]
+    # a second run answers from the record, without parsing: an unparsable copy is not read
+    again = Environment(paths, torch_kind, ModuleStore(str(project), paths))
+    assert again.store is not None and again.store.get("tinypkg._base") is not None
+    base = tmp_path / "site" / "tinypkg" / "_base.py"
+    base.write_text("class Base:\n    pass\n", encoding="utf-8")
+    os.utime(base, ns=(1, 1))  # changed: the record of that file is stale
+    third = Environment(paths, torch_kind, ModuleStore(str(project), paths))
+    fancy = third.installed_class("tinypkg", "Fancy")
+    assert fancy is not None and fancy.kind == "other"

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from hookscope.lint.python.facts import known
+from hookscope.lint.python.index.installed_cache import ModuleNames, ModuleStore
 
 MAX_DEPTH = 8  # bases followed through at most this many classes
 MAX_FILE_BYTES = 2_000_000  # a larger module is not read
@@ -47,18 +48,20 @@ def torch_kind(target: str) -> str:
 
 
 _PATHS: dict[str, tuple[str, ...]] = {}  # project root -> its search path
-_ENVIRONMENTS: dict[tuple[str, ...], Environment] = {}  # search path -> what was read
+_ENVIRONMENTS: dict[tuple[str, ...], Environment] = {}  # (root, *search path) -> reader
 
 
-def environment(root: str) -> Environment:
+def environment(root: str, keep: bool = True) -> Environment:
     """The environment of the running interpreter, seen from the project ``root``
-    (one per search path and process: what it has read is kept)."""
+    (one per root and process: what it has read is kept; with ``keep``, also on disk
+    in the project's cache folder, see `installed_cache`)."""
     paths = _PATHS.get(root)
     if paths is None:
         paths = _PATHS[root] = search_path(root)
-    found = _ENVIRONMENTS.get(paths)
+    found = _ENVIRONMENTS.get((root, *paths))
     if found is None:
-        found = _ENVIRONMENTS[paths] = Environment(paths, torch_kind)
+        store = ModuleStore(root, paths) if keep and os.path.isdir(root) else None
+        found = _ENVIRONMENTS[(root, *paths)] = Environment(paths, torch_kind, store)
     return found
 
 
@@ -75,16 +78,6 @@ class InstalledClass:
 
     kind: str
     evidence: str
-
-
-@dataclass(frozen=True)
-class _Module:
-    """The top-level names of one installed module, as far as classes are concerned."""
-
-    path: str
-    classes: dict[str, tuple[str, ...]]  # class name -> its bases as written
-    names: dict[str, str]  # imported or assigned name -> what it stands for (dotted)
-    stars: tuple[str, ...]  # modules of ``from m import *``
 
 
 def search_path(root: str, paths: Sequence[str] | None = None) -> tuple[str, ...]:
@@ -109,10 +102,13 @@ def search_path(root: str, paths: Sequence[str] | None = None) -> tuple[str, ...
 class Environment:
     """Reads classes of the packages installed on a search path (see `search_path`)."""
 
-    def __init__(self, paths: Sequence[str], torch_kind: TorchKind) -> None:
+    def __init__(
+        self, paths: Sequence[str], torch_kind: TorchKind, store: ModuleStore | None = None
+    ) -> None:
         self.paths = tuple(paths)
         self.torch_kind = torch_kind
-        self._modules: dict[str, _Module | None] = {}
+        self.store = store  # what earlier runs read (`installed_cache`), if kept
+        self._modules: dict[str, ModuleNames | None] = {}
         self._classes: dict[tuple[str, str], InstalledClass | None] = {}
 
     def find(self, module: str) -> str:
@@ -143,7 +139,10 @@ class Environment:
     def installed_class(self, module: str, name: str) -> InstalledClass | None:
         """What the class ``name`` of the installed module ``module`` is; ``None`` when
         the module is not installed, does not define it, or its bases cannot be told."""
-        return self._class(module, name, 0)
+        found = self._class(module, name, 0)
+        if self.store is not None:
+            self.store.save()  # (only when something new was read)
+        return found
 
     def _class(self, module: str, name: str, depth: int) -> InstalledClass | None:
         key = (module, name)
@@ -183,7 +182,7 @@ class Environment:
         read = self._module(module)
         return read is not None and (name in read.classes or name in read.names)
 
-    def _base(self, read: _Module, module: str, base: str, depth: int) -> tuple[str, str]:
+    def _base(self, read: ModuleNames, module: str, base: str, depth: int) -> tuple[str, str]:
         """The kind of one base as written in ``module`` and the chain behind it."""
         first, dot, rest = base.partition(".")
         if first in read.classes and not dot:
@@ -207,9 +206,13 @@ class Environment:
             return "", ""
         return found.kind, found.evidence.partition(": ")[2]
 
-    def _module(self, module: str) -> _Module | None:
+    def _module(self, module: str) -> ModuleNames | None:
         if module not in self._modules:
-            self._modules[module] = _read(self.find(module), module)
+            kept = self.store.get(module) if self.store is not None else None
+            read = kept or _read(self.find(module), module)
+            if read is not None and kept is None and self.store is not None:
+                self.store.put(module, read)
+            self._modules[module] = read
         return self._modules[module]
 
 
@@ -223,7 +226,7 @@ def _strongest(kinds: list[tuple[str, str]]) -> tuple[str, str]:
     return "other", ""
 
 
-def _read(path: str, module: str) -> _Module | None:
+def _read(path: str, module: str) -> ModuleNames | None:
     """The classes and names at the top of the module file ``path`` (also under ``if``
     and ``try``: ``if TYPE_CHECKING:`` re-exports, ``try: import x`` fallbacks)."""
     if not path:
@@ -262,7 +265,7 @@ def _read(path: str, module: str) -> _Module | None:
             target, value = node.targets[0], _dotted(node.value)
             if isinstance(target, ast.Name) and value and target.id not in names:
                 names[target.id] = _spelled(value, names, classes, module)
-    return _Module(path, classes, names, tuple(stars))
+    return ModuleNames(path, classes, names, tuple(stars))
 
 
 def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:

@@ -168,7 +168,7 @@ class ClassKinds:
         top = module.partition(".")[0]
         if not top or top == "torch" or _in_project(root, top):
             return None  # (torch is never read: its classes are the hand-written facts')
-        found = environment(root).installed_class(module, name)
+        found = environment(root, keep=bool(self.index.root)).installed_class(module, name)
         if found is None:
             return None
         self.installed[f"{module}.{name}"] = found.evidence
