@@ -14,19 +14,13 @@ import re
 
 from hookscope.lint.engine.index import ClassIndex, absolute_module, defined_in
 from hookscope.lint.python.facts import frameworks, known, libraries
-from hookscope.lint.python.index.installed import environment
 from hookscope.lint.python.parse.bindings import dotted
 from hookscope.lint.python.parse.pyfile import PyFile
 from hookscope.lint.python.resolution.bodies import module_evidence
 from hookscope.lint.python.resolution.crossfile import class_def_of
 from hookscope.lint.python.resolution.kinds import Kind
+from hookscope.lint.python.resolution.third_party import installed_kind
 
-_KINDS = {
-    "module": (Kind.MODULE, False),
-    "container": (Kind.MODULE, True),
-    "hookless": (Kind.HOOKLESS, False),
-    "other": (Kind.OTHER, False),
-}
 _DOTTED_CLASS = re.compile(r"(?:[A-Za-z_]\w*\.)+[A-Z]\w*")
 
 
@@ -160,19 +154,13 @@ class ClassKinds:
         return result
 
     def _installed(self, module: str, name: str) -> tuple[Kind, bool] | None:
-        """The kind of ``module``'s class ``name`` read from the installed package
-        (`installed`), for a module that is not the project's; its evidence is kept
-        in ``installed`` under ``module.name``."""
-        # (outside any project, the file's own folder is the project, as ``sys.path[0]``)
-        root = self.index.root or os.path.dirname(os.path.abspath(self.file.path))
-        top = module.partition(".")[0]
-        if not top or top == "torch" or _in_project(root, top):
-            return None  # (torch is never read: its classes are the hand-written facts')
-        found = environment(root, keep=bool(self.index.root)).installed_class(module, name)
+        """The kind of ``module``'s class ``name`` read from an installed package
+        (`third_party`); its evidence is kept in ``installed`` under ``module.name``."""
+        found = installed_kind(self.index.root, self.file.path, module, name)
         if found is None:
             return None
-        self.installed[f"{module}.{name}"] = found.evidence
-        return _KINDS[found.kind]
+        kind, self.installed[f"{module}.{name}"] = found
+        return kind
 
     def _ambiguous(self, last: str) -> bool:
         """Whether the project defines several classes ``last`` that torch does not name."""
@@ -326,12 +314,6 @@ class ClassKinds:
         """For a class with unresolved bases: does a base's name read like a module?"""
         names = base_names(cls)
         return self.file.imports_torch and any(known.MODULE_NAME.search(n) for n in names)
-
-
-def _in_project(root: str, top: str) -> bool:
-    """Whether the project defines the top-level package or module ``top`` itself."""
-    path = os.path.join(root, top)
-    return os.path.isdir(path) or os.path.isfile(f"{path}.py")
 
 
 def _imported_by_call(tree: ast.Module) -> list[tuple[str, str]]:
