@@ -178,3 +178,20 @@ def test_what_was_read_is_kept_with_the_project_cache_until_the_file_changes(
     third = Environment(paths, torch_kind, ModuleStore(str(project), paths))
     fancy = third.installed_class("tinypkg", "Fancy")
     assert fancy is not None and fancy.kind == "other"
+
+
+def test_a_project_subclass_of_an_installed_module_class_is_a_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _install(tmp_path / "site")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    source = (
+        "from tinypkg import Fancy, Plain\n\n\n"
+        "class Mine(Fancy):\n    pass\n\n\n"
+        "class Table(Plain):\n    pass\n\n\n"
+        "def run(x):\n    return Mine().forward(x) + Table().forward(x)\n"
+    )
+    (tmp_path / "project").mkdir()
+    write_source(tmp_path / "project", "sub.py", source)
+    found = lint(tmp_path / "project", config=False, select=["HS1", "HS104"])
+    assert [(f.line, f.col, f.code) for f in found] == [(13, 12, "HS101")]
