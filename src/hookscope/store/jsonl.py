@@ -198,7 +198,7 @@ class JsonlFile:
             except (TypeError, KeyError):
                 value = math.nan
             for index, key in enumerate(("step", "phase", "module", "tensor", "rule")):
-                default: Any = 0 if key == "step" else ("forward" if key == "phase" else "")
+                default: Any = 0 if key == "step" else ""
                 item = a.get(key, default)
                 cols[index].append(
                     item

@@ -86,13 +86,21 @@ class RunStore:
         source = self._file(label)
         if table == "tensors":
             return
-        chunks = source.batches() if table == "records" else iter([source.alerts_table()])
-        for chunk in chunks:
-            out = chunk.filter(where) if where is not None else chunk
-            if columns:
-                out = out.select(list(columns))
-            if out.num_rows:
-                yield out
+        try:
+            chunks = source.batches() if table == "records" else iter([source.alerts_table()])
+            for chunk in chunks:
+                out = chunk.filter(where) if where is not None else chunk
+                if columns:
+                    out = out.select(list(columns))
+                if out.num_rows:
+                    yield out
+        except OSError as exc:
+            note = (
+                f"{source.path.name} is unreadable ({exc.strerror or type(exc).__name__}); left out"
+            )
+            if note not in self.notes:
+                self.notes.append(note)
+            source.scanned = True
         for note in source.faults.notes():
             if note not in self.notes:
                 self.notes.append(note)
