@@ -59,6 +59,7 @@ class RunStore:
         writer: str | None = None,
         columns: Sequence[str] | None = None,
         where: ds.Expression | None = None,
+        dictionary: bool = False,
     ) -> Iterator[pa.Table]:
         """Tables of ``table`` rows of one writer (default: every writer in turn).
 
@@ -67,6 +68,8 @@ class RunStore:
             writer: one writer's label.
             columns: only these columns.
             where: a ``pyarrow.dataset`` filter, pushed down to the files.
+            dictionary: read the name columns of Parquet files as dictionary
+                arrays (names decoded once per batch, not once per row).
         """
         for label in (writer,) if writer is not None else self.writers:
             if self.kind == "jsonl":
@@ -75,8 +78,21 @@ class RunStore:
             paths = [str(p.path) for p in layout.parts(self.path / table) if p.writer == label]
             if not paths:
                 continue
-            data = ds.dataset(paths, schema=SCHEMAS[table], format="parquet")
-            for batch in data.to_batches(columns=list(columns) if columns else None, filter=where):
+            fmt: Any = "parquet"
+            if dictionary:
+                names = ["phase", "module", "tensor", "stat"]
+                options = ds.ParquetReadOptions(dictionary_columns=names)
+                fmt = ds.ParquetFileFormat(read_options=options)
+            data = ds.dataset(paths, format=fmt)
+            # Little read-ahead: memory stays at a few batches whatever the run's size.
+            scanned = data.to_batches(
+                columns=list(columns) if columns else None,
+                filter=where,
+                batch_size=1 << 19,
+                batch_readahead=2,
+                fragment_readahead=1,
+            )
+            for batch in scanned:
                 if batch.num_rows:
                     yield pa.Table.from_batches([batch])
 

@@ -1,22 +1,29 @@
 """One streaming pass over a writer's records: what the report draws, in bounded memory.
 
-A short run comes back whole, as exact rows. A long one comes back
-downsampled: steps are cut into at most `MAX_BINS` equal bins per series
-and each bin gives one row ``{"step": last step of the bin, "value": mean of
-the finite values, "lo": min, "hi": max}`` — the per-step min/max envelope the
-plots draw — for the statistics the report shows (`REPORT_STATS`, and every
-``norm``). The bin width doubles while reading whenever the bins would
-exceed twice `MAX_BINS`, so one pass suffices and memory stays bounded by
-the number of series times `MAX_BINS`. The rows of the last step are kept
-exact for the per-layer table. Pure data: no plotting.
+A short run (at most `EXACT_ROWS` records a writer) comes back whole, as
+exact rows. A long one comes back downsampled: steps are cut into at most
+`MAX_BINS` equal bins and each bin of each drawn series gives one row
+``{"step": last step of the bin, "value": mean of the finite values, "lo":
+min, "hi": max}`` — the min/max envelope the plots draw. Drawn series are
+the forward `REPORT_STATS` of the first `FORWARD_LAYERS` layers (in the
+order they ran), every ``norm`` (gradient flow), and the magnitudes and
+NaN/Inf counts of every layer when several writers are compared.
+
+The pass holds dense arrays (series x bins) and never one Python object
+per record: names come as Arrow dictionaries, rows are mapped to series
+ids with vectorised look-ups and folded in with ``numpy`` (``bincount``,
+``minimum.at``). The bin width doubles whenever the steps outgrow the bins,
+so one pass suffices, whatever the run's length. The rows of the last step
+are kept exact for the per-layer table. Pure data: no plotting.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -26,11 +33,14 @@ from hookscope.viz.records import Row
 #: Records of one writer kept exact (as rows) before the report downsamples.
 EXACT_ROWS = 200_000
 #: Bins per series at most in a downsampled run.
-MAX_BINS = 256
-#: Forward statistics the report draws; every phase's ``norm`` is kept too.
-REPORT_STATS = ("mean", "std", "absmax", "zero_frac", "rms", "nan_count", "inf_count")
-_KEYS = ["phase", "module", "tensor", "stat"]
-_PENDING_ROWS = 1_000_000
+MAX_BINS = 200
+#: Forward statistics the report draws (plus every phase's ``norm``).
+REPORT_STATS = ("mean", "std", "absmax", "zero_frac")
+#: Statistics the Ranks section compares when there are several writers.
+RANK_STATS = ("absmax", "rms", "norm", "std", "nan_count", "inf_count")
+#: Forward layers whose statistics are drawn (the report's figures show no more).
+FORWARD_LAYERS = 96
+_NAMES = ("phase", "module", "tensor", "stat")
 
 
 @dataclass
@@ -41,7 +51,7 @@ class Digest:
         steps: distinct steps recorded.
         records: records read.
         width: steps per bin (1: ``rows`` are exact).
-        rows: exact rows, or one downsampled row per series and bin.
+        rows: exact rows, or one downsampled row per drawn series and bin.
         last_rows: every record of the last step, exact.
     """
 
@@ -53,120 +63,189 @@ class Digest:
 
 
 class _Bins:
-    """Per-series, per-bin min / max / sum / count / last step, merged as batches come."""
+    """Dense per-series, per-bin min / max / sum / count; series ids grow as names appear."""
 
-    def __init__(self) -> None:
+    def __init__(self, ranks: bool) -> None:
+        self.ranks = ranks
+        self.stats = frozenset((*REPORT_STATS, "norm", *(RANK_STATS if ranks else ())))
         self.width = 1
-        self.state: pa.Table | None = None
-        self.pending: list[pa.Table] = []
-        self.pending_rows = 0
+        self.origin: int | None = None
+        self.ids: dict[tuple[str, str, str, str], int] = {}
+        self.keys: list[tuple[str, str, str, str]] = []
+        self.drawn: list[bool] = []
+        self.forward: dict[str, int] = {}  # forward layers in the order they ran
+        size = (0, MAX_BINS)
+        self.lo, self.hi = np.full(size, np.inf), np.full(size, -np.inf)
+        self.sum, self.count = np.zeros(size), np.zeros(size, dtype=np.int64)
+        self.last = np.full(MAX_BINS, -1, dtype=np.int64)
+
+    def _id(self, key: tuple[str, str, str, str]) -> int:
+        found = self.ids.get(key)
+        if found is None:
+            found = self.ids[key] = len(self.keys)
+            self.keys.append(key)
+            phase, module, _, stat = key
+            if phase == "forward":
+                self.forward.setdefault(module, len(self.forward))
+            wanted = (
+                phase == "forward"
+                and stat in REPORT_STATS
+                and self.forward[module] < FORWARD_LAYERS
+            )
+            self.drawn.append(wanted or stat == "norm" or (self.ranks and stat in RANK_STATS))
+        return found
+
+    def _series(self, batch: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, series ids)``: the rows of a statistic the report may draw, and their series.
+
+        Names are decoded once per distinct combination in the batch, never per row.
+        """
+        codes, dicts = [], []
+        for name in _NAMES:
+            column = batch[name].combine_chunks()
+            if not pa.types.is_dictionary(column.type):
+                column = pc.dictionary_encode(column)
+            codes.append(column.indices.to_numpy(zero_copy_only=False))
+            dicts.append(column.dictionary.to_pylist())
+        wanted = self.stats
+        stat_ok = np.array([name in wanted for name in dicts[3]] + [False], dtype=bool)
+        rows = np.flatnonzero(stat_ok[codes[3]])
+        sizes = [max(len(d), 1) for d in dicts]
+        local = codes[0][rows].astype(np.int64)
+        for code, size in zip(codes[1:], sizes[1:], strict=True):
+            local = local * size + code[rows]
+        if not len(local):
+            return rows, local
+        top = int(local.max()) + 1
+        if top <= 1 << 24:
+            seen = np.zeros(top, dtype=bool)
+            seen[local] = True
+            present = np.flatnonzero(seen)
+        else:  # pragma: no cover - billions of name combinations
+            present = np.unique(local)
+        lut = np.zeros(top, dtype=np.int64)
+        for combo in present.tolist():
+            parts, rest = [], combo
+            for size in reversed(sizes):
+                rest, index = divmod(rest, size)
+                parts.append(index)
+            names = tuple(d[i] for d, i in zip(dicts, reversed(parts), strict=True))
+            lut[combo] = self._id(names)  # type: ignore[arg-type]
+        self._grow()
+        return rows, lut[local]
+
+    def _grow(self) -> None:
+        extra = len(self.keys) - self.lo.shape[0]
+        if extra > 0:
+            pad = max(extra, 64)
+            self.lo = np.vstack([self.lo, np.full((pad, MAX_BINS), np.inf)])
+            self.hi = np.vstack([self.hi, np.full((pad, MAX_BINS), -np.inf)])
+            self.sum = np.vstack([self.sum, np.zeros((pad, MAX_BINS))])
+            self.count = np.vstack([self.count, np.zeros((pad, MAX_BINS), dtype=np.int64)])
 
     def add(self, batch: pa.Table) -> None:
-        value = batch["value"]
-        finite = pc.if_else(pc.is_finite(value), value, pa.scalar(None, pa.float64()))
-        binned = pa.table(
-            {
-                **{k: batch[k] for k in _KEYS},
-                "bin": pc.divide(batch["step"], self.width),
-                "value": finite,
-                "step": batch["step"],
-            }
-        )
-        part = binned.group_by([*_KEYS, "bin"], use_threads=False).aggregate(
-            [
-                ("value", "min"),
-                ("value", "max"),
-                ("value", "sum"),
-                ("value", "count"),
-                ("step", "max"),
-            ]
-        )
-        self.pending.append(part.rename_columns([*_KEYS, "bin", "lo", "hi", "sum", "n", "last"]))
-        self.pending_rows += part.num_rows
-        if self.pending_rows > _PENDING_ROWS:
-            self.merge()
-
-    def merge(self) -> None:
-        tables = ([self.state] if self.state is not None else []) + self.pending
-        self.pending, self.pending_rows = [], 0
-        if not tables:
+        rows, series = self._series(batch)
+        drawn = np.asarray(self.drawn, dtype=bool)[series]
+        rows, series = rows[drawn], series[drawn]
+        steps = batch["step"].to_numpy()[rows]
+        values = batch["value"].to_numpy()[rows]
+        if not len(steps):
             return
-        table = pa.concat_tables(tables)
-        while True:
-            bins = table["bin"]
-            span = pc.max(bins).as_py() - pc.min(bins).as_py() + 1 if table.num_rows else 0
-            if span <= 2 * MAX_BINS:
-                break
-            self.width *= 2
-            table = table.set_column(4, "bin", pc.divide(bins, 2))
-        self.state = _regroup(table)
+        if self.origin is None:
+            self.origin = int(steps.min())
+        offsets = np.maximum(steps - self.origin, 0)
+        while int(offsets.max()) // self.width >= MAX_BINS:
+            self._coarsen()
+        bins = offsets // self.width
+        np.maximum.at(self.last, bins, steps)
+        finite = np.isfinite(values)
+        flat = (series * MAX_BINS + bins)[finite]
+        values = values[finite]
+        np.minimum.at(self.lo.reshape(-1), flat, values)
+        np.maximum.at(self.hi.reshape(-1), flat, values)
+        size = self.sum.size
+        self.sum += np.bincount(flat, weights=values, minlength=size).reshape(self.sum.shape)
+        self.count += np.bincount(flat, minlength=size).reshape(self.count.shape)
 
-    def rebin(self, width: int) -> None:
-        """Coarsen to ``width`` steps per bin (a multiple of the current width)."""
-        self.merge()
-        if self.state is None or width == self.width:
-            self.width = width
-            return
-        factor = width // self.width
-        self.width = width
-        self.state = _regroup(self.state.set_column(4, "bin", pc.divide(self.state["bin"], factor)))
+    def _coarsen(self) -> None:
+        """Twice as many steps per bin: bins ``2i`` and ``2i+1`` become bin ``i``."""
+        half = MAX_BINS // 2
+
+        def fold(a: np.ndarray, op: Any, empty: Any) -> np.ndarray:
+            out = np.full_like(a, empty)
+            out[..., :half] = op(a[..., 0::2], a[..., 1::2])
+            return out
+
+        self.lo = fold(self.lo, np.minimum, np.inf)
+        self.hi = fold(self.hi, np.maximum, -np.inf)
+        self.sum = fold(self.sum, np.add, 0.0)
+        self.count = fold(self.count, np.add, 0)
+        self.last = fold(self.last, np.maximum, -1)
+        self.width *= 2
+
+    def coarsen_to(self, width: int) -> None:
+        while self.width < width:
+            self._coarsen()
 
     def rows(self) -> list[Row]:
-        if self.state is None:
-            return []
         out: list[Row] = []
-        for row in self.state.sort_by([("last", "ascending")]).to_pylist():
-            n = row["n"]
-            out.append(
-                {
-                    "step": row["last"],
-                    "phase": row["phase"],
-                    "module": row["module"],
-                    "tensor": row["tensor"],
-                    "stat": row["stat"],
-                    "value": row["sum"] / n if n else math.nan,
-                    "lo": math.nan if row["lo"] is None else row["lo"],
-                    "hi": math.nan if row["hi"] is None else row["hi"],
-                }
-            )
+        used = np.flatnonzero(self.last >= 0)
+        for sid, key in enumerate(self.keys):
+            if not self.drawn[sid]:
+                continue
+            phase, module, tensor, stat = key
+            for b in used.tolist():
+                n = int(self.count[sid, b])
+                if n == 0:
+                    continue
+                out.append(
+                    {
+                        "step": int(self.last[b]),
+                        "phase": phase,
+                        "module": module,
+                        "tensor": tensor,
+                        "stat": stat,
+                        "value": float(self.sum[sid, b]) / n,
+                        "lo": float(self.lo[sid, b]),
+                        "hi": float(self.hi[sid, b]),
+                    }
+                )
         return out
 
 
-def _regroup(table: pa.Table) -> pa.Table:
-    out = table.group_by([*_KEYS, "bin"], use_threads=False).aggregate(
-        [("lo", "min"), ("hi", "max"), ("sum", "sum"), ("n", "sum"), ("last", "max")]
-    )
-    return out.rename_columns([*_KEYS, "bin", "lo", "hi", "sum", "n", "last"])
-
-
 def _exact(batch: pa.Table) -> list[Row]:
-    return [
-        {k: row[k] for k in ("step", "phase", "module", "tensor", "stat", "value")}
-        for row in batch.to_pylist()
-    ]
+    columns = ["step", *_NAMES, "value"]
+    out = batch.select(columns)
+    for name in _NAMES:
+        if pa.types.is_dictionary(out[name].type):
+            out = out.set_column(
+                out.schema.get_field_index(name), name, out[name].cast(pa.string())
+            )
+    return out.to_pylist()
 
 
-def digest(store: RunStore, writer: str) -> tuple[Digest, _Bins]:
+def digest(store: RunStore, writer: str, *, ranks: bool = False) -> tuple[Digest, _Bins]:
     """Read one writer's records once; see the module docstring."""
     out = Digest()
-    bins = _Bins()
+    bins = _Bins(ranks)
     steps: set[int] = set()
     exact: list[Row] | None = []
     last_step, last_batches = -math.inf, []
-    drawn = pc.field("stat").isin(list(REPORT_STATS)) | (pc.field("stat") == "norm")
-    for batch in store.scan("records", writer=writer):
+    for batch in store.scan("records", writer=writer, dictionary=True):
         out.records += batch.num_rows
-        steps.update(pc.unique(batch["step"]).to_pylist())
-        top = pc.max(batch["step"]).as_py()
+        step = batch["step"].to_numpy()
+        changes = np.flatnonzero(np.diff(step)) + 1  # steps come in runs
+        steps.update(step[np.concatenate(([0], changes))].tolist())
+        top = int(step.max())
         if top > last_step:
             last_step, last_batches = top, []
         if top == last_step:
-            last_batches.append(batch.filter(pc.field("step") == top))
+            last_batches.append(batch.filter(pc.equal(batch["step"], top)))
         if exact is not None and out.records <= EXACT_ROWS:
             exact.extend(_exact(batch))
         else:
             exact = None
-        bins.add(batch.filter(drawn))
+        bins.add(batch)
     out.steps = len(steps)
     out.last_rows = [row for b in last_batches for row in _exact(b)]
     out.rows = exact or []
@@ -174,19 +253,13 @@ def digest(store: RunStore, writer: str) -> tuple[Digest, _Bins]:
 
 
 def digest_writers(store: RunStore) -> list[Digest]:
-    """`digest` of every writer, downsampled ones to one common bin width."""
-    found = [digest(store, writer) for writer in store.writers]
+    """`digest` of every writer; downsampled ones share one bin width."""
+    several = len(store.writers) > 1
+    found = [digest(store, writer, ranks=several) for writer in store.writers]
     if all(d.rows or not d.records for d, _ in found):
         return [d for d, _ in found]  # every writer exact
-    for _, bins in found:
-        bins.merge()
     width = max(bins.width for _, bins in found)
     for d, bins in found:
-        bins.rebin(width)
+        bins.coarsen_to(width)
         d.width, d.rows = width, bins.rows()
     return [d for d, _ in found]
-
-
-def envelope(rows: Iterable[Row]) -> bool:
-    """Whether ``rows`` are downsampled (they carry ``lo``/``hi``)."""
-    return any("hi" in row for row in rows)

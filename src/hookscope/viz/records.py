@@ -48,16 +48,17 @@ def as_rows(source: Any) -> list[Row]:
     rows: list[Row] = []
     for record in source:
         try:
-            rows.append(
-                {
-                    "step": int(record["step"]),
-                    "phase": str(record["phase"]),
-                    "module": str(record["module"]),
-                    "tensor": str(record.get("tensor", "")),
-                    "stat": str(record["stat"]),
-                    "value": to_float(record["value"]),
-                }
-            )
+            row = {
+                "step": int(record["step"]),
+                "phase": str(record["phase"]),
+                "module": str(record["module"]),
+                "tensor": str(record.get("tensor", "")),
+                "stat": str(record["stat"]),
+                "value": to_float(record["value"]),
+            }
+            if "hi" in record:  # a downsampled row keeps its bin's envelope
+                row["lo"], row["hi"] = to_float(record["lo"]), to_float(record["hi"])
+            rows.append(row)
         except (KeyError, TypeError, ValueError) as exc:
             raise UsageError(f"not a monitor record ({exc!s}): {record!r}") from None
     return rows

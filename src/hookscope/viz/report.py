@@ -190,7 +190,13 @@ def _activation_plots(run: RunData, forward: list[dict[str, Any]], notes: list[s
 
 
 def _activation_plot(run: RunData, modules: list[str], title: str) -> Any:
-    return activation_stats_plot(run.rows, modules=modules or None, title=title)
+    wanted = set(modules)
+    rows = [
+        row
+        for row in run.rows
+        if row["phase"] == "forward" and (not modules or row["module"] in wanted)
+    ]
+    return activation_stats_plot(rows, modules=modules or None, title=title)
 
 
 def _featuremaps(run: RunData, notes: list[str]) -> str:
