@@ -98,15 +98,15 @@ def test_module_mode_runs_a_module_as_main(
 def test_monitor_and_doctor_write_the_run_directory_even_when_the_script_raises(
     script: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from hookscope.sinks.jsonl import read_jsonl
+    from hookscope.store import read_run
 
     out_dir = tmp_path / "run"
     assert (
         main(["run", "--monitor", "--doctor", "--out", str(out_dir), str(script), "--raise"]) == 1
     )
-    steps = read_jsonl(out_dir / "monitor.jsonl")
-    assert [line["step"] for line in steps] == [0, 1, 2]
-    assert {r["module"] for r in steps[0]["records"] if r["phase"] == "forward"} >= {"body"}
+    frame = read_run(out_dir)
+    assert sorted(frame.step.unique()) == [0, 1, 2]
+    assert set(frame[(frame.step == 0) & (frame.phase == "forward")].module) >= {"body"}
     assert json.loads((out_dir / "doctor.json").read_text())["exit_code"] == 1
     err = capsys.readouterr().err
     assert "1 model(s) monitored" in err
