@@ -31,14 +31,17 @@ import time
 from pathlib import Path
 
 import torch
-from torch import nn
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 HERE = Path(__file__).resolve().parent
 
 
 def _size(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else path.stat().st_size
+    return (
+        sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+        if path.is_dir()
+        else path.stat().st_size
+    )
 
 
 def disk(steps: int) -> dict[str, float]:
@@ -51,7 +54,13 @@ def disk(steps: int) -> dict[str, float]:
 
     torch.manual_seed(0)
     config = GPT2Config(
-        n_layer=12, n_embd=64, n_head=4, vocab_size=512, n_positions=64, bos_token_id=0, eos_token_id=0
+        n_layer=12,
+        n_embd=64,
+        n_head=4,
+        vocab_size=512,
+        n_positions=64,
+        bos_token_id=0,
+        eos_token_id=0,
     )
     model = GPT2LMHeadModel(config)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
@@ -86,7 +95,7 @@ def disk(steps: int) -> dict[str, float]:
     return figures
 
 
-TRAIN = '''
+TRAIN = """
 import json, sys, time
 import torch
 from torch import nn
@@ -111,7 +120,7 @@ for step in range(steps):
         mon.step()
     times.append(time.perf_counter() - start)
 json.dump(times, open(out, "w"))
-'''
+"""
 
 
 def _median(values: list[float]) -> float:
@@ -133,7 +142,11 @@ def cli(steps: int, rounds: int) -> dict[str, float]:
             out = work / "D"
             shutil.rmtree(out, ignore_errors=True)
             base = [str(script), str(steps), mode if mode != "cli" else "plain", str(times)]
-            cmd = [hookscope, "run", "--monitor", "--out", str(out), *base] if mode == "cli" else [sys.executable, *base]
+            cmd = (
+                [hookscope, "run", "--monitor", "--out", str(out), *base]
+                if mode == "cli"
+                else [sys.executable, *base]
+            )
             subprocess.run(cmd, check=True, timeout=1800, capture_output=True)
             found[mode].append(_median(json.loads(times.read_text())[20:]))
             if mode == "cli":
@@ -171,9 +184,7 @@ def synthesise(folder: Path, steps: int, modules: int = 200, seed: int = 0) -> N
                 found[key]["zero_frac"] = 0.0
             else:
                 found[key] = {"norm": abs(z) * math.exp(-step / steps), "mean": z}
-        writer.write(
-            StepResult.of(found, step=step, alerts=(), first_nonfinite=None, tensors=())
-        )
+        writer.write(StepResult.of(found, step=step, alerts=(), first_nonfinite=None, tensors=()))
     writer.close()
 
 
@@ -208,7 +219,9 @@ def report(steps: int) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("what", choices=("disk", "cli", "report", "all"))
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
@@ -222,7 +235,9 @@ def main() -> None:
     if args.what in ("report", "all"):
         for steps in args.report_steps:
             print("report", json.dumps(report(steps)), flush=True)
-    print(f"load: {os.getloadavg()}  ru_maxrss(children) KiB: {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}")
+    print(
+        f"load: {os.getloadavg()}  ru_maxrss(children) KiB: {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}"
+    )
 
 
 if __name__ == "__main__":

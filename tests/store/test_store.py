@@ -63,7 +63,12 @@ def test_read_run_filters_by_module_stat_and_step_range(tmp_path: Path) -> None:
     frame = read_run(tmp_path, modules=["0"], stats="mean", steps=(2, 4))
     assert sorted(frame.step.unique()) == [2, 3, 4]
     assert set(frame.module) == {"0"} and set(frame.stat) == {"mean"}
-    assert set(read_run(tmp_path, phases="param").module) == {"0.weight", "0.bias", "2.weight", "2.bias"}
+    assert set(read_run(tmp_path, phases="param").module) == {
+        "0.weight",
+        "0.bias",
+        "2.weight",
+        "2.bias",
+    }
     assert read_run(tmp_path, steps=(None, 0)).step.max() == 0
     with pytest.raises(UsageError, match="steps must be a"):
         read_run(tmp_path, steps=3)  # type: ignore[arg-type]

@@ -26,7 +26,7 @@ def check_format(fmt: object) -> Format:
     """``fmt`` as a `Format`, or a UsageError showing the bad value."""
     if fmt not in FORMATS:
         raise UsageError(f"format must be one of {FORMATS}, got {fmt!r}")
-    return fmt  # type: ignore[return-value]
+    return fmt
 
 
 def run_sinks(

@@ -53,10 +53,11 @@ class TensorBoardSummarySink:
     def __init__(self, log_dir: str | os.PathLike[str], *, flush_seconds: float = 1.0) -> None:
         require_extra("tensorboard", "tensorboard")
         from tensorboard.compat.proto.event_pb2 import Event
+        from tensorboard.compat.proto.summary_pb2 import Summary
         from tensorboard.summary.writer.record_writer import RecordWriter
         from torch.utils.tensorboard import summary
 
-        self._event, self._summary = Event, summary
+        self._event, self._summary, self._proto = Event, summary, Summary
         self.log_dir = dist.rank_dir(log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         name = f"events.out.tfevents.{time.time():.6f}.{socket.gethostname()}.{os.getpid()}.hs"
@@ -74,7 +75,7 @@ class TensorBoardSummarySink:
         self._records.write(event.SerializeToString())
 
     def _add(self, step: int, *values: Any) -> None:
-        summary = self._summary.Summary(value=[v for s in values for v in s.value])
+        summary = self._proto(value=[v for s in values for v in s.value])
         self._emit(self._event(wall_time=time.time(), step=step, summary=summary))
 
     def write(self, result: StepResult) -> None:

@@ -205,7 +205,7 @@ def open_run(path: str | os.PathLike[str], *, model: int = 0) -> RunStore | None
     return RunStore(root, "jsonl", tuple(files), files=files)
 
 
-def _isin(column: str, values: Sequence[Any] | str | None) -> ds.Expression | None:
+def _isin(column: str, values: Sequence[Any] | str | int | None) -> ds.Expression | None:
     if values is None:
         return None
     if isinstance(values, (str, int)):

@@ -130,7 +130,7 @@ class _Bins:
                 rest, index = divmod(rest, size)
                 parts.append(index)
             names = tuple(d[i] for d, i in zip(dicts, reversed(parts), strict=True))
-            lut[combo] = self._id(names)  # type: ignore[arg-type]
+            lut[combo] = self._id(names)
         self._grow()
         return rows, lut[local]
 
@@ -230,7 +230,8 @@ def digest(store: RunStore, writer: str, *, ranks: bool = False) -> tuple[Digest
     bins = _Bins(ranks)
     steps: set[int] = set()
     exact: list[Row] | None = []
-    last_step, last_batches = -math.inf, []
+    last_step: float = -math.inf
+    last_batches: list[pa.Table] = []
     for batch in store.scan("records", writer=writer, dictionary=True):
         out.records += batch.num_rows
         step = batch["step"].to_numpy()

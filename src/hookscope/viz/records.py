@@ -113,8 +113,10 @@ def gradient_flow(rows: Iterable[Row], *, phase: str | None = None) -> list[Laye
             continue
         steps = per_step.setdefault(row["module"], {})
         sums = steps.setdefault(row["step"], [0.0, 0.0])
-        sums[0] += row["value"] ** 2
-        sums[1] += row.get("hi", row["value"]) ** 2
+        value: float = row["value"]
+        high: float = row.get("hi", value)
+        sums[0] += value**2
+        sums[1] += high**2
     result = []
     for module, steps in per_step.items():
         norms = [math.sqrt(v) for v, _ in steps.values() if math.isfinite(v)]
@@ -202,8 +204,10 @@ def stat_envelopes(
     for row in rows:
         many = len(tensors[row["module"]]) > 1
         label = f"{row['module']}:{row['tensor']}" if many else row["module"]
-        value = row["value"]
-        point = (row["step"], value, row.get("lo", value), row.get("hi", value))
+        value: float = row["value"]
+        low: float = row.get("lo", value)
+        high: float = row.get("hi", value)
+        point = (int(row["step"]), value, low, high)
         series.setdefault(label, []).append(point)
     for points in series.values():
         points.sort()
