@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from hookscope.store import read_run
     from hookscope.summary import ModelSummary, summary
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "BypassError",

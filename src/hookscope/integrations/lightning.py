@@ -18,7 +18,10 @@ once, on the first forward of training, and writes ``doctor.json``.
 
 With ``ranks="reduce"`` under torch.distributed a step's values are not
 waited for at its end: they are logged at the next optimizer step (one step
-late) and, for the last step of an epoch or of the run, at its last batch.
+late) and, for the last step of an epoch or of the run, at its last batch,
+straight to the trainer's loggers at the next step number: that batch has
+logged the step before already, and ``pl_module.log`` keeps one value per
+name and batch.
 
 The callback subclasses ``lightning.pytorch.Callback`` when the ``lightning``
 package is installed, else ``pytorch_lightning.Callback``.
@@ -75,7 +78,13 @@ class HookscopeCallback(CallbackBase, Callback):
         # a step result held (ranks="reduce"): logged before the epoch or the run ends
         last = trainer.is_last_batch or trainer.should_stop
         if last or 0 < trainer.max_steps <= trainer.global_step:
-            _log(pl_module, self._run.flush())
+            logs = self._run.flush()
+            if (
+                logs
+            ):  # not through pl_module.log: this batch logged the step before under these names
+                logs["epoch"] = float(trainer.current_epoch)  # as Lightning adds to its own
+                for logger in trainer.loggers:
+                    logger.log_metrics(logs, step=trainer.global_step)
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         self._run.close()

@@ -7,7 +7,12 @@ logging (so its loggers, TensorBoard, wandb, MLflow, see them):
 
 - ``hookscope/grad_norm``: total L2 norm of the parameter gradients of the
   step (the square root of the sum of the squared per-parameter norms; the
-  norm before any clipping, as trainers log it);
+  norm before any clipping, as trainers log it). Under torch.distributed it
+  is the norm of the gradients the optimizer sees (after DDP's all-reduce,
+  whole across FSDP shards), the trainer's ``grad_norm``: the Monitor runs
+  with ``grads="reduced"`` unless ``grads`` is given. With ``grads`` set to
+  ``True`` or ``"local"`` there, each rank's own gradient before the
+  all-reduce is logged as ``hookscope/grad_norm_local`` instead;
 - ``hookscope/alerts``: how many alerts fired at the step, and one
   ``hookscope/alert/<rule>/<phase>/<module>/<tensor>`` per alert with the
   value that broke the rule;
@@ -38,6 +43,7 @@ import torch
 from torch import nn
 
 import hookscope
+from hookscope import dist
 from hookscope.errors import HookscopeError, UsageError
 from hookscope.hooks import HookSession
 from hookscope.monitor import Monitor
@@ -106,6 +112,9 @@ class TrainingMonitor:
         self._probe: HookSession | None = None
         self._reported_nonfinite = False
         self._held: StepResult | None = None
+        #: ``hookscope/grad_norm``, or ``hookscope/grad_norm_local`` for each rank's own
+        #: gradient before the all-reduce (`_open_monitor`).
+        self._norm_name = PREFIX + "grad_norm"
 
     def start(self, model: nn.Module, out_dir: Path) -> None:
         """Attach to ``model`` (the doctor first, when asked); results go into ``out_dir``."""
@@ -156,7 +165,13 @@ class TrainingMonitor:
         assert self._model is not None and self.out_dir is not None
         options = dict(self.monitor_kwargs)
         sinks = [StoreSink(self.out_dir / "monitor"), *options.pop("sinks", ())]
+        distributed = dist.where()[1] > 1
+        if distributed and options.get("params", True):
+            # the trainer's grad_norm is the reduced gradient's: so is ours by default
+            options.setdefault("grads", "reduced")
         self.monitor = Monitor(self._model, sinks=sinks, **options).open()
+        local = distributed and self.monitor.grad_mode == "local"
+        self._norm_name = PREFIX + ("grad_norm_local" if local else "grad_norm")
 
     def step(self, step: int) -> dict[str, float]:
         """Close the Monitor's step as ``step``; returns the scalars to log now (may be empty).
@@ -186,7 +201,7 @@ class TrainingMonitor:
         logs: dict[str, float] = {}
         norm = total_grad_norm(result.records)
         if norm is not None:
-            logs[PREFIX + "grad_norm"] = norm
+            logs[self._norm_name] = norm
         for r in result.records:
             if f"{r.phase}/{r.stat}" in self.log_stats:
                 logs[f"{PREFIX}{r.phase}/{r.module}/{r.tensor}/{r.stat}"] = r.value

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -11,6 +12,7 @@ import torch
 from torch import nn
 
 from hookscope import dist, shards
+from hookscope._interrupts import critical, interruptible, setup_interrupted
 from hookscope.errors import UsageError
 from hookscope.hooks.globals import TensorGradHooks
 from hookscope.hooks.handles import HookFailure
@@ -37,6 +39,7 @@ from hookscope.monitor.results import (
     merge_entries,
     summaries,
 )
+from hookscope.monitor.tables import monitor_html
 from hookscope.names import clean_names
 from hookscope.sinks.group import SinkGroup
 from hookscope.stats import Plan, Reduction, fetch, plan_for
@@ -196,6 +199,7 @@ class Monitor:
         self.open()
         return self
 
+    @critical
     def __exit__(
         self,
         exc_type: type[BaseException] | None,
@@ -204,6 +208,7 @@ class Monitor:
     ) -> None:
         self.close()
 
+    @critical
     def open(self) -> Monitor:
         """Attach the hooks (``with Monitor(...)`` does this)."""
         if self._session is not None or self._closed:
@@ -223,8 +228,10 @@ class Monitor:
         try:
             self._attach(selected, plans, lambda _name, module: id(module) in ids)
         except BaseException:
-            self._session.close()
+            self._detach()
             raise
+        if setup_interrupted():  # `with` would not call __exit__
+            self._detach()
         return self
 
     def _attach(self, selected: list[Any], plans: dict[str, Plan], selector: Any) -> None:
@@ -253,24 +260,37 @@ class Monitor:
             self._session.add_grad_hook(collector.on_param_grad)
         self._collector = collector
 
+    @critical
     def close(self) -> None:
-        """Finish a step left open, remove every hook, close the sinks (idempotent)."""
+        """Finish a step left open, remove every hook, close the sinks (idempotent).
+
+        The step may be cut short by Ctrl-C; the hooks are removed whatever happens.
+        """
         if self._closed:
             return
         self._closed = True
         try:
-            self._settle()
-            if self.pending:
-                self._finish_step()
-                self._settle()
+            self._finish_open_step()
         finally:
-            if self._grad_hooks is not None:
-                self._grad_hooks.remove()
-            if self._compiled is not None:
-                self._compiled.traced.close()
-            if self._session is not None:
-                self._session.close()
+            self._detach()
             self._sinks.close()
+
+    @interruptible
+    def _finish_open_step(self) -> None:
+        self._settle()
+        if self.pending:
+            self._finish_step()
+            self._settle()
+
+    @critical
+    def _detach(self) -> None:
+        """Remove every hook (safe to repeat)."""
+        if self._grad_hooks is not None:
+            self._grad_hooks.remove()
+        if self._compiled is not None:
+            self._compiled.traced.close()
+        if self._session is not None:
+            self._session.close()
 
     # -- steps ---------------------------------------------------------------------
 
@@ -435,3 +455,33 @@ class Monitor:
 
         self._settle()
         return to_frame(self._results)
+
+    # -- display -------------------------------------------------------------------
+
+    def _state(self) -> str:
+        if self._closed:
+            return "closed"
+        return "open" if self._session is not None else "not opened"
+
+    def __repr__(self) -> str:
+        return (
+            f"<Monitor {type(self.model).__name__}: {self._state()}, "
+            f"{len(self.results)} step(s) kept, {len(self.alerts)} alert(s)>"
+        )
+
+    def _repr_html_(self) -> str:
+        results, first = self.results, self.first_nonfinite
+        state = [
+            ("model", type(self.model).__name__),
+            ("state", self._state()),
+            ("steps kept", len(results)),
+            ("next step", self.step_index),
+            ("statistics", ", ".join(self.stats)),
+        ]
+        args = (
+            state,
+            asdict(results[-1]) if results else None,
+            [asdict(alert) for alert in self.alerts],
+            None if first is None else asdict(first),
+        )
+        return monitor_html(*args) if self.keep else monitor_html(*args, "keep=False: no step kept")

@@ -13,7 +13,6 @@ from hookscope.stats.reduce import (
     ALL_STATS,
     GRAD_STATS,
     Plan,
-    Reduction,
     fetch,
     grad_summary,
     kind_of,
@@ -24,6 +23,7 @@ from hookscope.stats.reduce import (
     summarize,
     unshift,
 )
+from hookscope.stats.reduction import Reduction
 from hookscope.stats.walk import tensors_in
 
 __all__ = [
