@@ -13,8 +13,8 @@ import hookscope
 from hookscope.monitor.records import StepResult
 from hookscope.sinks.store import StoreSink
 from hookscope.store import StoreWriter
-from hookscope.viz import load_run, write_report
 from hookscope.viz import digest as digest_mod
+from hookscope.viz import load_run, write_report
 from tests.viz.chromium import find_chromium, load_page
 from tests.viz.images import assert_not_blank, load_rgb
 
@@ -40,7 +40,11 @@ def _synthetic(folder: Path, steps: int) -> None:
     for step in range(steps):
         spike = 100.0 if step == 777 else 1.0
         found = {
-            ("forward", "a", "output"): {"mean": math.sin(step / 50), "absmax": spike, "zero_frac": 0.0},
+            ("forward", "a", "output"): {
+                "mean": math.sin(step / 50),
+                "absmax": spike,
+                "zero_frac": 0.0,
+            },
             ("param", "a.weight", "grad"): {"norm": 1.0 + step / steps},
         }
         writer.write(StepResult.of(found, step=step, alerts=(), first_nonfinite=None))
@@ -54,7 +58,7 @@ def test_a_long_run_is_drawn_as_min_max_envelopes_that_keep_a_spike(
     _synthetic(tmp_path / "monitor", 5000)
     run = load_run(tmp_path)
     assert run.steps == 5000 and run.records == 5000 * 4
-    assert 1 < run.width and 5000 / run.width <= digest_mod.MAX_BINS
+    assert run.width > 1 and 5000 / run.width <= digest_mod.MAX_BINS
     absmax = [row for row in run.rows if row["stat"] == "absmax"]
     assert len(absmax) <= digest_mod.MAX_BINS
     assert max(row["hi"] for row in absmax) == 100.0  # the one spiking step survives
@@ -65,7 +69,9 @@ def test_a_long_run_is_drawn_as_min_max_envelopes_that_keep_a_spike(
     result = write_report(tmp_path)
     page = result.path.read_text()
     assert f"each point is a bin of {run.width} steps" in page
-    assert "not drawn, the same for every layer at every step: zero_frac = 0" not in page  # in the image
+    assert (
+        "not drawn, the same for every layer at every step: zero_frac = 0" not in page
+    )  # in the image
     assert result.notes == ()
 
 
