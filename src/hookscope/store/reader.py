@@ -69,7 +69,8 @@ class RunStore:
             columns: only these columns.
             where: a ``pyarrow.dataset`` filter, pushed down to the files.
             dictionary: read the name columns of Parquet files as dictionary
-                arrays (names decoded once per batch, not once per row).
+                arrays (names decoded once per batch, not once per row), in
+                this thread only (bounded memory for one streaming pass).
         """
         for label in (writer,) if writer is not None else self.writers:
             if self.kind == "jsonl":
@@ -91,6 +92,8 @@ class RunStore:
                 batch_size=1 << 19,
                 batch_readahead=2,
                 fragment_readahead=1,
+                # a one-pass reader (the report) decodes in its own thread: its memory stays flat
+                use_threads=not dictionary,
             )
             for batch in scanned:
                 if batch.num_rows:

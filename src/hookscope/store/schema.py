@@ -60,4 +60,7 @@ WRITE_OPTIONS: dict[str, Any] = {
     "use_dictionary": ["phase", "module", "tensor", "stat", "rule", "shape", "dtype"],
     "column_encoding": {"value": "BYTE_STREAM_SPLIT", "step": "DELTA_BINARY_PACKED"},
     "write_statistics": ["step"],
+    # Row groups of at most 256 Ki rows (~130 steps of 2,000 records): a step
+    # range skips most of a merged file, and a reader decodes little at a time.
+    "row_group_size": 1 << 18,
 }
