@@ -47,7 +47,20 @@ def test_torchrun_each_rank_writes_its_files_and_rank_0_merges(tmp_path: Path) -
     (tmp_path / "train.py").write_text(SCRIPT)
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
     rdzv = ["--master_port", str(free_port())]
-    cmd = [*torchrun, *rdzv, "-m", "hookscope", "run", "-M", "-D", "--out", "out", "train.py"]
+    cmd = [
+        *torchrun,
+        *rdzv,
+        "-m",
+        "hookscope",
+        "run",
+        "-M",
+        "--every",
+        "1",
+        "-D",
+        "--out",
+        "out",
+        "train.py",
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=400, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -68,5 +81,11 @@ def test_torchrun_each_rank_writes_its_files_and_rank_0_merges(tmp_path: Path) -
     records = sorted(p.name for p in (out / "monitor" / "records").iterdir())
     assert {name.split("-")[0] for name in records} == {"rank0", "rank1"}  # no shared file
     assert "merged report of all ranks" in done.stderr
+    # rank 0 speaks for all: one doctor table, one summary, no "run hookscope report" hint
+    assert done.stderr.count("hookscope run --doctor (rank 0 of 2)") == 1, done.stderr
+    assert done.stderr.count("hookscope run --doctor") == 1, done.stderr
+    assert done.stderr.count("hookscope run --monitor:") == 1, done.stderr
+    assert "HTML report: hookscope report" not in done.stderr
+    assert "every rank's report: out/doctor.rank*.json" in done.stderr
     page = (out / "report.html").read_text()
     assert "rank0: monitor (4 step(s))" in page and "rank1: monitor (4 step(s))" in page

@@ -8,8 +8,10 @@ code is the script's (1 when it raises, with the traceback on stderr).
 calls that skip the module's hooks and, at exit (also when the script raises
 or calls ``sys.exit``), prints them grouped by call site to stderr;
 ``--out report.json`` writes them as JSON. ``--monitor --out DIR`` records
-per-layer statistics of every model the script runs into DIR. With both,
-``--out`` is a directory and the doctor's report goes to ``DIR/doctor.json``.
+per-layer statistics of every model the script runs into DIR: full
+statistics every ``--every`` steps (default 10), and on every other step an
+exact NaN/Inf check, so the first NaN/Inf is still named at its step. With
+both, ``--out`` is a directory and the doctor's report goes to ``DIR/doctor.json``.
 """
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ from hookscope.doctor import BypassRecord, render_bypasses
 from hookscope.errors import UsageError
 from hookscope.hooks.bypass import BypassDetector
 
+#: ``--every``'s default: a recorded step costs the full statistics in time and
+#: disk, a checked one a NaN/Inf count per tensor; one in 10 keeps a 100,000-step
+#: run's curves at 10,000 points and its files a tenth of full detail.
+DEFAULT_EVERY = 10
+
 
 def register(subparsers: Any) -> None:
     """Add the ``run`` subcommand."""
@@ -52,6 +59,13 @@ def register(subparsers: Any) -> None:
     parser.add_argument("-M", "--monitor", action="store_true", help="record per-layer statistics")
     parser.add_argument("--out", type=Path, metavar="PATH", help="JSON file (--doctor) or DIR")
     parser.add_argument(
+        "--every",
+        type=int,
+        metavar="N",
+        help=f"--monitor: full statistics every N steps, a NaN/Inf check on the others "
+        f"(default {DEFAULT_EVERY})",
+    )
+    parser.add_argument(
         "--format",
         dest="store_format",
         choices=("parquet", "jsonl"),
@@ -68,9 +82,14 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the script; returns its exit code."""
     if not (args.doctor or args.monitor):
-        raise UsageError("hookscope run needs --doctor and/or --monitor")
+        raise UsageError("hookscope run needs --doctor and/or --monitor" + _misplaced(args))
     if args.monitor and args.out is None:
-        raise UsageError("--monitor needs --out DIR (where the statistics go)")
+        raise UsageError("--monitor needs --out DIR (where the statistics go)" + _misplaced(args))
+    if args.every is not None and not args.monitor:
+        raise UsageError("--every needs --monitor")
+    every = DEFAULT_EVERY if args.every is None else args.every
+    if every < 1:
+        raise UsageError(f"--every must be an int >= 1, got {every}")
     if not args.as_module and not Path(args.target).is_file():
         raise UsageError(f"script not found: {args.target!r}")
     if args.as_module and not _module_exists(args.target):
@@ -86,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         doctor_json = dist.rank_file(doctor_json)  # doctor.rank1.json under torchrun
     with contextlib.ExitStack() as stack:
         if args.monitor:
-            stack.enter_context(_monitor(args.out, args.store_format))
+            stack.enter_context(_monitor(args.out, every, args.store_format))
         detector = _doctor(stack) if args.doctor else None
         code = 0
         try:
@@ -101,6 +120,35 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
+#: hookscope run's own options, as a user may type them after the script by mistake.
+_OWN_OPTIONS = ("--out", "--doctor", "-D", "--monitor", "-M")
+
+
+def _misplaced(args: argparse.Namespace) -> str:
+    """A hint when hookscope's options came after the script, where they go to the script."""
+    own = [a for a in ("--doctor", "--monitor") if getattr(args, a[2:])]
+    given, rest = [], []
+    tokens = iter(args.args)
+    for token in tokens:
+        name = token.split("=", 1)[0]
+        if name not in _OWN_OPTIONS:
+            rest.append(token)
+            continue
+        given.append(name)
+        if token == "--out":
+            own += [token, next(tokens, "DIR")]
+        elif name not in own:
+            own.append(token)
+    if not given:
+        return ""
+    target = f"-m {args.target}" if args.as_module else args.target
+    return (
+        f"; {' '.join(given)} came after {target} and went to the script (everything after "
+        "the script is the script's). Put hookscope's options first: "
+        f"hookscope run {' '.join([*own, target, *rest])}"
+    )
+
+
 def _doctor(stack: contextlib.ExitStack) -> BypassDetector:
     detector = BypassDetector(None, policy="record")
     detector.attach_all()
@@ -109,7 +157,7 @@ def _doctor(stack: contextlib.ExitStack) -> BypassDetector:
 
 
 @contextlib.contextmanager
-def _monitor(out_dir: Path, store_format: str = "parquet") -> Iterator[None]:
+def _monitor(out_dir: Path, every: int, store_format: str = "parquet") -> Iterator[None]:
     # Imported by name only when asked for: the monitor is optional here.
     try:
         script = importlib.import_module("hookscope.monitor.script")
@@ -117,7 +165,7 @@ def _monitor(out_dir: Path, store_format: str = "parquet") -> Iterator[None]:
         raise UsageError(f"hookscope run --monitor is not available: {exc}") from None
     watcher = None
     try:
-        with script.monitor_script(out_dir, store_format=store_format) as watcher:
+        with script.monitor_script(out_dir, every=every, store_format=store_format) as watcher:
             yield
     finally:
         if watcher is not None:  # closed: every file complete before the merged report
@@ -125,8 +173,14 @@ def _monitor(out_dir: Path, store_format: str = "parquet") -> Iterator[None]:
 
 
 def _report_monitor(watcher: Any, out_dir: Path) -> None:
+    """The end-of-run lines; under torchrun only rank 0 prints, after writing the merged report."""
     watcher.close()  # the last step is complete: count it
+    rank, world_size = dist.where()
+    if world_size > 1 and rank != 0:
+        return  # every rank wrote its files; rank 0 says where they are
     files = ", ".join(str(path) for path in watcher.paths) or "nothing (no model was called)"
+    if world_size > 1 and watcher.paths:
+        files += f" (and the same for ranks 1-{world_size - 1})"
     rules = {"optimizer": "one per optimizer step", "forward": "one per forward (no optimizer)"}
     steps = "; ".join(
         f"{path.name}: {_steps(mon, sink)}, {rules[rule]}"
@@ -136,13 +190,15 @@ def _report_monitor(watcher: Any, out_dir: Path) -> None:
     )
     print(
         f"\nhookscope run --monitor: {len(watcher.monitors)} model(s) monitored, "
-        f"{len(watcher.alerts)} alert(s); wrote {files}\n"
-        + (f"  steps: {steps}\n" if steps else "")
-        + f"  HTML report: hookscope report {out_dir} -o {out_dir}/report.html",
+        f"{len(watcher.alerts)} alert(s); wrote {files}" + (f"\n  steps: {steps}" if steps else ""),
         file=sys.stderr,
     )
-    if dist.world_size() > 1 and dist.rank() == 0:
+    if world_size > 1:
         _merged_report(out_dir, watcher.paths[:1])
+    else:
+        print(
+            f"  HTML report: hookscope report {out_dir} -o {out_dir}/report.html", file=sys.stderr
+        )
 
 
 def _steps(mon: Any, sink: Any) -> str:
@@ -175,13 +231,19 @@ def _report(
     records: list[BypassRecord], args: argparse.Namespace, code: int, out: Path | None
 ) -> None:
     total = sum(r.count for r in records)
-    print(
-        f"\nhookscope run --doctor: {len(records)} call site(s), {total} direct .forward() "
-        f"call(s) in {args.target}",
-        file=sys.stderr,
-    )
-    if records:
-        print(render_bypasses(records), file=sys.stderr)
+    rank, world_size = dist.where()
+    if rank == 0:  # under torchrun: one table (rank 0's); every rank writes its JSON
+        where = f" (rank 0 of {world_size})" if world_size > 1 else ""
+        print(
+            f"\nhookscope run --doctor{where}: {len(records)} call site(s), {total} direct "
+            f".forward() call(s) in {args.target}",
+            file=sys.stderr,
+        )
+        if records:
+            print(render_bypasses(records), file=sys.stderr)
+        if out is not None and world_size > 1:
+            print(f"  every rank's report: {out.with_name(out.name.replace('.rank0.', '.rank*.'))}",
+                  file=sys.stderr)  # fmt: skip
     if out is None:
         return
     data = {

@@ -66,13 +66,29 @@ def records_from(
 
 @dataclass(frozen=True, slots=True)
 class TensorInfo:
-    """Shape and dtype of a monitored tensor (its first call in the step)."""
+    """Shape and dtype of a monitored tensor (its first call in the step).
+
+    ``note`` says when the tensor's records are not plain statistics of its
+    values: ``"empty: no statistics"`` (0 elements) or ``"complex:
+    statistics of |z|"`` (a complex tensor is summarised by its magnitude;
+    the Monitor also warns once). ``""`` otherwise.
+    """
 
     phase: Phase
     module: str
     tensor: str
     shape: tuple[int, ...]
     dtype: str
+    note: str = ""
+
+
+def note_for(shape: tuple[int, ...], dtype: str) -> str:
+    """`TensorInfo.note` of a tensor of ``shape`` and ``dtype``."""
+    if 0 in shape:
+        return "empty: no statistics"
+    if dtype.startswith("complex"):
+        return "complex: statistics of |z|"
+    return ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +149,11 @@ class StepResult:
     outside torch.distributed); ``ranks`` is ``"local"`` (this rank's tensors)
     or ``"reduce"`` (all ranks' tensors combined: the same records on every rank).
 
+    ``sentinel`` is True for a step the Monitor did not record (``every``)
+    but whose NaN/Inf check found a non-finite tensor: its ``records`` are
+    only the ``nan_count`` and ``inf_count`` of the non-finite tensors, and
+    ``ranks`` is ``"local"`` (see `hookscope.monitor.sentinel`).
+
     A Monitor makes ``records`` on first read (`StepResult.of`): a training
     loop that never reads them, or reads them later (``to_pandas``), does not
     pay for ~10 objects per tensor at every step.
@@ -147,6 +168,7 @@ class StepResult:
     world_size: int = 1
     ranks: str = "local"
     missing: tuple[Missing, ...] = ()
+    sentinel: bool = False
 
     @classmethod
     def of(
