@@ -30,9 +30,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hookscope.errors import HookscopeWarning, UsageError
-from hookscope.monitor.records import StepResult
 from hookscope.store import layout
 from hookscope.store.locks import try_lock
+from hookscope.store.result import StepLike
 from hookscope.store.schema import ALERTS, RECORDS, TENSORS, WRITE_OPTIONS
 
 _COUNTS = frozenset({"nan_count", "inf_count"})
@@ -129,7 +129,7 @@ class StoreWriter:
         self._steps_buffered = 0
         self._urgent = False
 
-    def write(self, result: StepResult) -> None:
+    def write(self, result: StepLike) -> None:
         """Buffer one step's records, alerts and tensor shapes; flush when due.
 
         A result with a non-finite value or a non-zero ``nan_count``/``inf_count``
@@ -156,7 +156,7 @@ class StoreWriter:
                 self._guard(lambda: self._write_json(layout.NONFINITE, _asdict(first)))
                 self._nonfinite_written = self.failed is None
 
-    def _append(self, result: StepResult) -> None:
+    def _append(self, result: StepLike) -> None:
         n_before = len(self._value)
         for (phase, module, tensor), values in _groups(result):
             count = len(values)
@@ -171,8 +171,9 @@ class StoreWriter:
         self._steps_buffered += 1
         for a in result.alerts:
             self._alerts.append((a.step, a.phase, a.module, a.tensor, a.rule, a.value))
-        if result.tensors and result.tensors != self._last_tensors:
-            self._last_tensors = result.tensors
+        tensors = tuple(result.tensors)
+        if tensors and tensors != self._last_tensors:
+            self._last_tensors = tensors
             for t in result.tensors:
                 shape = "x".join(map(str, t.shape))
                 self._tensors.append((result.step, t.phase, t.module, t.tensor, shape, t.dtype))
@@ -259,7 +260,7 @@ class StoreWriter:
             return False
         return True
 
-    def _write_meta(self, result: StepResult, **extra: Any) -> None:
+    def _write_meta(self, result: StepLike, **extra: Any) -> None:
         self._meta = {
             "format": layout.FORMAT,
             "version": layout.VERSION,
@@ -298,7 +299,7 @@ class StoreWriter:
             self._lock_file = None
 
 
-def _groups(result: StepResult) -> Any:
+def _groups(result: StepLike) -> Any:
     """``((phase, module, tensor), {stat: value})`` of a result, without making records."""
     return result.groups()
 
