@@ -5,7 +5,8 @@
 The same as ``hookscope run --monitor train.py --out OUT_DIR``: the training
 code below never mentions hookscope; `monitor_script` finds the model when it
 is first called, starts a step each time it is called again, and writes
-OUT_DIR/monitor.jsonl and OUT_DIR/tensorboard/.
+the run store OUT_DIR/monitor/ (read back with ``hookscope.read_run``) and
+OUT_DIR/tensorboard/.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+import hookscope
 from hookscope.monitor.script import monitor_script
-from hookscope.sinks import read_jsonl
 
 
 def train() -> None:
@@ -35,5 +36,6 @@ if __name__ == "__main__":
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("runs/monitor-script")
     with monitor_script(out, every=5) as watcher:
         train()
-    rows = read_jsonl(out / "monitor.jsonl")
-    print(f"{len(rows)} steps recorded in {out / 'monitor.jsonl'}; alerts: {watcher.alerts}")
+    frame = hookscope.read_run(out)
+    steps = frame.step.nunique()
+    print(f"{steps} steps recorded in {out / 'monitor'}; alerts: {watcher.alerts}")

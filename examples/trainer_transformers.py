@@ -1,7 +1,7 @@
 """Monitor a Hugging Face Trainer run with one callback (tiny GPT-2 from a config, CPU, offline).
 
 Run: python examples/trainer_transformers.py
-Results: runs/trainer_transformers/hookscope/monitor.jsonl and doctor.json.
+Results: the run store runs/trainer_transformers/hookscope/monitor/ and doctor.json.
 """
 
 from __future__ import annotations

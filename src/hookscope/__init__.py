@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from hookscope.hooks.capture import capture
     from hookscope.lint import lint
     from hookscope.monitor import Monitor
+    from hookscope.store import read_run
     from hookscope.summary import ModelSummary, summary
 
 __version__ = "0.2.0"
@@ -55,6 +56,7 @@ __all__ = [
     "doctor",
     "lint",
     "list_hooks",
+    "read_run",
     "record",
     "session",
     "summary",
@@ -72,6 +74,7 @@ _LAZY = {
     "doctor": "hookscope.doctor",
     "lint": "hookscope.lint",
     "list_hooks": "hookscope.hooks",
+    "read_run": "hookscope.store",
     "record": "hookscope.compare",
     "session": "hookscope.hooks",
     "summary": "hookscope.summary",

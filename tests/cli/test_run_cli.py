@@ -98,16 +98,16 @@ def test_module_mode_runs_a_module_as_main(
 def test_monitor_and_doctor_write_the_run_directory_even_when_the_script_raises(
     script: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from hookscope.sinks.jsonl import read_jsonl
+    from hookscope.store import read_run
 
     out_dir = tmp_path / "run"
     assert (
         main(["run", "--monitor", "--every", "1", "--doctor", "--out", str(out_dir), str(script),
               "--raise"]) == 1
     )  # fmt: skip
-    steps = read_jsonl(out_dir / "monitor.jsonl")
-    assert [line["step"] for line in steps] == [0, 1, 2]
-    assert {r["module"] for r in steps[0]["records"] if r["phase"] == "forward"} >= {"body"}
+    frame = read_run(out_dir)
+    assert sorted(frame.step.unique()) == [0, 1, 2]
+    assert set(frame[(frame.step == 0) & (frame.phase == "forward")].module) >= {"body"}
     assert json.loads((out_dir / "doctor.json").read_text())["exit_code"] == 1
     err = capsys.readouterr().err
     assert "1 model(s) monitored" in err
@@ -117,7 +117,7 @@ def test_monitor_and_doctor_write_the_run_directory_even_when_the_script_raises(
 def test_monitor_records_every_tenth_step_by_default_and_checks_the_others(
     tmp_path: Path,
 ) -> None:
-    from hookscope.sinks.jsonl import read_jsonl
+    from hookscope.store import open_run, read_run
 
     script = tmp_path / "train.py"
     script.write_text(
@@ -138,9 +138,11 @@ def test_monitor_records_every_tenth_step_by_default_and_checks_the_others(
     )
     out_dir = tmp_path / "run"
     assert main(["run", "--monitor", "--out", str(out_dir), str(script)]) == 0
-    steps = read_jsonl(out_dir / "monitor.jsonl")
-    assert [line["step"] for line in steps] == [0, 10, 13, 20]
-    assert steps[2]["first_nonfinite"]["step"] == 13
+    assert sorted(read_run(out_dir).step.unique()) == [0, 10, 13, 20]
+    store = open_run(out_dir)
+    assert store is not None
+    first = store.first_nonfinite()
+    assert first is not None and first["step"] == 13
 
 
 @pytest.mark.parametrize(

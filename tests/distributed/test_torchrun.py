@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hookscope.sinks import read_jsonl
+from hookscope.store import open_run, read_run
 from tests.distributed.harness import free_port
 
 pytestmark = pytest.mark.slow
@@ -65,17 +65,21 @@ def test_torchrun_each_rank_writes_its_files_and_rank_0_merges(tmp_path: Path) -
     done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=400, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     out = tmp_path / "out"
+    store = open_run(out)
+    assert store is not None and store.writers == ("rank0", "rank1")
     for rank in (0, 1):
-        rows = read_jsonl(out / f"monitor.rank{rank}.jsonl")  # strict JSON, every line
-        assert [row["step"] for row in rows] == [0, 1, 2, 3]
-        assert {row["rank"] for row in rows} == {rank}
-        modules = {r["module"] for row in rows for r in row["records"]}
-        assert {"head", "body.weight"} <= modules  # DDP's "module." stripped
+        frame = read_run(out, ranks=rank)
+        assert sorted(frame.step.unique()) == [0, 1, 2, 3]
+        assert set(frame["rank"]) == {rank}
+        assert store.meta(f"rank{rank}")["world_size"] == 2
+        assert {"head", "body.weight"} <= set(frame.module)  # DDP's "module." stripped
         doctor = json.loads((out / f"doctor.rank{rank}.json").read_text())
         assert doctor["exit_code"] == 0
         assert [b["module"] for b in doctor["bypasses"]] == ["body"]
         assert (out / "tensorboard" / f"rank{rank}").is_dir()
-    assert not (out / "monitor.jsonl").exists()
+    assert not list(out.glob("*.jsonl"))
+    records = sorted(p.name for p in (out / "monitor" / "records").iterdir())
+    assert {name.split("-")[0] for name in records} == {"rank0", "rank1"}  # no shared file
     assert "merged report of all ranks" in done.stderr
     # rank 0 speaks for all: one doctor table, one summary, no "run hookscope report" hint
     assert done.stderr.count("hookscope run --doctor (rank 0 of 2)") == 1, done.stderr
@@ -84,5 +88,4 @@ def test_torchrun_each_rank_writes_its_files_and_rank_0_merges(tmp_path: Path) -
     assert "HTML report: hookscope report" not in done.stderr
     assert "every rank's report: out/doctor.rank*.json" in done.stderr
     page = (out / "report.html").read_text()
-    assert "monitor.rank0.jsonl" in page and "monitor.rank1.jsonl" in page
-    assert "rank1" in page
+    assert "rank0: monitor (4 step(s))" in page and "rank1: monitor (4 step(s))" in page

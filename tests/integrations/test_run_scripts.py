@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hookscope.cli.main import main
-from hookscope.sinks.jsonl import read_jsonl
+from hookscope.store import read_run
 
 pytest.importorskip("transformers")
 pytest.importorskip("accelerate")
@@ -61,8 +61,8 @@ def test_only_the_planted_forward_is_reported_and_steps_follow_the_optimizer(
     [bypass] = report["bypasses"]  # type: ignore[misc]
     assert bypass["call_site"] == f"{SCRIPTS / script}:{_planted_line(SCRIPTS / script)}"
     # 12 samples, batch 2, gradient accumulation 2: 3 optimizer steps.
-    assert [line["step"] for line in read_jsonl(Path(out) / "monitor.jsonl")] == [0, 1, 2]
-    assert "monitor.jsonl: 3 step(s), one per optimizer step" in capsys.readouterr().err
+    assert sorted(read_run(out).step.unique()) == [0, 1, 2]
+    assert "monitor: 3 step(s), one per optimizer step" in capsys.readouterr().err
 
 
 def _script(tmp_path: Path, body: str) -> Path:
@@ -93,8 +93,7 @@ def test_gradient_accumulation_gives_one_step_per_optimizer_step(
     assert (
         main(["run", "--monitor", "--every", "1", "--out", str(tmp_path / "out"), str(script)]) == 0
     )
-    lines = read_jsonl(tmp_path / "out" / "monitor.jsonl")
-    assert len(lines) == 4
+    assert read_run(tmp_path / "out").step.nunique() == 4
     assert "4 step(s), one per optimizer step" in capsys.readouterr().err
 
 
@@ -112,5 +111,5 @@ def test_without_an_optimizer_each_forward_is_a_step(
     assert (
         main(["run", "--monitor", "--every", "1", "--out", str(tmp_path / "out"), str(script)]) == 0
     )
-    assert len(read_jsonl(tmp_path / "out" / "monitor.jsonl")) == 5
+    assert read_run(tmp_path / "out").step.nunique() == 5
     assert "5 step(s), one per forward (no optimizer)" in capsys.readouterr().err

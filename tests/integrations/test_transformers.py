@@ -13,7 +13,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from hookscope.integrations.transformers import HookscopeCallback  # noqa: E402
-from hookscope.sinks.jsonl import read_jsonl  # noqa: E402
+from hookscope.store import read_run  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning:accelerate.*")
 
@@ -85,8 +85,8 @@ def test_one_step_per_optimizer_step_with_the_trainers_grad_norm(
     trainer = _train(tmp_path, accumulation, seen, callback)
     assert callback.monitor is not None
 
-    lines = read_jsonl(tmp_path / "out" / "hookscope" / "monitor.jsonl")
-    assert [line["step"] for line in lines] == list(range(1, STEPS + 1))
+    frame = read_run(tmp_path / "out" / "hookscope")
+    assert sorted(frame.step.unique()) == list(range(1, STEPS + 1))
     assert [r.step for r in callback.monitor.results] == list(range(1, STEPS + 1))
 
     history = [h for h in trainer.state.log_history if "grad_norm" in h]
@@ -133,8 +133,7 @@ def test_default_cadence_is_the_trainers_and_a_nan_between_logs_is_exact(
     # because they held NaNs (the weight stays NaN once the optimizer used it)
     results = [(r.step, r.sentinel) for r in callback.monitor.results]
     assert results == [(1, False), (2, True), (3, False), (4, True)]
-    lines = read_jsonl(tmp_path / "out" / "hookscope" / "monitor.jsonl")
-    assert [line["step"] for line in lines] == [1, 2, 3, 4]
+    assert sorted(read_run(tmp_path / "out" / "hookscope").step.unique()) == [1, 2, 3, 4]
     first = callback.monitor.first_nonfinite
     assert first is not None
     assert (first.step, first.phase, first.module) == (2, "forward", "transformer.h.1.mlp.c_fc")

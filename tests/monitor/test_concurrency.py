@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import textwrap
@@ -17,6 +16,7 @@ from hookscope.cli.main import main
 from hookscope.errors import HookscopeWarning
 from hookscope.monitor.records import StepResult
 from hookscope.sinks import JsonlSink, read_jsonl
+from hookscope.store import open_run
 
 MODEL = """
 import os, sys, time
@@ -27,8 +27,18 @@ model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
 """
 
 
-def _steps(path: Path) -> list[int]:
-    return [json.loads(line)["step"] for line in path.read_text().splitlines()]
+def _steps(out: Path, writer: str = "main") -> list[int]:
+    """The steps one writer put into the run store of ``out``, in file order."""
+    store = open_run(out)
+    assert store is not None
+    table = store.read(writer=writer, columns=["step"])
+    steps = table["step"].to_pylist()
+    return [s for i, s in enumerate(steps) if i == 0 or steps[i - 1] != s]
+
+
+def _writers(out: Path) -> list[str]:
+    store = open_run(out)
+    return [] if store is None else list(store.writers)
 
 
 def _run(
@@ -62,8 +72,8 @@ def test_two_threads_on_one_model_get_one_monitor(tmp_path: Path) -> None:
     )
     out = tmp_path / "out"
     assert main(["run", "--monitor", "--every", "1", "--out", str(out), str(script)]) == 0
-    assert sorted(p.name for p in out.glob("*.jsonl")) == ["monitor.jsonl"]
-    steps = _steps(out / "monitor.jsonl")  # every line is valid JSON
+    assert _writers(out) == ["main"]
+    steps = _steps(out)
     assert steps == sorted(set(steps)) and len(steps) >= 20
 
 
@@ -89,8 +99,8 @@ def test_forked_children_record_nothing_and_never_hang(tmp_path: Path) -> None:
     done = _run(tmp_path, body, out)  # TensorBoard sink on: children used to block in a futex
     assert done.returncode == 0, done.stderr
     assert "codes [0, 0]" in done.stdout
-    assert _steps(out / "monitor.jsonl") == list(range(8))  # the parent's steps only, once
-    assert sorted(p.name for p in out.glob("*.jsonl")) == ["monitor.jsonl"]
+    assert _steps(out) == list(range(8))  # the parent's steps only, once
+    assert _writers(out) == ["main"]
 
 
 def test_two_processes_into_one_out_never_share_a_file(tmp_path: Path) -> None:
@@ -131,14 +141,13 @@ def test_two_processes_into_one_out_never_share_a_file(tmp_path: Path) -> None:
     for proc in procs:
         _, err = proc.communicate(timeout=180)
         assert proc.returncode == 0, err
-    files = sorted(out.glob("monitor*.jsonl"))
-    assert [f.name for f in files][0] == "monitor.jsonl" and len(files) == 2
-    assert files[1].name.startswith("monitor.pid")
-    for file in files:
-        assert _steps(file) == list(range(30))  # each process's steps, whole
+    writers = _writers(out)
+    assert writers[0] == "main" and len(writers) == 2 and writers[1].startswith("pid")
+    for writer in writers:
+        assert _steps(out, writer) == list(range(30))  # each process's steps, whole
     report = tmp_path / "report.html"
     assert main(["report", str(out), "-o", str(report)]) == 0
-    assert "monitor.pid" in report.read_text()
+    assert writers[1] in report.read_text()
 
 
 class _Broken:

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from hookscope.monitor.script import monitor_script
-from hookscope.sinks import read_jsonl
+from hookscope.store import read_run
 from hookscope.zoo import SmallCNN
 
 
@@ -35,12 +35,12 @@ def test_monitor_script_writes_a_run_directory(tmp_path: Path) -> None:
         a_training_script()
     assert len(global_hooks) == before
     assert [type(m.model).__name__ for m in watcher.monitors] == ["SmallCNN", "Linear"]
-    rows = read_jsonl(tmp_path / "run" / "monitor.jsonl")
-    assert [row["step"] for row in rows] == [0, 1, 2, 3]
-    phases = [{r["phase"] for r in row["records"]} for row in rows]
+    frame = read_run(tmp_path / "run")
+    assert sorted(frame.step.unique()) == [0, 1, 2, 3]
+    phases = [set(frame[frame.step == step].phase) for step in range(4)]
     assert phases[:3] == [{"forward", "backward", "param"}] * 3
     assert phases[3] == {"forward"}  # the eval pass under no_grad
-    assert (tmp_path / "run" / "monitor-1.jsonl").is_file()
+    assert read_run(tmp_path / "run", model=1).step.nunique() == 1  # the second model: monitor-1/
     assert any((tmp_path / "run" / "tensorboard").glob("events.out.tfevents.*"))
     # the loss module has no parameters: never a root
     assert all(not isinstance(m.model, nn.CrossEntropyLoss) for m in watcher.monitors)
@@ -51,6 +51,6 @@ def test_monitor_script_options_and_hooks_removed(tmp_path: Path) -> None:
         model = nn.Sequential(nn.Linear(3, 3), nn.ReLU())
         for _ in range(5):
             model(torch.randn(2, 3))
-    assert [row["step"] for row in read_jsonl(tmp_path / "monitor.jsonl")] == [0, 2, 4]
+    assert sorted(read_run(tmp_path).step.unique()) == [0, 2, 4]
     assert watcher.monitors[0].every == 2
     assert not model[0]._forward_hooks and not model[0]._forward_pre_hooks

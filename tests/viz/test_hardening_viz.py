@@ -45,11 +45,35 @@ def test_a_bad_line_drops_that_line_only(tmp_path: Path) -> None:
     run = load_run(tmp_path)
     assert run.steps == 2
     assert sorted({row["step"] for row in run.rows}) == [0, 3]
-    skipped = [note for note in run.notes if "skipped" in note]
-    assert [note.split()[2] for note in skipped] == [str(n) for n in range(2, 10)]
-    assert any("UnicodeDecodeError" in note for note in skipped)
-    assert any("RecursionError" in note for note in skipped)
+    skipped = sorted(note for note in run.notes if "skipped" in note)
+    # One note per kind of fault, with its count and first line.
+    assert skipped == [
+        "monitor.jsonl: 1 line skipped (nested too deep; first at line 6: RecursionError: "
+        + skipped[0].split("RecursionError: ", 1)[1],
+        "monitor.jsonl: 1 line skipped (not UTF-8; first at line 9: UnicodeDecodeError: "
+        + skipped[1].split("UnicodeDecodeError: ", 1)[1],
+        "monitor.jsonl: 6 lines skipped (not a monitor step; first at line 2: TypeError: "
+        + skipped[2].split("TypeError: ", 1)[1],
+    ]
     assert write_report(tmp_path).path.stat().st_size > 0
+
+
+def test_garbage_gives_one_note_per_kind_and_a_huge_line_is_skipped_in_bounded_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hookscope.store import jsonl
+
+    monkeypatch.setattr(jsonl, "MAX_LINE", 1 << 20)
+    garbage = b"".join(b"garbage line %d {\n" % n for n in range(20_000))
+    huge = b'{"step": 5, "records": [' + b"1," * (3 << 20) + b"1]}\n"
+    data = _line(0).encode() + b"\n" + garbage + huge + _line(1).encode() + b"\n"
+    (tmp_path / "monitor.jsonl").write_bytes(data)
+    run = load_run(tmp_path)
+    assert run.steps == 2
+    notes = [note for note in run.notes if "skipped" in note]
+    assert len(notes) == 2
+    assert "20000 lines skipped (not JSON" in notes[0]
+    assert "1 line skipped (line too long" in notes[1]
 
 
 def test_a_bom_is_read_and_a_directory_is_named_unreadable(tmp_path: Path) -> None:
@@ -59,7 +83,7 @@ def test_a_bom_is_read_and_a_directory_is_named_unreadable(tmp_path: Path) -> No
     (tmp_path / "b" / "monitor.jsonl").mkdir(parents=True)
     run = load_run(tmp_path / "b")
     assert run.steps == 0
-    assert any("monitor.jsonl is unreadable" in note for note in run.notes)
+    assert any("monitor.jsonl is unreadable" in note for note in run.notes), run.notes
 
 
 def test_mathtext_names_are_drawn_as_plain_text(

@@ -61,7 +61,7 @@ def test_truncated_last_line_is_skipped_with_a_note(tmp_path: Path) -> None:
     run = load_run(run_dir)
     assert run.steps == 2
     assert len(run.notes) == 1
-    assert "line 3 skipped" in run.notes[0]
+    assert "1 line skipped (not JSON; first at line 3" in run.notes[0]
 
 
 def test_not_a_run_directory(tmp_path: Path) -> None:
@@ -101,7 +101,7 @@ def test_report_without_monitor_data_still_builds(tmp_path: Path) -> None:
     (tmp_path / "doctor.json").write_text(json.dumps(DOCTOR))
     result = write_report(tmp_path)
     text = result.path.read_text()
-    assert "monitor.jsonl" in result.missing
+    assert "monitor" in result.missing
     assert "no monitor data" in text
     assert "data:image/png" not in text
 

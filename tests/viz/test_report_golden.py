@@ -63,6 +63,7 @@ def _run(path: Path) -> Path:
         "tensor": "grad",
         "value": "nan",
         "rule": "nonfinite",
+        "phase": "param",
     }
     first = {"step": 1, "phase": "param", "module": "conv.bias", "tensor": "grad"}
     lines = [_entry(0, 1.0, [], None), _entry(1, 2.0, [alert], first)]

@@ -20,7 +20,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "run_dir",
         metavar="RUN_DIR",
-        help="folder with monitor.jsonl and optional summary.json, doctor.json, featuremaps/, tensorboard/",
+        help="folder with the run store monitor/ (or monitor.jsonl) and optional summary.json, "
+        "doctor.json, featuremaps/, tensorboard/",
     )
     parser.add_argument(
         "-o", "--output", help="HTML file to write (default RUN_DIR/report.html)", default=None

@@ -65,6 +65,14 @@ def register(subparsers: Any) -> None:
         help=f"--monitor: full statistics every N steps, a NaN/Inf check on the others "
         f"(default {DEFAULT_EVERY})",
     )
+    parser.add_argument(
+        "--format",
+        dest="store_format",
+        choices=("parquet", "jsonl"),
+        default="parquet",
+        help="how --monitor stores statistics: the run store DIR/monitor/ (Parquet, default) "
+        "or DIR/monitor.jsonl",
+    )
     parser.add_argument("-m", dest="as_module", action="store_true", help="run a module")
     parser.add_argument("target", metavar="script.py", help="the script (or module with -m)")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
@@ -89,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     if args.monitor:
         if args.out.exists() and not args.out.is_dir():
             raise UsageError(f"--out {str(args.out)!r} is a file; --monitor needs a directory")
-        check_writable(args.out / "monitor.jsonl", "--out")  # not under a file either
+        check_writable(args.out / "monitor", "--out")  # not under a file either
     doctor_json = args.out
     if args.doctor and args.monitor:
         doctor_json = args.out / "doctor.json"
@@ -97,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         doctor_json = dist.rank_file(doctor_json)  # doctor.rank1.json under torchrun
     with contextlib.ExitStack() as stack:
         if args.monitor:
-            stack.enter_context(_monitor(args.out, every))
+            stack.enter_context(_monitor(args.out, every, args.store_format))
         detector = _doctor(stack) if args.doctor else None
         code = 0
         try:
@@ -149,7 +157,7 @@ def _doctor(stack: contextlib.ExitStack) -> BypassDetector:
 
 
 @contextlib.contextmanager
-def _monitor(out_dir: Path, every: int) -> Iterator[None]:
+def _monitor(out_dir: Path, every: int, store_format: str = "parquet") -> Iterator[None]:
     # Imported by name only when asked for: the monitor is optional here.
     try:
         script = importlib.import_module("hookscope.monitor.script")
@@ -157,7 +165,7 @@ def _monitor(out_dir: Path, every: int) -> Iterator[None]:
         raise UsageError(f"hookscope run --monitor is not available: {exc}") from None
     watcher = None
     try:
-        with script.monitor_script(out_dir, every=every) as watcher:
+        with script.monitor_script(out_dir, every=every, store_format=store_format) as watcher:
             yield
     finally:
         if watcher is not None:  # closed: every file complete before the merged report
@@ -175,8 +183,10 @@ def _report_monitor(watcher: Any, out_dir: Path) -> None:
         files += f" (and the same for ranks 1-{world_size - 1})"
     rules = {"optimizer": "one per optimizer step", "forward": "one per forward (no optimizer)"}
     steps = "; ".join(
-        f"{path.name}: {mon.step_index} step(s), {rules[rule]}"
-        for path, mon, rule in zip(watcher.paths, watcher.monitors, watcher.rules, strict=True)
+        f"{path.name}: {_steps(mon, sink)}, {rules[rule]}"
+        for path, mon, sink, rule in zip(
+            watcher.paths, watcher.monitors, watcher.sinks, watcher.rules, strict=True
+        )
     )
     print(
         f"\nhookscope run --monitor: {len(watcher.monitors)} model(s) monitored, "
@@ -191,23 +201,29 @@ def _report_monitor(watcher: Any, out_dir: Path) -> None:
         )
 
 
+def _steps(mon: Any, sink: Any) -> str:
+    """The steps the monitor took, and those really written when the store lost some."""
+    written = getattr(sink, "written_steps", None)
+    if written is None or getattr(sink, "failed", None) is None:
+        return f"{mon.step_index} step(s)"
+    return f"{written} of {mon.step_index} step(s) written (a write failed: {sink.failed})"
+
+
 def _merged_report(out_dir: Path, paths: list[Path]) -> None:
-    """Rank 0 of a torchrun job: wait for every rank's file, then write one report of all."""
+    """Rank 0 of a torchrun job: wait for every rank's files, then write one report of all."""
     from hookscope.errors import HookscopeError
-    from hookscope.sinks.jsonl import wait_closed
+    from hookscope.store.reader import wait_closed
     from hookscope.viz.report import write_report
 
     if not paths:
         return
-    name = paths[0].name.replace(".rank0.", ".rank{}.")
-    expected = [paths[0].with_name(name.format(r)) for r in range(dist.world_size())]
-    late = wait_closed(expected, min(dist.collective_timeout(), 120.0))
+    late = wait_closed(paths[0], dist.world_size(), min(dist.collective_timeout(), 120.0))
     try:
         result = write_report(out_dir, out_dir / "report.html")
     except HookscopeError as exc:
         print(f"hookscope run: no merged report ({exc})", file=sys.stderr)
         return
-    missing = f" (not yet written: {', '.join(p.name for p in late)})" if late else ""
+    missing = f" (not yet written: {', '.join(late)})" if late else ""
     print(f"  merged report of all ranks: {result.path}{missing}", file=sys.stderr)
 
 

@@ -134,13 +134,17 @@ def _hook_name(fn: Any) -> str:
 
 
 def skipped_hooks(module: nn.Module) -> tuple[str, ...]:
-    """``kind:hook`` of every hook that a direct ``module.forward(x)`` call skips."""
+    """``kind:hook`` of every hook that a direct ``module.forward(x)`` call skips.
+
+    hookscope's own hooks (the Monitor's, ``hookscope run``'s watcher, the
+    doctor's probes) are left out: the user did not put them there.
+    """
     found = []
     for attr, kind in _SKIPPED_DICTS:
         found += [f"{kind}:{_hook_name(fn)}" for fn in getattr(module, attr).values()]
     for attr, kind in _SKIPPED_GLOBALS:
         found += [f"{kind}:{_hook_name(fn)}" for fn in getattr(torch_module, attr).values()]
-    return tuple(found)
+    return tuple(name for name in found if not name.partition(":")[2].startswith("hookscope."))
 
 
 def call_site(frame: types.FrameType) -> tuple[str, str]:

@@ -5,7 +5,7 @@
     from hookscope.integrations.lightning import HookscopeCallback
 
     trainer = lightning.Trainer(max_steps=100, callbacks=[HookscopeCallback()])
-    trainer.fit(module, data)  # statistics in <log_dir>/hookscope/monitor.jsonl
+    trainer.fit(module, data)  # statistics in the run store <log_dir>/hookscope/monitor/ (hookscope.read_run)
 
 The step closes in ``on_before_optimizer_step``, the one hook that runs once
 per optimizer step with the step's gradients complete (``on_train_batch_end``

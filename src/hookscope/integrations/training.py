@@ -49,7 +49,7 @@ from hookscope.hooks import HookSession
 from hookscope.monitor import Monitor
 from hookscope.monitor.deferred import DeferredResult
 from hookscope.monitor.records import Record, StepResult
-from hookscope.sinks.jsonl import JsonlSink
+from hookscope.sinks.store import StoreSink
 from hookscope.stats import ALL_STATS, GRAD_STATS
 
 logger = logging.getLogger("hookscope.integrations")
@@ -169,7 +169,7 @@ class TrainingMonitor:
     def _open_monitor(self) -> None:
         assert self._model is not None and self.out_dir is not None
         options = dict(self.monitor_kwargs)
-        sinks = [JsonlSink(self.out_dir / "monitor.jsonl"), *options.pop("sinks", ())]
+        sinks = [StoreSink(self.out_dir / "monitor"), *options.pop("sinks", ())]
         distributed = dist.where()[1] > 1
         if distributed and options.get("params", True):
             # the trainer's grad_norm is the reduced gradient's: so is ours by default

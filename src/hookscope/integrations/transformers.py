@@ -5,7 +5,7 @@
     from hookscope.integrations.transformers import HookscopeCallback
 
     trainer = Trainer(model=model, args=args, train_dataset=data, callbacks=[HookscopeCallback()])
-    trainer.train()  # statistics in <output_dir>/hookscope/monitor.jsonl
+    trainer.train()  # statistics in the run store <output_dir>/hookscope/monitor/ (hookscope.read_run)
 
 One Monitor step per optimizer step, numbered with the Trainer's
 ``state.global_step`` (1 for the first update, as in ``log_history``),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -189,6 +189,21 @@ class StepResult:
             object.__setattr__(result, name, value)
         object.__setattr__(result, "_found", (found, tuple(extra)))
         return result
+
+    def groups(self) -> Iterator[tuple[tuple[Phase, str, str], Mapping[str, float]]]:
+        """``((phase, module, tensor), {stat: value})`` per tensor, in record order.
+
+        Made from the grouped values when ``records`` was never read (the run
+        store writes columns from them without one object per record).
+        """
+        found = self.__dict__.get("_found")
+        if found is not None:
+            yield from found[0].items()
+            extra: Sequence[Record] = found[1]
+        else:
+            extra = self.records
+        for rec in extra:
+            yield (rec.phase, rec.module, rec.tensor), {rec.stat: rec.value}
 
     def __getattr__(self, name: str) -> Any:
         # Python calls this only for attributes not set: ``records`` of `of` before its first read.

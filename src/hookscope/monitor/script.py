@@ -20,10 +20,11 @@ Modules without parameters (loss functions) are never roots. A submodule
 called on its own before its parent becomes a root of its own (and is then
 monitored twice); call the model first to avoid it.
 
-Output in ``out_dir``: ``monitor.jsonl`` and ``tensorboard/`` for the first
-root model; ``monitor-N.jsonl`` and ``tensorboard/model-N/`` for the N-th
-further one (N = 1, 2, ...). The JSONL format is described in
-`hookscope.sinks.jsonl`.
+Output in ``out_dir`` (`hookscope.sinks.defaults`): the run store
+``monitor/`` (`hookscope.store`; ``store_format="jsonl"``: ``monitor.jsonl``)
+and a light TensorBoard summary in ``tensorboard/`` for the first root model;
+``monitor-N/`` and ``tensorboard/model-N/`` for the N-th further one
+(N = 1, 2, ...).
 
 Concurrency (the sinks keep one writer per file):
 
@@ -33,10 +34,10 @@ Concurrency (the sinks keep one writer per file):
   workers): the child records nothing — the watcher ignores every call in
   it, and the inherited sinks never write or flush — so it can neither hang
   on the parent's TensorBoard thread nor append to the parent's file.
-* torchrun / torch.distributed ranks: each rank writes ``monitor.rank<N>.jsonl``
-  and ``tensorboard/rank<N>/`` (`hookscope.dist`).
-* several processes with one ``out_dir``: the second finds ``monitor.jsonl``
-  locked and writes ``monitor.pid<PID>.jsonl`` (`hookscope.sinks.JsonlSink`).
+* torchrun / torch.distributed ranks: each rank writes its own files,
+  ``monitor/records/rank<N>-*.parquet`` and ``tensorboard/rank<N>/`` (`hookscope.dist`).
+* several processes with one ``out_dir``: the second finds the writer
+  ``main`` locked and writes as ``pid<PID>`` (`hookscope.store.StoreWriter`).
 """
 
 from __future__ import annotations
@@ -52,12 +53,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from hookscope.errors import MissingExtraError
 from hookscope.hooks.globals import global_module_hooks, global_optimizer_step_hooks
 from hookscope.monitor.core import Monitor
 from hookscope.monitor.records import Alert
 from hookscope.sinks.base import Sink
-from hookscope.sinks.jsonl import JsonlSink
+from hookscope.sinks.defaults import check_format, run_sinks
 
 
 class ScriptMonitor:
@@ -70,7 +70,9 @@ class ScriptMonitor:
 
     def __init__(self, out_dir: Path, options: dict[str, Any]) -> None:
         self.out_dir = Path(out_dir)
-        self.options = options
+        self.format = check_format(options.get("store_format", "parquet"))
+        self.options = {k: v for k, v in options.items() if k != "store_format"}
+        self.sinks: list[Sink] = []  # each model's statistics sink (a StoreSink or JsonlSink)
         self.monitors: list[Monitor] = []
         self.paths: list[Path] = []
         self._roots: dict[int, tuple[weakref.ref[nn.Module], Monitor]] = {}
@@ -127,20 +129,11 @@ class ScriptMonitor:
 
     def _attach(self, module: nn.Module) -> None:
         index = len(self.monitors)
-        name = "monitor.jsonl" if index == 0 else f"monitor-{index}.jsonl"
-        path = self.out_dir / name
-        jsonl = JsonlSink(path)
-        sinks: list[Sink] = [jsonl]
-        try:
-            from hookscope.sinks.tensorboard import TensorBoardSink
-
-            tb_dir = self.out_dir / "tensorboard"
-            sinks.append(TensorBoardSink(tb_dir if index == 0 else tb_dir / f"model-{index}"))
-        except MissingExtraError:
-            pass  # JSONL only
+        sinks, path = run_sinks(self.out_dir, index, fmt=self.format)
         mon = Monitor(module, sinks=sinks, **self.options).open()
         self.monitors.append(mon)
-        self.paths.append(jsonl.path)
+        self.paths.append(path)
+        self.sinks.append(sinks[0])
         self._roots[id(module)] = (weakref.ref(module), mon)
         self._members.update(id(m) for m in module.modules())
         self._params.append(frozenset(id(p) for p in module.parameters()))

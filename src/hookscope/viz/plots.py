@@ -16,7 +16,7 @@ import torch
 from hookscope.errors import UsageError
 from hookscope.monitor.alerts import Thresholds
 from hookscope.viz._mpl import new_figure, plain
-from hookscope.viz.records import as_rows, gradient_flow, layer_order, stat_series
+from hookscope.viz.records import as_rows, flat_value, gradient_flow, layer_order, stat_envelopes
 
 #: Gradient norms below this are drawn as vanishing (the Monitor's ``vanish_below``).
 VANISHING = Thresholds.vanish_below
@@ -59,9 +59,9 @@ def gradient_flow_plot(
     layers = gradient_flow(rows, phase=phase)
     if not layers:
         raise UsageError("no gradient norms recorded (was backward run under the Monitor?)")
-    # ResNet-50 has 161 parameters: cap the width and shrink the labels instead.
-    fig = new_figure(min(24.0, max(6.0, 0.45 * len(layers) + 2.0)), 4.5)
-    label_size = 8 if len(layers) <= 48 else max(3.0, 8 * 48 / len(layers))
+    if len(layers) > TALL_ABOVE:
+        return _gradient_flow_tall(layers, layer_order(rows, layers), vanishing, exploding, title)
+    fig = new_figure(max(6.0, 0.45 * len(layers) + 2.0), 4.5)
     ax = fig.add_subplot()
     xs = list(range(len(layers)))
     floor = vanishing / 10
@@ -69,12 +69,7 @@ def gradient_flow_plot(
     means = [max(layer.mean, floor) for layer in layers]
     ax.bar(xs, maxes, color="#9ecae1", label="max over steps")
     ax.plot(xs, means, "o", color="#08519c", label="mean over steps")
-    ax.axhline(
-        vanishing, color="#d62728", linestyle="--", linewidth=1, label=f"vanishing < {vanishing:g}"
-    )
-    ax.axhline(
-        exploding, color="#ff7f0e", linestyle="--", linewidth=1, label=f"exploding > {exploding:g}"
-    )
+    _thresholds(ax.axhline, vanishing, exploding)
     ax.set_yscale("log")
     ax.set_ylim(floor, max(exploding * 10, max(maxes) * 2))
     ax.set_xticks(
@@ -82,13 +77,53 @@ def gradient_flow_plot(
         [plain(layer.module or "(root)") for layer in layers],
         rotation=60,
         ha="right",
-        fontsize=label_size,
+        fontsize=8,
     )
     ax.set_ylabel("gradient norm")
     ax.set_xlabel(f"layer, in {layer_order(rows, layers)}")
     ax.set_title(plain(title))
     ax.grid(axis="y", which="major", alpha=0.3)
     ax.legend(fontsize=8, loc="upper right")
+    return fig
+
+
+#: Above this many layers the gradient flow is drawn lying down: one row per
+#: layer, labels horizontal and legible however many parameters there are.
+TALL_ABOVE = 40
+
+
+def _thresholds(line: Any, vanishing: float, exploding: float) -> None:
+    line(
+        vanishing, color="#d62728", linestyle="--", linewidth=1, label=f"vanishing < {vanishing:g}"
+    )
+    line(
+        exploding, color="#ff7f0e", linestyle="--", linewidth=1, label=f"exploding > {exploding:g}"
+    )
+
+
+def _gradient_flow_tall(
+    layers: Sequence[Any], order: str, vanishing: float, exploding: float, title: str
+) -> Any:
+    """One horizontal bar per layer (0.16 inch each), first layer at the top."""
+    fig = new_figure(9.0, 1.6 + 0.16 * len(layers))
+    ax = fig.add_subplot()
+    ys = list(range(len(layers)))
+    floor = vanishing / 10
+    maxes = [max(layer.max, floor) for layer in layers]
+    means = [max(layer.mean, floor) for layer in layers]
+    ax.barh(ys, maxes, height=0.8, color="#9ecae1", label="max over steps")
+    ax.plot(means, ys, "o", markersize=3, color="#08519c", label="mean over steps")
+    _thresholds(ax.axvline, vanishing, exploding)
+    ax.set_xscale("log")
+    ax.set_xlim(floor, max(exploding * 10, max(maxes) * 2))
+    ax.set_yticks(ys, [plain(layer.module or "(root)") for layer in layers], fontsize=7)
+    ax.set_ylim(len(layers) - 0.5, -0.5)
+    ax.set_xlabel("gradient norm")
+    ax.set_ylabel(f"layer, in {order}")
+    ax.set_title(plain(f"{title} ({len(layers)} layers)"))
+    ax.grid(axis="x", which="major", alpha=0.3)
+    ax.xaxis.set_tick_params(labeltop=True)
+    ax.legend(fontsize=8, loc="lower right")
     return fig
 
 
@@ -118,10 +153,12 @@ def activation_stats_plot(
     if modules is not None:
         wanted = set(modules)
         rows = [row for row in rows if row["module"] in wanted]
-    panels = {stat: stat_series(rows, stat) for stat in stats}
-    panels = {stat: series for stat, series in panels.items() if series}
-    if not panels:
+    every = {stat: stat_envelopes(rows, stat) for stat in stats}
+    every = {stat: series for stat, series in every.items() if series}
+    if not every:
         raise UsageError(f"no forward statistics {list(stats)} recorded for these modules")
+    flat = {stat: flat_value(series) for stat, series in every.items()}
+    panels = {stat: series for stat, series in every.items() if flat[stat] is None} or every
     # One colour (and line style past ten) per layer, the same in every panel.
     labels = list(dict.fromkeys(label for series in panels.values() for label in series))
     shown = labels[:max_layers]
@@ -133,11 +170,7 @@ def activation_stats_plot(
     handles: dict[str, Any] = {}
     for ax, (stat, series) in zip(axes.flat, panels.items(), strict=False):
         for label in (label for label in shown if label in series):
-            colour, line = style[label]
-            xs, ys = zip(*series[label], strict=True)
-            (handles[label],) = ax.plot(
-                xs, ys, marker=".", color=colour, linestyle=line, label=plain(label or "(root)")
-            )
+            handles[label] = _series(ax, series[label], style[label], plain(label or "(root)"))
         ax.set_title(stat, fontsize=10)
         ax.set_xlabel("step")
         ax.xaxis.get_major_locator().set_params(integer=True)
@@ -148,8 +181,39 @@ def activation_stats_plot(
     names = [plain(label or "(root)") for label in shown if label in handles]
     fig.legend(ordered, names, loc="outside lower center", ncols=min(5, len(names)), fontsize=7)
     more = len(labels) > max_layers
-    fig.suptitle(plain(f"{title} (first {max_layers} of {len(labels)} layers)" if more else title))
+    text = f"{title} (first {max_layers} of {len(labels)} layers)" if more else title
+    dropped = [f"{stat} = {flat[stat]:g}" for stat in every if stat not in panels]
+    if dropped:
+        text += "\nnot drawn, the same for every layer at every step: " + ", ".join(dropped)
+    fig.suptitle(plain(text))
     return fig
+
+
+def _series(ax: Any, points: list[tuple[int, float, float, float]], style: Any, label: str) -> Any:
+    """One layer's line; a downsampled series also gets its min/max envelope, shaded."""
+    colour, line = style
+    xs = [p[0] for p in points]
+    ys = [p[1] for p in points]
+    enveloped = any(p[2] != p[3] for p in points)
+    (handle,) = ax.plot(
+        xs,
+        ys,
+        marker="" if enveloped or len(xs) > 200 else ".",
+        color=colour,
+        linestyle=line,
+        linewidth=1,
+        label=label,
+    )
+    if enveloped:
+        ax.fill_between(
+            xs,
+            [p[2] for p in points],
+            [p[3] for p in points],
+            color=colour,
+            alpha=0.15,
+            linewidth=0,
+        )
+    return handle
 
 
 def activation_histogram(

@@ -1,13 +1,10 @@
 """Several writers of one run: torch.distributed ranks, or processes sharing one ``--out``.
 
-A run directory may hold one monitor file per writer (`hookscope.dist`,
-`hookscope.sinks.JsonlSink`)::
-
-    monitor.jsonl            a single process
-    monitor.rank<N>.jsonl    rank N of a torch.distributed run
-    monitor.pid<PID>.jsonl   a second process that found monitor.jsonl locked
-
-`monitor_files` finds them; `compare` lines up their values at the last step
+A run store holds one writer's files per process (`hookscope.store.layout`):
+``main`` (a single process), ``rank<N>`` (rank N of a torch.distributed run),
+``pid<PID>`` (a second process that found the store locked); legacy runs
+have ``monitor.jsonl`` / ``monitor.rank<N>.jsonl`` / ``monitor.pid<PID>.jsonl``.
+`compare` lines up their values at the last step
 every writer recorded: per-writer values side by side, the spread (max - min)
 and the writers that diverge; `first_divergence` finds, for each writer, the
 first step where it diverged (e.g. one rank's activations blowing up first).
@@ -17,14 +14,11 @@ Pure data, no plotting.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
 
 from hookscope.viz.records import Row
-
-_WRITER = re.compile(r"monitor(?:\.(rank\d+|pid\d+))?\.jsonl")
 
 #: A writer diverges when its magnitude is this many times the median of the others'.
 DIVERGE_FACTOR = 10.0
@@ -37,33 +31,17 @@ class Writer:
     """The monitor file of one writer and what it held.
 
     Attributes:
-        label: ``"rank0"``, ``"pid4242"``, or ``"main"`` for ``monitor.jsonl``.
-        path: the file.
-        rows: its records, each with its ``step``.
-        steps: the number of valid lines.
+        label: ``"rank0"``, ``"pid4242"``, or ``"main"`` for a single process.
+        path: the store folder (or legacy JSONL file).
+        rows: its records, each with its ``step`` (downsampled in a long run,
+            see `hookscope.viz.digest`).
+        steps: the number of steps recorded.
     """
 
     label: str
     path: Path
     rows: tuple[Row, ...]
     steps: int
-
-
-def monitor_files(root: Path) -> list[tuple[str, Path]]:
-    """``(label, path)`` of each writer's monitor file in ``root``: main, ranks by number, pids."""
-    found = []
-    for path in root.glob("monitor*.jsonl"):
-        match = _WRITER.fullmatch(path.name)
-        if match is not None:
-            found.append((match.group(1) or "main", path))
-
-    def order(item: tuple[str, Path]) -> tuple[int, int]:
-        label = item[0]
-        if label == "main":
-            return (0, 0)
-        return (1 if label.startswith("rank") else 2, int(label.lstrip("rankpid")))
-
-    return sorted(found, key=order)
 
 
 @dataclass(frozen=True)

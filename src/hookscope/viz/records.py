@@ -48,16 +48,17 @@ def as_rows(source: Any) -> list[Row]:
     rows: list[Row] = []
     for record in source:
         try:
-            rows.append(
-                {
-                    "step": int(record["step"]),
-                    "phase": str(record["phase"]),
-                    "module": str(record["module"]),
-                    "tensor": str(record.get("tensor", "")),
-                    "stat": str(record["stat"]),
-                    "value": to_float(record["value"]),
-                }
-            )
+            row = {
+                "step": int(record["step"]),
+                "phase": str(record["phase"]),
+                "module": str(record["module"]),
+                "tensor": str(record.get("tensor", "")),
+                "stat": str(record["stat"]),
+                "value": to_float(record["value"]),
+            }
+            if "hi" in record:  # a downsampled row keeps its bin's envelope
+                row["lo"], row["hi"] = to_float(record["lo"]), to_float(record["hi"])
+            rows.append(row)
         except (KeyError, TypeError, ValueError) as exc:
             raise UsageError(f"not a monitor record ({exc!s}): {record!r}") from None
     return rows
@@ -105,17 +106,24 @@ def gradient_flow(rows: Iterable[Row], *, phase: str | None = None) -> list[Laye
     """
     rows = list(rows)
     phase = phase or gradient_phase(rows)
-    per_step: dict[str, dict[int, float]] = {}
+    # Per module and step: squared norms summed (a downsampled row's "hi" is its bin's max).
+    per_step: dict[str, dict[int, list[float]]] = {}
     for row in rows:
         if row["phase"] != phase or row["stat"] != "norm":
             continue
         steps = per_step.setdefault(row["module"], {})
-        steps[row["step"]] = steps.get(row["step"], 0.0) + row["value"] ** 2
+        sums = steps.setdefault(row["step"], [0.0, 0.0])
+        value: float = row["value"]
+        high: float = row.get("hi", value)
+        sums[0] += value**2
+        sums[1] += high**2
     result = []
     for module, steps in per_step.items():
-        norms = [math.sqrt(v) for v in steps.values() if math.isfinite(v)]
+        norms = [math.sqrt(v) for v, _ in steps.values() if math.isfinite(v)]
+        highs = [math.sqrt(h) for _, h in steps.values() if math.isfinite(h)]
         if norms:
-            result.append(LayerGradient(module, sum(norms) / len(norms), max(norms), len(norms)))
+            top = max(highs) if highs else max(norms)
+            result.append(LayerGradient(module, sum(norms) / len(norms), top, len(norms)))
     rank = {
         name: index
         for index, name in enumerate(module_order(r for r in rows if r["phase"] == "forward"))
@@ -178,3 +186,41 @@ def stat_series(
     for points in series.values():
         points.sort()
     return series
+
+
+def stat_envelopes(
+    rows: Iterable[Row], stat: str, *, phase: str = "forward"
+) -> dict[str, list[tuple[int, float, float, float]]]:
+    """As `stat_series`, with each point's ``(step, value, lo, hi)``.
+
+    Exact rows have ``lo == hi == value``; downsampled ones
+    (`hookscope.viz.digest`) carry their bin's min and max.
+    """
+    rows = [row for row in rows if row["phase"] == phase and row["stat"] == stat]
+    tensors: dict[str, set[str]] = {}
+    for row in rows:
+        tensors.setdefault(row["module"], set()).add(row["tensor"])
+    series: dict[str, list[tuple[int, float, float, float]]] = {}
+    for row in rows:
+        many = len(tensors[row["module"]]) > 1
+        label = f"{row['module']}:{row['tensor']}" if many else row["module"]
+        value: float = row["value"]
+        low: float = row.get("lo", value)
+        high: float = row.get("hi", value)
+        point = (int(row["step"]), value, low, high)
+        series.setdefault(label, []).append(point)
+    for points in series.values():
+        points.sort()
+    return series
+
+
+def flat_value(series: Mapping[str, Iterable[tuple[int, float, float, float]]]) -> float | None:
+    """The one value every point of every series has (e.g. a zero fraction that is always 0), else None."""
+    seen: float | None = None
+    for points in series.values():
+        for _, value, lo, hi in points:
+            for v in (value, lo, hi):
+                if not math.isfinite(v) or (seen is not None and v != seen):
+                    return None
+                seen = v
+    return seen

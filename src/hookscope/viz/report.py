@@ -89,10 +89,14 @@ def _overview(run: RunData) -> str:
         ("modules with activation statistics", _count(run, "forward")),
         ("modules with gradient norms", _count(run, "backward")),
         ("parameters with gradient norms", _count(run, "param")),
-        ("records", len(run.rows)),
-        ("alerts", len(run.alerts)),
+        ("records", run.records or len(run.rows)),
+        ("alerts", run.alert_total or len(run.alerts)),
         ("absent parts", ", ".join(run.missing) or "none"),
     ]
+    if run.width > 1:
+        pairs.append(
+            ("plots", f"downsampled: each point is a bin of {run.width} steps (mean, min-max band)")
+        )
     body = h.key_values(pairs)
     if run.tensorboard is not None:
         command = f"tensorboard --logdir {run.tensorboard}"
@@ -104,20 +108,29 @@ def _overview(run: RunData) -> str:
 
 def _alerts(run: RunData) -> str:
     if run.rows == () and run.steps == 0:
-        return h.absent(f"no monitor data ({MONITOR} absent or empty)")
+        return h.absent(f"no monitor data ({MONITOR}/ or monitor.jsonl absent or empty)")
     if not run.alerts:
         return f'<p class="good">No alerts in {run.steps} step(s).</p>'
-    counts = Counter(str(alert.get("rule", "?")) for alert in run.alerts)
+    counts = Counter(
+        f"{alert.get('rule', '?')} ({alert['phase']})"
+        if alert.get("phase")
+        else str(alert.get("rule", "?"))
+        for alert in run.alerts
+    )
     summary = ", ".join(f"{rule}: {n}" for rule, n in counts.most_common())
-    columns = ["step", "module", "tensor", "value", "rule"]
-    return f'<p class="bad">{len(run.alerts)} alert(s) — {h.esc(summary)}</p>' + h.table(
+    total = max(run.alert_total, len(run.alerts))
+    shown = f", the first {len(run.alerts)} below" if total > len(run.alerts) else ""
+    columns = ["step", "phase", "module", "tensor", "value", "rule"]
+    if any("writer" in alert for alert in run.alerts):
+        columns.append("writer")
+    return f'<p class="bad">{total} alert(s){shown} — {h.esc(summary)}</p>' + h.table(
         list(run.alerts), columns
     )
 
 
 def _nonfinite(run: RunData) -> str:
     if run.steps == 0:
-        return h.absent(f"no monitor data ({MONITOR} absent or empty)")
+        return h.absent(f"no monitor data ({MONITOR}/ or monitor.jsonl absent or empty)")
     first = run.first_nonfinite
     if not first:
         return f'<p class="good">No NaN or Inf seen in {run.steps} step(s).</p>'
@@ -130,13 +143,14 @@ def _nonfinite(run: RunData) -> str:
 
 def _activations(run: RunData, notes: list[str]) -> str:
     if run.steps == 0:
-        return h.absent(f"no monitor data ({MONITOR} absent or empty)")
+        return h.absent(f"no monitor data ({MONITOR}/ or monitor.jsonl absent or empty)")
     forward = [row for row in run.rows if row["phase"] == "forward"]
     body = _activation_plots(run, forward, notes)
-    if forward:
-        last = max(row["step"] for row in forward)
+    last_rows = [row for row in (run.last_rows or run.rows) if row["phase"] == "forward"]
+    if last_rows:
+        last = max(row["step"] for row in last_rows)
         table: dict[tuple[str, str], dict[str, Any]] = {}
-        for row in forward:
+        for row in last_rows:
             if row["step"] == last and row["stat"] in _LAST_STEP_STATS:
                 key = (row["module"], row["tensor"])
                 table.setdefault(key, {"module": key[0], "tensor": key[1]})[row["stat"]] = row[
@@ -176,7 +190,13 @@ def _activation_plots(run: RunData, forward: list[dict[str, Any]], notes: list[s
 
 
 def _activation_plot(run: RunData, modules: list[str], title: str) -> Any:
-    return activation_stats_plot(run.rows, modules=modules or None, title=title)
+    wanted = set(modules)
+    rows = [
+        row
+        for row in run.rows
+        if row["phase"] == "forward" and (not modules or row["module"] in wanted)
+    ]
+    return activation_stats_plot(rows, modules=modules or None, title=title)
 
 
 def _featuremaps(run: RunData, notes: list[str]) -> str:
@@ -203,7 +223,7 @@ def render_report(run: RunData, *, title: str = "hookscope report") -> tuple[str
     gradflow = (
         _plot(lambda: gradient_flow_plot(run.rows), "gradient flow", notes)
         if run.steps
-        else h.absent(f"no monitor data ({MONITOR} absent or empty)")
+        else h.absent(f"no monitor data ({MONITOR}/ or monitor.jsonl absent or empty)")
     )
     summary = (
         summary_section(run.summary, notes)

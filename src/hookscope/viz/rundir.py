@@ -3,26 +3,25 @@
 Layout (every part optional, at least one needed)::
 
     RUN_DIR/
-      monitor.jsonl     one JSON object per step: {"step", "records", "alerts", "first_nonfinite"}
+      monitor/          the run store (`hookscope.store`): Parquet parts per writer
+      monitor.jsonl     or, from older runs, one JSON object per step
       tensorboard/      TensorBoard event files (linked, not read)
       summary.json      hookscope.summary(...).to_dict()
       doctor.json       hookscope.doctor(...).to_dict()
       featuremaps/*.png feature-map grids
 
-Several writers (torch.distributed ranks, processes sharing one ``--out``)
-leave one file each, ``monitor.rank<N>.jsonl`` / ``monitor.pid<PID>.jsonl``
-(`hookscope.viz.ranks`): all are read into ``RunData.writers``; the other
-fields describe the first writer (``monitor.jsonl`` or rank 0), except
-``alerts`` (every writer's, each with its ``writer``) and ``first_nonfinite``
-(the earliest over the writers, with its ``rank``).
+Monitor results are read through `hookscope.store` only, in one streaming
+pass per writer (`hookscope.viz.digest`): a short run comes back as exact
+rows, a long one as per-bin min/max envelopes, so a 100,000-step run reads
+in bounded memory. Several writers (torch.distributed ranks, processes
+sharing one ``--out``) are all read into ``RunData.writers``; the other
+fields describe the first writer (``main`` or rank 0), except ``alerts``
+(every writer's, each with its ``writer``) and ``first_nonfinite`` (the
+earliest over the writers, with its ``rank``).
 
-A run that crashed may leave a truncated last line in ``monitor.jsonl``. Each
-line is checked whole (an object with an integer ``step``, ``records`` and
-``alerts`` lists of objects, ``first_nonfinite`` an object or null, strict
-UTF-8, every record a valid monitor record): a bad line is skipped — that
-record only, never the rest of the file — and named in ``RunData.notes``. A
-leading UTF-8 BOM is read; a ``monitor.jsonl`` that cannot be read (a
-directory, no permission) is named as unreadable.
+A legacy JSONL run that crashed may leave a truncated last line; a bad
+line is skipped alone, and the faults are noted once per kind with a
+count (`hookscope.store.jsonl`).
 """
 
 from __future__ import annotations
@@ -33,10 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from hookscope.errors import UsageError
-from hookscope.viz.ranks import Writer, monitor_files
-from hookscope.viz.records import Row, as_rows
+from hookscope.store import RunStore, open_run
+from hookscope.viz.digest import digest_writers
+from hookscope.viz.ranks import Writer
+from hookscope.viz.records import Row
 
-MONITOR = "monitor.jsonl"
+MONITOR = "monitor"
+#: Alerts kept for the report's table (the total is counted).
+MAX_ALERTS = 500
 SUMMARY = "summary.json"
 DOCTOR = "doctor.json"
 FEATUREMAPS = "featuremaps"
@@ -50,9 +53,12 @@ class RunData:
 
     Attributes:
         path: the run directory.
-        steps: number of steps in ``monitor.jsonl``.
-        rows: monitor records, each with its ``step``.
-        alerts: alert dicts (``step, module, tensor, value, rule``) in file order.
+        steps: number of steps recorded (first writer).
+        rows: monitor records, each with its ``step``: exact when ``width`` is 1,
+            else one row per series and bin of ``width`` steps, with the bin's
+            ``lo``/``hi`` envelope, ``value`` its mean and ``step`` its last step.
+        alerts: alert dicts (``step, phase, module, tensor, rule, value``), the
+            first `MAX_ALERTS` in order.
         first_nonfinite: the earliest non-null ``first_nonfinite``, or None.
         summary: parsed ``summary.json`` or None.
         doctor: parsed ``doctor.json`` or None.
@@ -61,6 +67,10 @@ class RunData:
         missing: parts of `PARTS` that were absent.
         notes: problems met while reading (skipped lines, bad JSON).
         writers: every writer's monitor file, first writer first (see `hookscope.viz.ranks`).
+        width: steps per bin of ``rows`` (1: exact).
+        records: records read (first writer).
+        last_rows: every record of the last step (first writer), exact.
+        alert_total: alerts in the run (``alerts`` holds the first `MAX_ALERTS`).
     """
 
     path: Path
@@ -75,68 +85,15 @@ class RunData:
     missing: tuple[str, ...]
     notes: tuple[str, ...]
     writers: tuple[Writer, ...] = ()
-
-
-def _entry(line: bytes) -> tuple[int, list[Row], list[dict[str, Any]], dict[str, Any] | None]:
-    """One ``monitor.jsonl`` line, checked whole: a bad field rejects the line.
-
-    Raises:
-        ValueError: (or a subclass) naming what is wrong with the line.
-    """
-    entry = json.loads(line.decode("utf-8"))
-    if not isinstance(entry, dict):
-        raise ValueError(f"a {type(entry).__name__}, not an object")
-    step = entry.get("step")
-    if isinstance(step, float) and step.is_integer():
-        step = int(step)
-    if isinstance(step, bool) or not isinstance(step, int):
-        raise ValueError(f"step is {step!r}, not an integer")
-    records = entry.get("records", [])
-    alerts = entry.get("alerts") or []
-    first = entry.get("first_nonfinite")
-    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
-        raise ValueError("records is not a list of objects")
-    if not isinstance(alerts, list) or not all(isinstance(a, dict) for a in alerts):
-        raise ValueError(f"alerts is {_short(alerts)}, not a list of objects")
-    if first is not None and not isinstance(first, dict):
-        raise ValueError(f"first_nonfinite is {_short(first)}, not an object or null")
-    try:
-        rows = as_rows({**record, "step": step} for record in records)
-    except UsageError as exc:
-        raise ValueError(str(exc)) from None
-    return step, rows, alerts, first or None
+    width: int = 1
+    records: int = 0
+    last_rows: tuple[Row, ...] = ()
+    alert_total: int = 0
 
 
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _read_monitor(path: Path, notes: list[str]) -> tuple[int, list[Row], list[dict[str, Any]], Any]:
-    steps = 0
-    rows: list[Row] = []
-    alerts: list[dict[str, Any]] = []
-    first = None
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        notes.append(f"{path.name} is unreadable ({exc.strerror or type(exc).__name__}); left out")
-        return 0, [], [], None
-    for number, line in enumerate(data.removeprefix(b"\xef\xbb\xbf").split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            _, entry_rows, entry_alerts, entry_first = _entry(line)
-        except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError too
-            reason = f"{type(exc).__name__}: {exc}"
-            notes.append(f"{path.name} line {number} skipped ({_short(reason)[:200]})")
-            continue
-        steps += 1
-        rows.extend(entry_rows)
-        alerts.extend(entry_alerts)
-        if first is None and entry_first:
-            first = entry_first
-    return steps, rows, alerts, first
 
 
 def _read_json(path: Path, notes: list[str]) -> dict[str, Any] | None:
@@ -155,7 +112,7 @@ def _read_json(path: Path, notes: list[str]) -> dict[str, Any] | None:
 
 
 def load_run(path: str | Path) -> RunData:
-    """Read a run directory.
+    """Read a run directory (monitor results streamed and, for long runs, downsampled).
 
     Raises:
         UsageError: ``path`` is not a directory or holds none of the known parts.
@@ -163,25 +120,34 @@ def load_run(path: str | Path) -> RunData:
     root = Path(path)
     if not root.is_dir():
         raise UsageError(f"run directory not found: {str(root)!r}")
-    files = monitor_files(root)
-    present = [part for part in PARTS if (root / part).exists() or (part == MONITOR and files)]
+    store = open_run(root)
+    present = [part for part in PARTS if (root / part).exists() or (part == MONITOR and store)]
     if not present:
         raise UsageError(f"{str(root)!r} holds none of {', '.join(PARTS)}; is it a run directory?")
     notes: list[str] = []
-    steps, first = 0, None
+    steps, first, width, records = 0, None, 1, 0
     rows: list[Row] = []
+    last_rows: list[Row] = []
+    writers: list[Writer] = []
     alerts: list[dict[str, Any]] = []
-    writers = []
-    for label, file in files:
-        file_steps, file_rows, file_alerts, file_first = _read_monitor(file, notes)
-        writers.append(Writer(label, file, tuple(file_rows), file_steps))
-        alerts += (
-            [{**alert, "writer": label} for alert in file_alerts] if len(files) > 1 else file_alerts
-        )
-        if file_first and (first is None or _earlier(file_first, first)):
-            first = file_first
-    if writers:
-        steps, rows = writers[0].steps, list(writers[0].rows)
+    alert_total = 0
+    if store is not None:
+        try:
+            digests = digest_writers(store)
+        except OSError as exc:
+            notes.append(
+                f"monitor results unreadable ({exc.strerror or type(exc).__name__}); left out"
+            )
+            digests = []
+        for label, found in zip(store.writers, digests, strict=False):
+            file = store.files.get(label, store.path)
+            writers.append(Writer(label, file, tuple(found.rows), found.steps))
+        if digests:
+            steps, rows, width = digests[0].steps, digests[0].rows, digests[0].width
+            last_rows, records = digests[0].last_rows, digests[0].records
+        alerts, alert_total = _alerts(store, several=len(store.writers) > 1)
+        first = store.first_nonfinite()
+        notes.extend(store.notes)
     summary = _read_json(root / SUMMARY, notes) if (root / SUMMARY).exists() else None
     doctor = _read_json(root / DOCTOR, notes) if (root / DOCTOR).exists() else None
     maps = (
@@ -201,21 +167,22 @@ def load_run(path: str | Path) -> RunData:
         missing=tuple(part for part in PARTS if part not in present),
         notes=tuple(notes),
         writers=tuple(writers),
+        width=width,
+        records=records,
+        last_rows=tuple(last_rows),
+        alert_total=alert_total,
     )
 
 
-_PHASE_ORDER = {"forward": 0, "backward": 1, "param": 2}
-
-
-def _earlier(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Whether first-NaN record ``a`` comes before ``b``: step, then phase, then rank."""
-
-    def order(x: dict[str, Any]) -> tuple[float, int, float]:
-        step, rank = x.get("step"), x.get("rank")
-        return (
-            step if isinstance(step, (int, float)) else float("inf"),
-            _PHASE_ORDER.get(str(x.get("phase")), 3),
-            rank if isinstance(rank, (int, float)) else float("inf"),
-        )
-
-    return order(a) < order(b)
+def _alerts(store: RunStore, *, several: bool) -> tuple[list[dict[str, Any]], int]:
+    """The first `MAX_ALERTS` alerts (each with its ``writer`` when there are several), and the total."""
+    shown: list[dict[str, Any]] = []
+    total = 0
+    for label in store.writers:
+        for table in store.scan("alerts", writer=label):
+            total += table.num_rows
+            room = MAX_ALERTS - len(shown)
+            if room > 0:
+                for alert in table.slice(0, room).drop_columns(["rank"]).to_pylist():
+                    shown.append({**alert, "writer": label} if several else alert)
+    return shown, total
