@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import weakref
 from collections.abc import Sequence
 from functools import partial
 from types import TracebackType
@@ -190,6 +192,8 @@ class Monitor:
         self._previous: dict[str, torch.Tensor] | None = None
         self._closed = False
         self._compiled: CompiledSupport | None = None
+        #: In a process forked from the one that opened it: records nothing (`_forked_child`).
+        self._forked = False
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -230,6 +234,8 @@ class Monitor:
             raise
         if setup_interrupted():  # `with` would not call __exit__
             self._detach()
+        else:
+            _OPEN.add(self)
         return self
 
     def _attach(self, selected: list[Any], plans: dict[str, Plan], selector: Any) -> None:
@@ -318,6 +324,9 @@ class Monitor:
 
     def _finish_step(self) -> StepResult | None:
         assert self._collector is not None
+        if self._forked:  # the parent records this model; a forked copy records nothing
+            self.pause()
+            return None
         self._settle()
         collector = self._collector
         entries = collector.take()
@@ -453,3 +462,23 @@ class Monitor:
 
         self._settle()
         return to_frame(self._results)
+
+
+#: Monitors opened in this process and not yet garbage (a forked child pauses them).
+_OPEN: weakref.WeakSet[Monitor] = weakref.WeakSet()
+
+
+def _forked_child() -> None:
+    """In a child forked from a monitored process: its copies of the monitors record nothing.
+
+    The parent goes on recording the model; what the child runs (a DataLoader
+    worker, a ``multiprocessing`` task) would otherwise add steps to copies that
+    nobody reads, and hold them in memory.
+    """
+    for mon in list(_OPEN):
+        mon._forked = True
+        mon.pause()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked_child)
