@@ -14,7 +14,7 @@ from torch import nn
 
 from hookscope import dist, shards
 from hookscope._interrupts import critical, interruptible, setup_interrupted
-from hookscope.errors import UsageError
+from hookscope.errors import DistributedError, UsageError
 from hookscope.hooks.globals import TensorGradHooks
 from hookscope.hooks.handles import HookFailure
 from hookscope.hooks.selection import ModuleSelector, select_modules
@@ -194,6 +194,8 @@ class Monitor:
         self._compiled: CompiledSupport | None = None
         #: In a process forked from the one that opened it: records nothing (`_forked_child`).
         self._forked = False
+        #: The error of a step whose collectives failed: no later step starts new ones.
+        self._broken: BaseException | None = None
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -282,7 +284,7 @@ class Monitor:
     @interruptible
     def _finish_open_step(self) -> None:
         self._settle()
-        if self.pending:
+        if self.pending and self._broken is None:  # no second wait for ranks that are gone
             self._finish_step()
             self._settle()
 
@@ -328,6 +330,12 @@ class Monitor:
             self.pause()
             return None
         self._settle()
+        if self._broken is not None:
+            self.pause()
+            raise DistributedError(
+                f"Monitor.step(): an earlier step's collectives failed ({self._broken}); "
+                "this monitor starts no more of them"
+            ) from self._broken
         collector = self._collector
         entries = collector.take()
         index, recorded = self._step, collector.recording
@@ -386,8 +394,16 @@ class Monitor:
     def _settle(self) -> None:
         """Complete the previous step if its collectives are still pending (`DeferredResult`)."""
         pending, self._pending = self._pending, None
-        if pending is not None and not pending.failed:  # a failure was raised to its reader
+        if pending is None:
+            return
+        if pending.failed:  # raised to its reader already
+            self._broken = pending.error
+            return
+        try:
             pending.settle()
+        except DistributedError as exc:
+            self._broken = exc
+            raise
 
     def _update_ratios(self, snapshot: bool) -> list[tuple[str, Reduction]]:
         ratios = []
