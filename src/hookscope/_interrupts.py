@@ -164,7 +164,9 @@ def _install() -> bool:
 @critical
 def _uninstall() -> None:
     _STATE.depth -= 1
-    if _STATE.depth == 0 and signal.getsignal(signal.SIGINT) is _handler:
+    if _STATE.depth or threading.current_thread() is not threading.main_thread():
+        return  # (closed from another thread: the handler stays, handing every SIGINT on)
+    if signal.getsignal(signal.SIGINT) is _handler:
         signal.signal(signal.SIGINT, _STATE.previous or signal.default_int_handler)
 
 
