@@ -14,13 +14,12 @@ resolution (every receiver but ``base``/``this``) the same way.
 Speed, paired in one run: whole-tree ``hookscope.lint.lint(..., select=["HS201", "HS202"])``
 against the same parse-and-flag pass without type resolution, alternating A/B,
 medians and spread. With ``--before-src DIR`` (an earlier hookscope's ``src``, e.g.
-``git archive main src | tar -x -C /tmp/before``) the ``hookscope lint`` command
+``git archive v0.1.0 src | tar -x -C before``) the ``hookscope lint`` command
 line of this checkout runs against that one, alternating, in fresh processes.
 
-Usage (the repositories fetched outside this one)::
+Usage (checkouts of the labelled repositories, outside this one)::
 
-    python benchmarks/lint_csharp.py /work/fetched/TorchSharp /work/fetched/TorchSharpExamples \\
-        --before-src /tmp/before/src --jobs 2
+    python benchmarks/lint_csharp.py TorchSharp TorchSharpExamples --before-src before/src --jobs 2
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ from collections import Counter
 from pathlib import Path
 
 from hookscope.lint import discover, lint
-from hookscope.lint.csharp import forward_calls, parse_csharp
+from hookscope.lint.csharp.rules import forward_calls, parse_csharp
 
 LABELS = Path(__file__).resolve().parent / "labels"
 FORWARD = re.compile(rb"forward\s*\(")  # HS201's pre-filter before type resolution

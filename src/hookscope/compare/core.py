@@ -11,7 +11,8 @@ from torch import nn
 from hookscope._borrow import borrowing
 from hookscope.compare.match import Match, Matcher, check_match, rows
 from hookscope.compare.recording import DEFAULT_MAX_BYTES, CallRecord, Recording
-from hookscope.compare.result import Comparison, Mode
+from hookscope.compare.records import Mode
+from hookscope.compare.result import Comparison
 from hookscope.compare.safety import rng_state
 from hookscope.compare.sides import LossFn, as_inputs, recorded_inputs, run, side_a, side_b
 from hookscope.errors import UsageError

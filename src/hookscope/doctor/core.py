@@ -14,7 +14,8 @@ from hookscope._borrow import RandomState, borrowing
 from hookscope._interrupts import critical
 from hookscope.doctor.diagnose import RunFacts, diagnose, replaced_record
 from hookscope.doctor.naming import clean_bypasses, clean_hooks
-from hookscope.doctor.report import DoctorReport, HookRecord, ReasonCode
+from hookscope.doctor.records import HookRecord, ReasonCode
+from hookscope.doctor.report import DoctorReport
 from hookscope.errors import ForwardError, UsageError
 from hookscope.hooks.bypass import BypassDetector
 from hookscope.hooks.describe import callable_source

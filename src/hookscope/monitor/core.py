@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import os
-import weakref
 from collections.abc import Sequence
+from dataclasses import asdict
 from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -23,6 +22,7 @@ from hookscope.monitor.alerts import AlertRules, Thresholds
 from hookscope.monitor.collector import CollectOptions, Collector
 from hookscope.monitor.compiled import CompiledSupport
 from hookscope.monitor.deferred import DeferredResult
+from hookscope.monitor.forks import track as track_forks
 from hookscope.monitor.options import (
     ZeroPolicy,
     check_options,
@@ -40,6 +40,7 @@ from hookscope.monitor.results import (
     merge_entries,
     summaries,
 )
+from hookscope.monitor.tables import monitor_html
 from hookscope.names import clean_names
 from hookscope.sinks.group import SinkGroup
 from hookscope.stats import Plan, Reduction, fetch, plan_for
@@ -192,7 +193,7 @@ class Monitor:
         self._previous: dict[str, torch.Tensor] | None = None
         self._closed = False
         self._compiled: CompiledSupport | None = None
-        #: In a process forked from the one that opened it: records nothing (`_forked_child`).
+        #: In a process forked from the one that opened it: records nothing (`forks`).
         self._forked = False
         #: The error of a step whose collectives failed: no later step starts new ones.
         self._broken: BaseException | None = None
@@ -237,7 +238,7 @@ class Monitor:
         if setup_interrupted():  # `with` would not call __exit__
             self._detach()
         else:
-            _OPEN.add(self)
+            track_forks(self)
         return self
 
     def _attach(self, selected: list[Any], plans: dict[str, Plan], selector: Any) -> None:
@@ -423,6 +424,11 @@ class Monitor:
         self._previous = {n: p.clone() for n, p in params if p is not None} if snapshot else None
         return ratios
 
+    def forked(self) -> None:
+        """In a process forked from the one that opened it: record nothing from now on."""
+        self._forked = True
+        self.pause()
+
     def pause(self) -> None:
         """Drop the step in progress and record nothing until the next `step`.
 
@@ -479,22 +485,32 @@ class Monitor:
         self._settle()
         return to_frame(self._results)
 
+    # -- display -------------------------------------------------------------------
 
-#: Monitors opened in this process and not yet garbage (a forked child pauses them).
-_OPEN: weakref.WeakSet[Monitor] = weakref.WeakSet()
+    def _state(self) -> str:
+        if self._closed:
+            return "closed"
+        return "open" if self._session is not None else "not opened"
 
+    def __repr__(self) -> str:
+        return (
+            f"<Monitor {type(self.model).__name__}: {self._state()}, "
+            f"{len(self.results)} step(s) kept, {len(self.alerts)} alert(s)>"
+        )
 
-def _forked_child() -> None:
-    """In a child forked from a monitored process: its copies of the monitors record nothing.
-
-    The parent goes on recording the model; what the child runs (a DataLoader
-    worker, a ``multiprocessing`` task) would otherwise add steps to copies that
-    nobody reads, and hold them in memory.
-    """
-    for mon in list(_OPEN):
-        mon._forked = True
-        mon.pause()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forked_child)
+    def _repr_html_(self) -> str:
+        results, first = self.results, self.first_nonfinite
+        state = [
+            ("model", type(self.model).__name__),
+            ("state", self._state()),
+            ("steps kept", len(results)),
+            ("next step", self.step_index),
+            ("statistics", ", ".join(self.stats)),
+        ]
+        args = (
+            state,
+            asdict(results[-1]) if results else None,
+            [asdict(alert) for alert in self.alerts],
+            None if first is None else asdict(first),
+        )
+        return monitor_html(*args) if self.keep else monitor_html(*args, "keep=False: no step kept")

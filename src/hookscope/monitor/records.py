@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
+
+from hookscope.monitor.tables import step_html
 
 Phase = Literal["forward", "backward", "param"]
 #: What a step can miss (`StepResult.missing`): a phase, or ``"inputs"`` (the
@@ -175,3 +177,14 @@ class StepResult:
         object.__setattr__(self, "records", records)
         del self.__dict__["_found"]
         return records
+
+    def __repr__(self) -> str:
+        first = self.first_nonfinite
+        where = "no NaN/Inf" if first is None else f"first NaN/Inf in {first.module or '(root)'}"
+        return (
+            f"<StepResult step {self.step}: {len(self.records)} records of "
+            f"{len(self.tensors)} tensors, {len(self.alerts)} alert(s), {where}>"
+        )
+
+    def _repr_html_(self) -> str:
+        return step_html(asdict(self))

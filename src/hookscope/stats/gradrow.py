@@ -1,10 +1,10 @@
 """Gradient rows merged into a buffer kept outside the compiled graph: ``hookscope::grad_row_add``.
 
 A compiled Monitor's gradient probe (`hookscope.monitor.traced`) must leave
-something in the backward graph that autograd keeps: until the eleventh
-session each probe's ``grad_rows`` made a fresh ``(rows, 4)`` tensor of
-zeros but for its row, handed back as the gradient of a leaf ``sink`` that
-autograd summed into ``sink.grad``. That fresh tensor cost more than the
+something in the backward graph that autograd keeps. The other way, each
+probe's ``grad_rows`` making a fresh ``(rows, 4)`` tensor of zeros but for
+its row, handed back as the gradient of a leaf ``sink`` that autograd sums
+into ``sink.grad`` (what devices other than the CPU do), costs more than the
 row itself for small gradients: 3-17 µs a call in a real step (the
 allocator and fresh pages, just after the backward's large kernels), ten
 calls a SmallCNN step.

@@ -33,7 +33,8 @@ from hookscope.summary.inputs import (
     to_device,
 )
 from hookscope.summary.params import ModuleParams, count_params
-from hookscope.summary.records import ModelSummary, SummaryRow, UncountedOp
+from hookscope.summary.records import SummaryRow, UncountedOp
+from hookscope.summary.result import ModelSummary
 
 _META = torch.device("meta")
 
