@@ -19,11 +19,11 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
 
 import torch
 from torch import nn
 
+from hookscope._interrupts import critical_contextmanager
 from hookscope.errors import HookscopeWarning
 from hookscope.hooks.compiled import compiled_root, warn_stale
 
@@ -59,7 +59,7 @@ def compiled_label(label: str, model: nn.Module) -> str:
     )
 
 
-@contextmanager
+@critical_contextmanager
 def compiled_run(model: nn.Module) -> Iterator[None]:
     """Run ``model`` (compiled or not) with recompile limits that fit it; warn if it still fell back.
 
@@ -71,7 +71,7 @@ def compiled_run(model: nn.Module) -> Iterator[None]:
     if compiled_root(model) is None:
         yield
         return
-    warn_stale(model, "compare", stacklevel=6)
+    warn_stale(model, "compare", stacklevel=7)  # (set-up and tear-down run critical)
     config = torch._dynamo.config
     modules = sum(1 for _ in model.modules())
     limit = max(config.recompile_limit, 2 * modules)
@@ -92,5 +92,5 @@ def compiled_run(model: nn.Module) -> Iterator[None]:
             "code, not compiled code. Raise torch._dynamo.config.recompile_limit (and "
             "accumulated_recompile_limit) before calling compare.",
             CompileFallbackWarning,
-            stacklevel=5,
+            stacklevel=7,
         )
