@@ -56,8 +56,13 @@ class HookscopeCallback(CallbackBase, Callback):
             tensor, e.g. ``("param/norm",)`` for per-parameter gradient norms.
         out_subdir: folder under the Trainer's ``log_dir`` (or
             ``default_root_dir``) for the results.
+        every: record full statistics every ``every`` optimizer steps; the
+            steps between are still checked for NaN/Inf, so the first one is
+            named at its exact step. Default: the Trainer's
+            ``log_every_n_steps`` (50 unless set), so the Monitor records as
+            often as Lightning logs.
         **monitor_kwargs: keyword arguments for `hookscope.Monitor` (``modules``,
-            ``stats``, ``every``, thresholds, extra ``sinks`` ...).
+            ``stats``, thresholds, extra ``sinks`` ...).
 
     Attributes:
         monitor: the `Monitor` (None until training starts).
@@ -67,7 +72,8 @@ class HookscopeCallback(CallbackBase, Callback):
 
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
         root = trainer.log_dir or trainer.default_root_dir
-        self._run.start(pl_module, Path(root) / self.out_subdir)
+        every = self.every or max(1, int(getattr(trainer, "log_every_n_steps", 1) or 1))
+        self._run.start(pl_module, Path(root) / self.out_subdir, every)
 
     def on_before_optimizer_step(self, trainer: Any, pl_module: Any, optimizer: Any) -> None:
         _log(pl_module, self._run.step(trainer.global_step))

@@ -116,10 +116,15 @@ class TrainingMonitor:
         #: gradient before the all-reduce (`_open_monitor`).
         self._norm_name = PREFIX + "grad_norm"
 
-    def start(self, model: nn.Module, out_dir: Path) -> None:
-        """Attach to ``model`` (the doctor first, when asked); results go into ``out_dir``."""
+    def start(self, model: nn.Module, out_dir: Path, every: int | None = None) -> None:
+        """Attach to ``model`` (the doctor first, when asked); results go into ``out_dir``.
+
+        ``every``: the Monitor's cadence unless ``every`` was among the options.
+        """
         if self._model is not None:
             return  # already attached
+        if every is not None:
+            self.monitor_kwargs.setdefault("every", every)
         self._reported_nonfinite = False
         self._held = None
         self.monitor = self.doctor_report = None
@@ -251,11 +256,16 @@ class CallbackBase:
         doctor: bool = True,
         log_stats: Sequence[str] = (),
         out_subdir: str = "hookscope",
+        every: int | None = None,
         **monitor_kwargs: Any,
     ) -> None:
+        if every is not None:
+            monitor_kwargs["every"] = every  # checked by the Monitor made below, now
         self._run = TrainingMonitor(
             doctor=doctor, log_stats=log_stats, monitor_kwargs=monitor_kwargs
         )
+        #: Record every this many steps; None: the trainer's logging cadence (`cadence`).
+        self.every = every
         self.out_subdir = out_subdir
         #: Scalars waiting for the trainer's next log call.
         self._pending: dict[str, float] = {}

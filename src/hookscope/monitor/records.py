@@ -133,6 +133,11 @@ class StepResult:
     outside torch.distributed); ``ranks`` is ``"local"`` (this rank's tensors)
     or ``"reduce"`` (all ranks' tensors combined: the same records on every rank).
 
+    ``sentinel`` is True for a step the Monitor did not record (``every``)
+    but whose NaN/Inf check found a non-finite tensor: its ``records`` are
+    only the ``nan_count`` and ``inf_count`` of the non-finite tensors, and
+    ``ranks`` is ``"local"`` (see `hookscope.monitor.sentinel`).
+
     A Monitor makes ``records`` on first read (`StepResult.of`): a training
     loop that never reads them, or reads them later (``to_pandas``), does not
     pay for ~10 objects per tensor at every step.
@@ -147,6 +152,7 @@ class StepResult:
     world_size: int = 1
     ranks: str = "local"
     missing: tuple[Missing, ...] = ()
+    sentinel: bool = False
 
     @classmethod
     def of(

@@ -8,6 +8,7 @@ inside nested outputs with readable paths.
 
 from __future__ import annotations
 
+from hookscope.stats.check import check_tensor
 from hookscope.stats.reduce import (
     ACTIVATION_STATS,
     ALL_STATS,
@@ -32,6 +33,7 @@ __all__ = [
     "GRAD_STATS",
     "Plan",
     "Reduction",
+    "check_tensor",
     "fetch",
     "grad_summary",
     "kind_of",
