@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -156,6 +157,20 @@ def test_interrupt_by_timer(name: str) -> None:
         found = differences(before, snapshot(model))
         assert not found, f"{name}: SIGINT after {delay:.6f} s (trial {trial}) left: {found[:6]}"
         call(model, x)
+
+
+def test_a_session_closed_from_another_thread() -> None:
+    model, x = make()
+    s = hookscope.session(model).__enter__()
+    s.add_forward_hook(lambda *_: None)
+    worker = threading.Thread(target=s.close)
+    worker.start()
+    worker.join(timeout=30)
+    assert not worker.is_alive()
+    assert not model.conv._forward_hooks
+    with hookscope.session(model) as again:  # and the handler still works in the main thread
+        again.add_forward_hook(lambda *_: None)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_handler_is_the_users_again() -> None:

@@ -33,6 +33,7 @@ import functools
 import os
 import pickle
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -221,6 +222,7 @@ def collective_reason(model: nn.Module, backward: bool) -> str | None:
 
 def _wait(work: Any, what: str, seq: int) -> None:
     timeout = collective_timeout()
+    start = time.monotonic()
     try:
         done = work.wait(timeout=datetime.timedelta(seconds=timeout))
     except RuntimeError as exc:
@@ -228,12 +230,21 @@ def _wait(work: Any, what: str, seq: int) -> None:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     else:
         reason = "timed out"
-    if done is False:
+    if done is not False:
+        return
+    waited = time.monotonic() - start
+    behind = _behind(what, seq) if seq else ""
+    if waited < 0.9 * timeout:  # not a timeout: the group broke (a rank exited or was killed)
         raise DistributedError(
-            f"rank {rank()}: {what} waited {timeout:g} s for the other ranks ({reason}"
-            f"{_behind(what, seq) if seq else ''}). It is a collective: every rank must call it, "
-            "the same number of times (set HOOKSCOPE_COLLECTIVE_TIMEOUT to wait longer)"
+            f"rank {rank()}: {what} failed after {waited:.1f} s of waiting for the other ranks "
+            f"({reason}{behind}): a rank has probably exited or lost its connection. It is a "
+            "collective: every rank must call it, the same number of times"
         )
+    raise DistributedError(
+        f"rank {rank()}: {what} waited {timeout:g} s for the other ranks ({reason}{behind}). "
+        "It is a collective: every rank must call it, the same number of times "
+        "(set HOOKSCOPE_COLLECTIVE_TIMEOUT to wait longer)"
+    )
 
 
 def _on_device(vector: torch.Tensor) -> torch.Tensor:

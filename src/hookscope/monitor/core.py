@@ -12,7 +12,7 @@ from torch import nn
 
 from hookscope import dist
 from hookscope._interrupts import critical, interruptible, setup_interrupted
-from hookscope.errors import UsageError
+from hookscope.errors import DistributedError, UsageError
 from hookscope.hooks.globals import TensorGradHooks
 from hookscope.hooks.handles import HookFailure
 from hookscope.hooks.selection import ModuleSelector, nothing_selected, select_modules
@@ -22,6 +22,7 @@ from hookscope.monitor.collector import CollectOptions, Collector
 from hookscope.monitor.compiled import CompiledSupport
 from hookscope.monitor.deferred import DeferredResult
 from hookscope.monitor.entries import Entry
+from hookscope.monitor.forks import track as track_forks
 from hookscope.monitor.history import DEFAULT_HISTORY, History
 from hookscope.monitor.options import (
     ZeroPolicy,
@@ -208,6 +209,10 @@ class Monitor:
         self._ratios = UpdateRatios(model)
         self._closed = False
         self._compiled: CompiledSupport | None = None
+        #: In a process forked from the one that opened it: records nothing (`forks`).
+        self._forked = False
+        #: The error of a step whose collectives failed: no later step starts new ones.
+        self._broken: BaseException | None = None
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -253,6 +258,8 @@ class Monitor:
             raise
         if setup_interrupted():  # `with` would not call __exit__
             self._detach()
+        else:
+            track_forks(self)
         return self
 
     def _attach(self, selected: list[Any], plans: dict[str, Plan], selector: Any) -> None:
@@ -299,7 +306,7 @@ class Monitor:
     @interruptible
     def _finish_open_step(self) -> None:
         self._settle()
-        if self.pending:
+        if self.pending and self._broken is None:  # no second wait for ranks that are gone
             self._finish_step()
             self._settle()
 
@@ -341,7 +348,16 @@ class Monitor:
 
     def _finish_step(self) -> StepResult | None:
         assert self._collector is not None
+        if self._forked:  # the parent records this model; a forked copy records nothing
+            self.pause()
+            return None
         self._settle()
+        if self._broken is not None:
+            self.pause()
+            raise DistributedError(
+                f"Monitor.step(): an earlier step's collectives failed ({self._broken}); "
+                "this monitor starts no more of them"
+            ) from self._broken
         collector = self._collector
         entries = collector.take()
         index, recorded = self._step, collector.recording and not collector.checking
@@ -425,8 +441,21 @@ class Monitor:
     def _settle(self) -> None:
         """Complete the previous step if its collectives are still pending (`DeferredResult`)."""
         pending, self._pending = self._pending, None
-        if pending is not None and not pending.failed:  # a failure was raised to its reader
+        if pending is None:
+            return
+        if pending.failed:  # raised to its reader already
+            self._broken = pending.error
+            return
+        try:
             pending.settle()
+        except DistributedError as exc:
+            self._broken = exc
+            raise
+
+    def forked(self) -> None:
+        """In a process forked from the one that opened it: record nothing from now on."""
+        self._forked = True
+        self.pause()
 
     def pause(self) -> None:
         """Drop the step in progress and record nothing until the next `step`.

@@ -62,6 +62,12 @@ class DeferredResult(StepResult):
         """True when completing it raised (the error was raised to whoever read it)."""
         return "_error" in self.__dict__
 
+    @property
+    def error(self) -> BaseException | None:
+        """What completing it raised, or None."""
+        error: BaseException | None = self.__dict__.get("_error")
+        return error
+
     def settle(self) -> None:
         """Complete the result now (waits for the collectives; idempotent)."""
         error = self.__dict__.get("_error")
