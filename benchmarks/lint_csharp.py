@@ -37,7 +37,7 @@ from collections import Counter
 from pathlib import Path
 
 from hookscope.lint import discover, lint
-from hookscope.lint.csharp import forward_calls, parse_csharp
+from hookscope.lint.csharp.rules import forward_calls, parse_csharp
 
 LABELS = Path(__file__).resolve().parent / "labels"
 FORWARD = re.compile(rb"forward\s*\(")  # HS201's pre-filter before type resolution

@@ -8,8 +8,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from hookscope.lint import fix, lint, lint_run
-from hookscope.lint.formats import render
+from hookscope.lint import fix, lint, lint_run, render
 
 SOURCE = """\
 import torch

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hookscope.lint import fix, lint, lint_run
-from hookscope.lint.formats import render
+from hookscope.lint import fix, lint, lint_run, render
 
 BLOCKS = """\
 using static TorchSharp.torch;

@@ -11,8 +11,8 @@ import pytest
 
 from hookscope.errors import LintError, UsageError
 from hookscope.lint import all_rules, discover, lint, select_codes
-from hookscope.lint.formats import render, to_sarif
-from hookscope.lint.suppress import line_codes
+from hookscope.lint.engine.formats import render, to_sarif
+from hookscope.lint.engine.suppress import line_codes
 from tests.lint.conftest import FIXTURES, expected_codes
 
 ALL_CODES = {
@@ -76,7 +76,7 @@ def test_line_codes(line: str, codes: set[str] | None) -> None:
 
 def test_json_objects_have_the_documented_keys() -> None:
     findings = lint(FIXTURES / "forward_cases.py", config=False)
-    data = json.loads(render(findings, "json"))
+    data = json.loads(render(findings, "json", all_rules()))
     assert len(data) == len(findings) > 0
     keys = {"path", "line", "col", "end_line", "end_col", "code", "message", "severity", "fixable"}
     keys |= {"confidence", "resolution"}
@@ -86,7 +86,7 @@ def test_json_objects_have_the_documented_keys() -> None:
 
 def test_sarif_shape() -> None:
     findings = lint(FIXTURES / "forward_cases.py", config=False)
-    log = json.loads(json.dumps(to_sarif(findings)))
+    log = json.loads(json.dumps(to_sarif(findings, all_rules())))
     assert log["version"] == "2.1.0" and log["$schema"].endswith("sarif-2.1.0.json")
     (run,) = log["runs"]
     rules = run["tool"]["driver"]["rules"]
@@ -105,14 +105,14 @@ def test_sarif_shape() -> None:
 
 def test_github_annotations() -> None:
     findings = lint(FIXTURES / "forward_cases.py", select=["HS103"], config=False)
-    (line,) = render(findings, "github").splitlines()
+    (line,) = render(findings, "github", all_rules()).splitlines()
     assert line.startswith(f"::error file={findings[0].path},line={findings[0].line},col=")
     assert "title=HS103::HS103 `super(Wrapper, other).forward(...)`" in line
 
 
 def test_unknown_format_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="'xml'"):
-        render([], "xml")
+        render([], "xml", all_rules())
 
 
 def test_pyproject_settings_apply_and_arguments_override(tmp_path: Path) -> None:

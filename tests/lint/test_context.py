@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from hookscope.lint import lint
-from hookscope.lint.classes import ClassKinds
-from hookscope.lint.index import merge, scan_classes
-from hookscope.lint.kinds import Kind
-from hookscope.lint.pyfile import PyFile
+from hookscope.lint.engine.index import merge
+from hookscope.lint.python.index.classes import scan_classes
+from hookscope.lint.python.parse.pyfile import PyFile
+from hookscope.lint.python.resolution.classes import ClassKinds
+from hookscope.lint.python.resolution.kinds import Kind
 from tests.lint.conftest import expected_codes
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from hookscope.lint.csharp_index import scan_csharp
-from hookscope.lint.csharp_types import CsType, Hierarchy, element_type, parse_type
-from hookscope.lint.index import merge
+from hookscope.lint.csharp.index import scan_csharp
+from hookscope.lint.csharp.types import CsType, Hierarchy, element_type, parse_type
+from hookscope.lint.engine.index import merge
 
 SOURCE = b"""
 using System;

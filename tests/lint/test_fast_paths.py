@@ -12,17 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from hookscope.lint import bindings, discover, regions
-from hookscope.lint.discovery import DEFAULT_EXCLUDE, SUFFIXES, _exclusion
-from hookscope.lint.index import (
+from hookscope.lint import discover
+from hookscope.lint.engine.discovery import DEFAULT_EXCLUDE, SUFFIXES, _exclusion
+from hookscope.lint.engine.source import _read, read_bytes
+from hookscope.lint.python.index.classes import (
     _SELF_ANNOTATION,
     _from_imports,
     scan_classes,
     scan_definitions,
-    scan_functions,
 )
-from hookscope.lint.pyfile import PyFile, mention_lines
-from hookscope.lint.source import _read, read_bytes
+from hookscope.lint.python.index.functions import scan_functions
+from hookscope.lint.python.parse import bindings, regions
+from hookscope.lint.python.parse.pyfile import PyFile, mention_lines
 
 TRICKY = "\n".join(
     [
@@ -289,7 +290,7 @@ def _own_nodes_the_plain_way(body: list[ast.stmt]) -> list[ast.AST]:
 
 def test_the_walks_give_the_nodes_and_the_order_of_the_ast_module() -> None:
     # Every function of hookscope's own sources: all kinds of statements and expressions.
-    package = Path(bindings.__file__).parents[1]
+    package = Path(bindings.__file__).parents[3]  # src/hookscope
     functions = [
         node
         for path in sorted(package.rglob("*.py"))
@@ -358,7 +359,7 @@ def test_the_self_annotation_pattern_matches_like_the_backtracking_one() -> None
 
 def test_definitions_scanned_together_are_those_scanned_apart() -> None:
     # Lines counted once for classes and functions: the same locations either way.
-    package = Path(bindings.__file__).parents[1]
+    package = Path(bindings.__file__).parents[3]  # src/hookscope
     sources = [path.read_bytes() for path in sorted(package.rglob("*.py"))]
     sources.append(
         b"def a():\n    return A()\nclass B:\n    def m(self):\n        pass\n"

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from hookscope.lint import apply_edits, fix, lint, lint_run
-from hookscope.lint.findings import Edit, Finding
+from hookscope.lint.engine.findings import Edit, Finding
 from tests.lint.conftest import FIXTURES
 
 FIXABLE = {"HS101", "HS102", "HS113", "HS201"}

@@ -6,10 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from hookscope.lint import callers, lint_run
-from hookscope.lint.importlists import import_lists
-from hookscope.lint.index import merge, scan_classes
-from hookscope.lint.runner import project_index
+from hookscope.lint import lint_run
+from hookscope.lint.engine.index import merge
+from hookscope.lint.engine.runner import project_index
+from hookscope.lint.languages import LANGUAGES
+from hookscope.lint.python.index.classes import scan_classes
+from hookscope.lint.python.index.importlists import import_lists
+from hookscope.lint.python.resolution.callers import importers
 
 FILES = {
     "pkg/__init__.py": "from .nets import Net  # re-exported\n",
@@ -46,7 +49,7 @@ def test_the_index_carries_the_lists_that_reading_the_files_gives(
         assert index.import_lists is not None
         # (reading the files again covers those with definitions only; the scan also
         # records scripts without them, not a bare package ``__init__``)
-        read = callers._import_lists(index)
+        read = importers._import_lists(index)
         assert [lists for lists in index.import_lists if lists in read] == read
         files = [where for where, _, _ in index.import_lists]
         assert any(f.endswith("script.py") for f in files)
@@ -57,7 +60,7 @@ def test_the_index_carries_the_lists_that_reading_the_files_gives(
         assert train[2] == b"pkg.nets\n.util\ntorch"
         assert b"Net," in train[1] and b"#" not in train[1]  # comments dropped
     if marker:  # a single file's run uses the same (cached) project index
-        single = project_index(str(pkg / "nets.py"))
+        single = project_index(str(pkg / "nets.py"), LANGUAGES)
         assert single.import_lists == index.import_lists
 
 
@@ -66,7 +69,7 @@ def test_an_index_built_without_lists_makes_callers_read_the_files(tmp_path: Pat
     path.write_text("from a import B\n\n\nclass C(B):\n    pass\n", encoding="utf-8")
     index = merge(scan_classes(path.read_bytes(), str(path)))
     assert index.import_lists is None
-    assert callers._import_lists(index) == [(str(path), b"B", b"a")]
+    assert importers._import_lists(index) == [(str(path), b"B", b"a")]
 
 
 def test_no_lists_without_the_word_import() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from hookscope.cli.main import main
 from hookscope.lint import lint
-from hookscope.lint.project import CACHE_DIR
+from hookscope.lint.engine.project import CACHE_DIR
 
 HELPERS = "class Kinematics:\n    def forward(self, a):\n        return a + 1\n"
 MODEL = (

@@ -6,12 +6,13 @@ import ast
 
 import pytest
 
-from hookscope.lint import runner
-from hookscope.lint.analysis import Analysis, WholeFileNeeded
-from hookscope.lint.index import ClassIndex, merge, scan_classes
-from hookscope.lint.pyfile import PyFile
-from hookscope.lint.regions import _statement_starts, mask
-from hookscope.lint.registry import select_codes
+from hookscope.lint import select_codes
+from hookscope.lint.engine.index import ClassIndex, merge
+from hookscope.lint.python import frontend
+from hookscope.lint.python.index.classes import scan_classes
+from hookscope.lint.python.parse.pyfile import PyFile
+from hookscope.lint.python.parse.regions import _statement_starts, mask
+from hookscope.lint.python.rules.analysis import Analysis, WholeFileNeeded
 
 FILLER = '''
 
@@ -79,8 +80,8 @@ def test_masked_analysis_equals_full_analysis() -> None:
     text = _source()
     index = merge(scan_classes(text.encode()))
     codes = select_codes(["HS", "HS104"])
-    masked = runner.analyze_text("m.py", text, index, codes)
-    full = runner._check(Analysis.of(PyFile.parse("m.py", text), index), codes)
+    masked = frontend.analyze_text("m.py", text, index, codes)
+    full = frontend.check(Analysis.of(PyFile.parse("m.py", text), index), codes)
     assert masked == full
     line = (
         text.split("\n").index(
@@ -100,14 +101,14 @@ def test_unsure_rules_ask_for_the_whole_file() -> None:
         PyFile.from_tree("m.py", text, ast.parse(masked)), ClassIndex(), partial=True
     )
     codes = select_codes(["HS101"])
-    assert runner._check(analysis, codes) == []  # the rules stopped: their findings go
+    assert frontend.check(analysis, codes) == []  # the rules stopped: their findings go
     assert analysis.needs_full  # `model` in unknown() cannot be resolved from the mask
     with pytest.raises(WholeFileNeeded):
         analysis.unsure()
     whole = Analysis.of(PyFile.parse("m.py", text), ClassIndex())
     whole.unsure()  # nothing more to parse
     assert not whole.needs_full
-    assert runner._check(whole, codes)
+    assert frontend.check(whole, codes)
 
 
 def test_small_or_all_interesting_files_are_not_masked() -> None:

@@ -109,7 +109,7 @@ def test_jobs_are_capped_at_cpus_and_files(tmp_path: Path, fork: bool) -> None:
     code = (
         "import os, sys\n"
         "import concurrent.futures as futures\n"
-        "from hookscope.lint import lint, sharing\n"
+        "from hookscope.lint import lint\nfrom hookscope.lint.engine import sharing\n"
         f"sharing.FORK = {fork}\n"
         "os.cpu_count = lambda: 2\n"
         "sizes = []\n"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hookscope.lint import discover, lint_run
-from hookscope.lint.runner import _calls_forward
+from hookscope.lint.python.frontend import calls_forward
 
 
 @pytest.mark.parametrize(
@@ -27,9 +27,9 @@ from hookscope.lint.runner import _calls_forward
     ],
 )
 def test_forward_prefilter(source: bytes, expected: bool) -> None:
-    assert _calls_forward(source) is expected
+    assert calls_forward(source) is expected
     # Searched from the last "." before the first "forward" (the scan knows where it is).
-    assert _calls_forward(b"a.b = 1\n" + source, source.find(b"forward") + 8) is expected
+    assert calls_forward(b"a.b = 1\n" + source, source.find(b"forward") + 8) is expected
 
 
 def test_exclude_globs_match_like_fnmatch(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Tasks shared between this process and forked workers (`hookscope.lint.sharing`).
+"""Tasks shared between this process and forked workers (`hookscope.lint.engine.sharing`).
 
 Each test runs in a fresh interpreter (with a timeout): the workers are forked
 from it, and a test must never fork pytest itself.
@@ -48,8 +48,8 @@ def _run(tmp_path: Path, body: str, fork: bool = True) -> list[str]:
         "import os, sys\n"
         f"sys.path.insert(0, {str(tmp_path)!r})\n"
         "from tasks import *\n"
-        "from hookscope.lint import sharing\n"
-        "from hookscope.lint.sharing import shared_map\n"
+        "from hookscope.lint.engine import sharing\n"
+        "from hookscope.lint.engine.sharing import shared_map\n"
         f"sharing.FORK = {fork}\n" + body
     )
     proc = subprocess.run(

@@ -14,9 +14,9 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 from hookscope.errors import UsageError
-from hookscope.lint import FileFix, LintRun, fix, lint_run
-from hookscope.lint.formats import FORMATS, render, to_text_path
-from hookscope.lint.runner import Progress
+from hookscope.lint import FileFix, LintRun, fix, lint_run, render
+from hookscope.lint.engine.formats import FORMATS, to_text_path
+from hookscope.lint.engine.runner import Progress
 
 _PROGRESS_MIN_FILES = 200
 

@@ -90,7 +90,7 @@ def entry() -> NoReturn:
     commands run user code, whose finalizers must run, and exit normally.
 
     ``hookscope lint`` also runs without the cyclic garbage collector from the start:
-    the linter pauses it anyway (see `hookscope.lint.runner`), and its imports and file
+    the linter pauses it anyway (see `hookscope.lint.engine.runner`), and its imports and file
     discovery would otherwise pay ~28 collections (~5 ms) for garbage that never comes.
     """
     lint = _needed_commands(sys.argv[1:]) == ("lint",)

@@ -14,26 +14,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hookscope.errors import UsageError
-from hookscope.lint.config import LintConfig, find_pyproject, load_config
-from hookscope.lint.discovery import discover
-from hookscope.lint.findings import Edit, Finding
-from hookscope.lint.fixes import FileFix, apply_edits, reparses
-from hookscope.lint.registry import Rule, all_rules, select_codes
-from hookscope.lint.runner import (
-    LintRun,
-    Progress,
-    analyze_csharp,
-    analyze_file,
-    analyze_text,
-    run_lint,
-)
-from hookscope.lint.source import (
-    DEFAULT_MAX_FILE_SIZE,
-    Source,
-    Unreadable,
-    decode_python,
-    read_bytes,
-)
+from hookscope.lint.engine import formats
+from hookscope.lint.engine.config import LintConfig, find_pyproject, load_config
+from hookscope.lint.engine.discovery import discover
+from hookscope.lint.engine.findings import Edit, Finding
+from hookscope.lint.engine.fixes import FileFix, apply_edits, reparses
+from hookscope.lint.engine.index import ClassIndex
+from hookscope.lint.engine.language import language_of
+from hookscope.lint.engine.registry import Rule
+from hookscope.lint.engine.runner import LintRun, Progress, run_lint
+from hookscope.lint.engine.runner import analyze_file as _analyze_file
+from hookscope.lint.engine.source import DEFAULT_MAX_FILE_SIZE, Unreadable, read_bytes
+from hookscope.lint.languages import LANGUAGES, all_rules, select_codes
 
 PathLike = str | os.PathLike[str]
 _MAX_FIX_ROUNDS = 4
@@ -114,7 +106,28 @@ def lint_run(
     size = DEFAULT_MAX_FILE_SIZE if size is None else size
     if size <= 0:
         raise UsageError(f"max_file_size must be a number of bytes > 0, got {size!r}")
-    return run_lint(files, codes, n_jobs, progress, exclude=excludes, max_bytes=size)
+    return run_lint(
+        files, codes, n_jobs, progress, languages=LANGUAGES, exclude=excludes, max_bytes=size
+    )
+
+
+def analyze_file(
+    path: str, index: ClassIndex, codes: frozenset[str], max_bytes: int = DEFAULT_MAX_FILE_SIZE
+) -> list[Finding]:
+    """Every unsuppressed finding of the rules ``codes`` in one file, against ``index``.
+
+    A file that cannot be read, decoded or parsed gives one HS000 finding.
+    """
+    return _analyze_file(path, index, codes, LANGUAGES, max_bytes)
+
+
+def render(findings: Sequence[Finding], fmt: str) -> str:
+    """``findings`` as ``text``, ``json``, ``sarif`` (every rule's metadata) or ``github``.
+
+    Raises:
+        UsageError: an unknown format.
+    """
+    return formats.render(findings, fmt, all_rules())
 
 
 def _config(paths: list[PathLike], config: bool | PathLike) -> LintConfig:
@@ -145,7 +158,7 @@ def fix(run: LintRun) -> list[FileFix]:
 def _fix_file(path: str, findings: list[Finding], run: LintRun) -> FileFix:
     try:
         data = read_bytes(path, run.max_bytes)
-        source = Source(data.decode("utf-8")) if path.endswith(".cs") else decode_python(data)
+        source = language_of(path, LANGUAGES).decode(data)
     except (Unreadable, UnicodeDecodeError, SyntaxError, LookupError) as exc:
         return FileFix(path, "", "", 0, error=str(exc))
     original = source.text
@@ -160,9 +173,8 @@ def _fix_file(path: str, findings: list[Finding], run: LintRun) -> FileFix:
 
 
 def _reanalyze(path: str, text: str, run: LintRun) -> list[Finding]:
-    if path.endswith(".cs"):
-        return analyze_csharp(path, text.encode("utf-8"), run.codes, run.index_of(path))
-    return analyze_text(path, text, run.index_of(path), run.codes)
+    language = language_of(path, LANGUAGES)
+    return language.analyze(path, text.encode("utf-8"), run.index_of(path), run.codes)
 
 
 __all__ = [
@@ -178,5 +190,6 @@ __all__ = [
     "fix",
     "lint",
     "lint_run",
+    "render",
     "select_codes",
 ]

@@ -1,7 +1,7 @@
 """flake8 entry point: ``HS = hookscope.lint.flake8_plugin:HookscopeFlake8``.
 
 flake8 hands plugins one file at a time; the plugin resolves it against the same
-cached project index as ``hookscope lint`` (see `hookscope.lint.project`), so
+cached project index as ``hookscope lint`` (see `hookscope.lint.engine.project`), so
 flake8 reports what ``hookscope lint`` reports for that file. It runs the default
 rules: the opt-in HS104 (guesses) is only available through ``hookscope lint``.
 """
@@ -16,15 +16,16 @@ from typing import Any
 
 from hookscope import __version__
 from hookscope.errors import LintError
-from hookscope.lint.analysis import Analysis, PythonRule
-from hookscope.lint.config import find_pyproject, load_config
-from hookscope.lint.index import ClassIndex, merge, scan_classes
-from hookscope.lint.lookalikes import scan_lookalikes
-from hookscope.lint.project import find_root
-from hookscope.lint.pyfile import PyFile
-from hookscope.lint.registry import all_rules, select_codes
-from hookscope.lint.runner import project_index
-from hookscope.lint.suppress import is_suppressed
+from hookscope.lint.engine.config import find_pyproject, load_config
+from hookscope.lint.engine.index import ClassIndex, merge
+from hookscope.lint.engine.project import find_root
+from hookscope.lint.engine.runner import project_index
+from hookscope.lint.languages import LANGUAGES, select_codes
+from hookscope.lint.python.frontend import check
+from hookscope.lint.python.index.classes import scan_classes
+from hookscope.lint.python.index.lookalikes import scan_lookalikes
+from hookscope.lint.python.parse.pyfile import PyFile
+from hookscope.lint.python.rules.analysis import Analysis
 
 
 class HookscopeFlake8:
@@ -47,18 +48,8 @@ class HookscopeFlake8:
             return
         pyfile = PyFile.from_tree(self.filename, text, self.tree)
         analysis = Analysis.of(pyfile, self._index(text))
-        codes = select_codes()
-        for rule in all_rules():
-            if rule.code in codes and issubclass(rule, PythonRule):
-                for finding in rule().check(analysis):
-                    if is_suppressed(finding, pyfile.lines):  # also "# hookscope: ignore[...]"
-                        continue
-                    yield (
-                        finding.line,
-                        finding.col - 1,
-                        f"{finding.code} {finding.message}",
-                        type(self),
-                    )
+        for finding in check(analysis, select_codes()):  # unsuppressed, "# hookscope: ignore" too
+            yield (finding.line, finding.col - 1, f"{finding.code} {finding.message}", type(self))
 
     def _index(self, text: str) -> ClassIndex:
         if self.filename in ("stdin", "-") or not Path(self.filename).is_file():
@@ -77,4 +68,4 @@ def _project_index(path: str) -> ClassIndex:
         exclude = load_config(find_pyproject(Path(path))).exclude or ()
     except LintError:
         exclude = ()
-    return project_index(path, exclude)
+    return project_index(path, LANGUAGES, exclude)

@@ -1,0 +1,1 @@
+"""The TorchSharp (C#) front end: index -> types -> resolution -> rule."""

@@ -1,0 +1,1 @@
+"""The Python front end: parse -> project index -> resolution -> rules."""

@@ -1,0 +1,1 @@
+"""Hand-written facts about torch and other libraries."""

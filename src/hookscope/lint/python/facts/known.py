@@ -1,0 +1,269 @@
+"""Facts about names the linter cannot see in the scanned tree.
+
+The ``torch.nn`` list is generated data and lives in `torch_nn`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hookscope.lint.python.facts.torch_nn import TORCH_NN_CLASSES
+
+TORCH_NN_MODULES = TORCH_NN_CLASSES  # every class of ``torch.nn`` (`torch_nn`)
+
+# Module base classes of popular libraries, for trees that do not contain them.
+EXTERNAL_MODULES = frozenset(
+    [
+        "GraphModule",
+        "ScriptModule",
+        "RecursiveScriptModule",
+        "OptimizedModule",
+        "DistributedDataParallel",
+        "DataParallel",
+        "FullyShardedDataParallel",
+        "FSDPModule",
+        "PreTrainedModel",
+        "ModelMixin",
+        "LightningModule",
+        "InterpreterModule",
+        # torch.optim.swa_utils' averaged copy, timm's EMA copies (``ModelEma`` is a plain class)
+        "AveragedModel",
+        "ModelEmaV2",
+        "ModelEmaV3",
+        # torch_geometric's message-passing base (an nn.Module), subclassed by many projects
+        "MessagePassing",
+        # fbgemm_gpu's table-batched embedding kernels (nn.Module subclasses)
+        "SplitTableBatchedEmbeddingBagsCodegen",
+        "IntNBitTableBatchedEmbeddingBagsCodegen",
+        "DenseTableBatchedEmbeddingBagsCodegen",
+        "PermutePooledEmbeddingsSplit",
+        # torch.nn's private bases (torch.nn.modules.*), which projects subclass too
+        "_Loss",
+        "_WeightedLoss",
+        "_ConvNd",
+        "_ConvTransposeNd",
+        "_NormBase",
+        "_BatchNorm",
+        "_InstanceNorm",
+        "_DropoutNd",
+        "_MaxPoolNd",
+        "_AvgPoolNd",
+        "_AdaptiveAvgPoolNd",
+        "_AdaptiveMaxPoolNd",
+        # torch.ao.quantization's observers and fake-quantizers (nn.Module subclasses)
+        "ObserverBase",
+        "_ObserverBase",
+        "UniformQuantizationObserverBase",
+        "AffineQuantizedObserverBase",
+        "MinMaxObserver",
+        "MovingAverageMinMaxObserver",
+        "PerChannelMinMaxObserver",
+        "MovingAveragePerChannelMinMaxObserver",
+        "HistogramObserver",
+        "FixedQParamsObserver",
+        "PlaceholderObserver",
+        "RecordingObserver",
+        "NoopObserver",
+        "ReuseInputObserver",
+        "FakeQuantizeBase",
+        "FakeQuantize",
+        "FixedQParamsFakeQuantize",
+        "FusedMovingAvgObsFakeQuantize",
+    ]
+)
+
+# Functions that return a torch module (a model, a traced or scripted module).
+MODULE_FACTORIES = frozenset(
+    {
+        "torch.hub.load",
+        "hub.load",
+        "create_feature_extractor",
+        "symbolic_trace",
+        "torch.fx.symbolic_trace",
+        "torch.jit.script",
+        "torch.jit.trace",
+        "torch.jit.load",
+        "jit.script",
+        "jit.trace",
+        "jit.load",
+        "timm.create_model",
+    }
+)
+
+# Functions whose qualified name ends so: ``torchvision.models.feature_extraction.
+# create_feature_extractor(...)`` returns a GraphModule.
+MODULE_FACTORY_SUFFIXES = (
+    ".create_feature_extractor",
+    ".symbolic_trace",
+    # torch.ao.quantization's FX flow returns GraphModules; quantize_dynamic a module
+    ".prepare_fx",
+    ".prepare_qat_fx",
+    ".convert_fx",
+    ".convert_to_reference_fx",
+    ".quantize_dynamic",
+)
+
+# Alternate constructors: ``Cls.from_pretrained(...)``, ``Cls.__new__(Cls)`` (an
+# instance whose ``__init__`` is run by hand) and Lightning's
+# ``Cls.load_from_checkpoint(path)`` are instances of ``Cls``.
+CONSTRUCTOR_PREFIXES = ("from_", "__new__", "load_from_checkpoint")
+
+# Classes that are torch modules but refuse hooks, so ``.forward`` is their API:
+# ``_RemoteModule.register_*_hook`` raises; its ``forward`` is the RPC entry point.
+# ``@torch.jit.interface`` classes (marked so by the class index) are called through
+# ``.forward()`` in TorchScript, where ``m(x)`` does not compile.
+HOOKLESS_MODULES = frozenset({"RemoteModule", "_RemoteModule", "@torch.jit.interface"})
+
+# Base classes known not to be torch modules.
+NON_MODULE_BASES = frozenset(
+    [
+        "object",
+        "Function",
+        "FunctionCtx",
+        "InplaceFunction",
+        "Enum",
+        "IntEnum",
+        "Exception",
+        "ABC",
+        "Protocol",
+        "NamedTuple",
+        "dict",
+        "list",
+        "tuple",
+        "set",
+        "str",
+        "int",
+        "float",
+        "Generic",
+        "TypedDict",
+        # unittest's and pytest-style test case bases: a test class is not a module
+        "TestCase",
+        "IsolatedAsyncioTestCase",
+        # huggingface_hub's mixins: a class built on them alone wraps a model, it is not one
+        "ModelHubMixin",
+        "PyTorchModelHubMixin",
+    ]
+)
+
+CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
+
+# Names whose kind is fixed here, whatever the scanned tree defines under them.
+FIXED = HOOKLESS_MODULES | CONTAINERS
+
+# Methods of a module that yield modules: ``for m in model.modules()``.
+MODULE_ITERATORS = frozenset({"modules", "children"})
+NAMED_MODULE_ITERATORS = frozenset({"named_modules", "named_children"})
+
+# The unknown-receiver heuristic (documented in ``resolve.py``): identifiers that name
+# RPC proxies, pipelines, compiled extensions, autograd contexts and the like.
+NOT_MODULE_NAME = re.compile(
+    r"(^|_)(rref|rpc|rpc_sync|rpc_async|remote|pipe|pipeline|pipelines|fn|func|function|ctx|"
+    r"c|obj|cuda|ext|extension|kernel|op|ops|mobile|lite|tokenizer|processor|optimizer|"
+    r"scheduler|cls|klass|super)($|_)",
+    re.IGNORECASE,
+)
+MODULE_NAME = re.compile(
+    r"model|module|net|layer|block|encoder|decoder|head|backbone|gm|embed|attn|attention|mlp|"
+    r"conv|linear|norm|proj|stage|transformer|tower|classifier|expert|adapter|lm",
+    re.IGNORECASE,
+)
+
+# Methods only ``torch.nn.Module`` has among the objects that have a ``forward``:
+# ``x.parameters()`` next to ``x.forward(...)`` says ``x`` is a module (`evidence`).
+# Left out: ``train``/``state_dict``/``to``/``cuda``, which trainers and tensors have
+# too (optimizers have ``zero_grad`` and ``load_state_dict`` but no ``forward``).
+MODULE_ONLY_METHODS = frozenset(
+    {
+        "parameters",
+        "named_parameters",
+        "buffers",
+        "named_buffers",
+        "modules",
+        "named_modules",
+        "children",
+        "named_children",
+        "register_forward_hook",
+        "register_forward_pre_hook",
+        "register_full_backward_hook",
+        "register_full_backward_pre_hook",
+        "register_backward_hook",
+        "register_buffer",
+        "register_parameter",
+        "register_module",
+        "add_module",
+        "get_submodule",
+        "get_parameter",
+        "requires_grad_",
+        "load_state_dict",
+        "eval",
+        "zero_grad",
+        "_call_impl",  # the private body of ``Module.__call__``
+    }
+)
+
+# Callables whose first argument is a module: ``DDP(model)`` says ``model`` is one.
+MODULE_WRAPPERS = frozenset(
+    {
+        "DistributedDataParallel",
+        "DDP",
+        "DataParallel",
+        "FullyShardedDataParallel",
+        "FSDP",
+        "fully_shard",
+        "compile",
+        "symbolic_trace",
+        # wrappers and converters that take a module and nothing else
+        "checkpoint_wrapper",
+        "offload_wrapper",
+        "convert_sync_batchnorm",
+        "revert_sync_batchnorm",
+        "AveragedModel",
+        "ModelEmaV2",
+        "ModelEmaV3",
+        "MMDistributedDataParallel",
+        "get_peft_model",
+        "prepare_model_for_kbit_training",
+        "quantize_dynamic",
+        "prepare_fx",
+        "prepare_qat_fx",
+    }
+)
+
+# Library functions whose first argument is a torch module, by the qualified name they are
+# imported from (`hookscope.lint.python.resolution.evidence.uses`): a model summary, a FLOP counter, an exporter or
+# tracer, an experiment tracker's gradient watch.
+MODULE_TAKERS = frozenset(
+    {
+        "torchsummary.summary",
+        "torchinfo.summary",
+        "thop.profile",
+        "ptflops.get_model_complexity_info",
+        "fvcore.nn.FlopCountAnalysis",
+        "fvcore.nn.flop_count",
+        "fvcore.nn.parameter_count",
+        "fvcore.nn.parameter_count_table",
+        "wandb.watch",
+        "torch.onnx.export",
+        "torch.export.export",
+        "torch.jit.trace",
+        "torch.jit.script",
+        "torch.nn.utils.prune.global_unstructured",
+        "torch.nn.utils.fusion.fuse_conv_bn_eval",
+    }
+)
+
+# ``torch.distributed.rpc.RRef`` methods that give back the value the RRef holds.
+RREF_VALUE = frozenset({"to_here", "local_value"})
+
+# Calls that hand back the module they are given, wrapped or not: ``accelerator.prepare
+# (model)``, ``accelerator.unwrap_model(model)``, ``fabric.setup_module(model)``,
+# ``torch.ao.quantization.prepare(model)``. Only a module argument makes them a module.
+MODULE_PASS_THROUGH = frozenset({"prepare", "prepare_model", "unwrap_model", "setup_module"})
+# Calls that hand back their arguments in order, each wrapped: ``model, opt =
+# accelerator.prepare(model, opt)``, ``model, opt = fabric.setup(model, opt)``.
+PASS_THROUGH_TUPLES = frozenset({"prepare", "setup"})
+
+# Library calls whose result's element 0 is a torch module whatever they are given:
+# ``engine, opt, _, _ = deepspeed.initialize(model=model, ...)`` (a ``DeepSpeedEngine``,
+# an ``nn.Module`` subclass, as DeepSpeed's documentation of ``initialize`` says).
+FIRST_IS_MODULE = frozenset({"deepspeed.initialize"})

@@ -1,0 +1,1 @@
+"""Python sources parsed once: the tree, its scopes, call sites and name bindings."""

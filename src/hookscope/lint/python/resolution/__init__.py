@@ -1,0 +1,1 @@
+"""What can this expression be? The resolver and the strategies it walks."""

@@ -1,0 +1,1 @@
+"""Strategies over what other code passes: callers, constructions, instances."""

@@ -1,0 +1,115 @@
+"""Modules handed into a custom autograd ``Function`` (``torch.autograd.Function``).
+
+``Fn.apply(x, self.layer)`` runs ``Fn.forward(ctx, x, layer)``: a static ``forward``'s
+parameters after ``ctx`` are what every ``Fn.apply(...)`` call passes (all of them when
+the class defines ``setup_context``, whose ``forward`` takes no ``ctx``); the calls are
+those of this file and of the files importing the class by name, and the class's
+``apply`` must be used only in calls there (``fn = Fn.apply`` hands it on unseen).
+``ctx.layer = layer`` in ``forward`` (or ``setup_context``) is what ``backward`` reads as
+``ctx.layer``.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from hookscope.lint.python.parse.pyfile import Scope
+from hookscope.lint.python.resolution.callers.importers import MAX_IMPORTERS, importers
+from hookscope.lint.python.resolution.classes import base_names
+from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.crossfile import foreign_file, import_origin
+from hookscope.lint.python.resolution.kinds import Kind, Resolved, agreed
+from hookscope.lint.python.resolution.methods import is_staticmethod
+from hookscope.lint.python.resolution.signatures import add_passed
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+_BASES = frozenset({"Function", "InplaceFunction"})
+_SAVING = ("forward", "setup_context")  # the static methods that fill ``ctx``
+
+
+def autograd_class(resolver: Context, cls: ast.ClassDef) -> bool:
+    """Whether ``cls`` derives (directly) from torch's autograd ``Function``."""
+    module_scope = resolver.scope_of(resolver.file.tree)
+    for base in base_names(cls):
+        if base.rpartition(".")[2] not in _BASES:
+            continue
+        origin = import_origin(resolver, base, module_scope) or base
+        if origin.startswith("torch.autograd") or ".autograd." in f".{base}":
+            return True
+    return False
+
+
+def _methods(cls: ast.ClassDef) -> dict[str, Function]:
+    return {s.name: s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def applied(
+    resolver: Context, func: Function, scope: Scope, name: str, depth: int
+) -> Resolved | None:
+    """The parameter ``name`` of ``func``, the static ``forward`` of an autograd
+    ``Function`` of this file: what every ``Cls.apply(...)`` call passes, when each
+    passes the same kind."""
+    cls = scope.cls
+    if (
+        cls is None
+        or cls not in resolver.file.tree.body
+        or scope.method is not func
+        or func.name != "forward"
+        or not is_staticmethod(func)
+        or not autograd_class(resolver, cls)
+    ):
+        return None
+    skip = 0 if "setup_context" in _methods(cls) else 1
+    files = importers(resolver.index, cls.name)
+    if len(files) > MAX_IMPORTERS:
+        return None
+    results: list[tuple[ast.Call, str, Resolved]] = []
+    for other in [resolver, *(foreign_file(resolver, where) for where in files)]:
+        if other is None:
+            return None
+        if f"{cls.name}.apply" in other.file.text and not other.calls_named("apply"):
+            return None  # ``fn = Cls.apply``: called out of sight
+        for call, caller in other.calls_named("apply"):
+            if not isinstance(call.func, ast.Attribute):
+                continue
+            target = other.resolve(call.func.value, caller, depth + 1)
+            if not (target.is_class and target.name == cls.name):
+                continue  # another class's ``apply``
+            if not add_passed(results, other, func, skip, (call, caller), name, depth):
+                return None
+    return agreed(results, f"every {cls.name}.apply(...)", name)
+
+
+def saved_on_ctx(
+    resolver: Context, expr: ast.Attribute, scope: Scope, depth: int
+) -> Resolved | None:
+    """``ctx.layer`` in a static method of an autograd ``Function`` of this file: what
+    ``forward``/``setup_context`` assign to it (all of them, when they agree)."""
+    cls, method = scope.cls, scope.method
+    if cls is None or method is None or not is_staticmethod(method):
+        return None
+    params = [*method.args.posonlyargs, *method.args.args]
+    if not (isinstance(expr.value, ast.Name) and params and params[0].arg == expr.value.id):
+        return None
+    if not autograd_class(resolver, cls):
+        return None
+    results: list[Resolved] = []
+    for saving in (m for n, m in _methods(cls).items() if n in _SAVING and is_staticmethod(m)):
+        own = [*saving.args.posonlyargs, *saving.args.args][:1]
+        for node in ast.walk(saving):
+            if (
+                own
+                and isinstance(node, ast.Assign)
+                and any(
+                    isinstance(t, ast.Attribute)
+                    and t.attr == expr.attr
+                    and isinstance(t.value, ast.Name)
+                    and t.value.id == own[0].arg
+                    for t in node.targets
+                )
+            ):
+                value = resolver.resolve(node.value, resolver.scope_of(saving), depth + 1)
+                results.append(value)
+    if not results or len({(r.kind, r.is_class) for r in results}) != 1:
+        return None
+    return results[0] if results[0].kind is not Kind.UNKNOWN else None

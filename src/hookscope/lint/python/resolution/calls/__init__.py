@@ -1,0 +1,1 @@
+"""Strategies over calls: constructors, factories, registries, callees."""

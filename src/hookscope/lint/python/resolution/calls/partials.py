@@ -1,0 +1,45 @@
+"""Parameters bound by ``functools.partial``: ``partial(_gradient, implicit_function)``."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+
+from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.kinds import Kind, Resolved
+from hookscope.lint.python.resolution.signatures import argument_for
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def bound_by_partials(resolver: Context, func: Function, name: str, depth: int) -> Resolved | None:
+    """A parameter of a module-level function used only as ``partial(func, value, ...)``
+    (``functools.partial(_gradient, implicit_function)``): what every ``partial`` binds
+    to it, when they all bind the same kind (an argument the binding function itself uses
+    as a module counts as one, as for a call)."""
+
+    partials = [
+        (call, caller)
+        for call, caller in resolver.calls_named("partial")
+        if call.args and isinstance(call.args[0], ast.Name) and call.args[0].id == func.name
+    ]
+    if not partials:
+        return None
+    uses = sum(isinstance(n, ast.Name) and n.id == func.name for n in ast.walk(resolver.file.tree))
+    if uses != len(partials):
+        return None  # also called or handed on some other way
+    results = []
+    for call, caller in partials:
+        bound = ast.Call(func=call.args[0], args=call.args[1:], keywords=call.keywords)
+        argument = argument_for(func, 0, bound, name)
+        if argument is None:
+            return None
+        # (resolved, or a module by the binding function's own use: ``model.parameters()``)
+        result = resolver.passed(argument, call, caller, depth)
+        if result.kind is Kind.UNKNOWN or result.is_class:
+            return None
+        results.append(result)
+    if len({(r.kind, r.container, r.elem) for r in results}) != 1:
+        return None
+    where = f"{resolver.file.path}:{partials[0][0].lineno}"
+    return replace(results[0], name=name, via=f"partial({func.name}, ...) binds it at {where}")

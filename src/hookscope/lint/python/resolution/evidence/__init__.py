@@ -1,0 +1,1 @@
+"""Strategies that read a receiver's use when its type is not resolved."""

@@ -1,0 +1,1 @@
+"""Strategies over values: collections, their elements, guards and declarations."""

@@ -1,0 +1,1 @@
+"""The Python rules and what they receive."""
