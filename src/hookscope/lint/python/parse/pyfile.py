@@ -88,6 +88,7 @@ class PyFile:
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)
     scopes: dict[int, Scope] = field(default_factory=dict)
     imports_torch: bool = False
+    declares_global: bool = False
 
     @classmethod
     def parse(
@@ -119,6 +120,8 @@ class PyFile:
         """
         pyfile = cls(path, text, tree, lines if lines is not None else text.split("\n"))
         pyfile.imports_torch = "torch" in text
+        # Asked for every name resolved: a scan of the text each time is quadratic.
+        pyfile.declares_global = "global " in text
         _Walker(pyfile, mentions if mentions is not None else mention_lines(text)).run()
         return pyfile
 
