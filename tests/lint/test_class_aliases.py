@@ -111,12 +111,16 @@ def test_the_index_records_an_alias_as_a_class_with_that_base() -> None:
         b"if JIT:\n"
         b"    MyModule = torch.jit.ScriptModule  # faster\n"
         b"obj.MyModule = Other\n"
+        b"ABC = abc.ABC\n"
         b"class Net(MyModule):\n"
+        b"    pass\n"
+        b"class Spec(ABC):\n"
         b"    pass\n"
     )
     entries = {(name, bases, where) for name, bases, _, where in scan_classes(source, "m.py")}
     assert entries == {
-        ("Net", ("MyModule",), "m.py:6"),
+        ("Net", ("MyModule",), "m.py:7"),
+        ("Spec", ("ABC",), "m.py:9"),
         ("MyModule", ("torch.nn.Module",), "m.py:2"),
         ("MyModule", ("torch.jit.ScriptModule",), "m.py:4"),
     }

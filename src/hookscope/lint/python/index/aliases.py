@@ -5,7 +5,8 @@ often chosen at import time (``MyModule = nn.Module`` and then ``if JIT:
 MyModule = torch.jit.ScriptModule``, or ``Base = A if cond else B``). For a bare base
 that the file neither imports nor defines as a class, each assignment of a class-like
 name to it (``Name`` or ``pkg.Name``, capitalised, or a conditional expression of
-such) becomes one definition of a pseudo class of that name whose base is the value:
+such) becomes one definition of a pseudo class of that name whose base is the value
+(not when the value has the alias's own name, ``ABC = abc.ABC``: nothing to add):
 the index then answers as for ``class MyModule(torch.jit.ScriptModule)``. With
 several values the definitions must agree for the kind to be known (the index's rule
 for a name defined several times).
@@ -32,6 +33,8 @@ def class_aliases(data: bytes, path: str, names: set[str]) -> list[ClassEntry]:
             if data[data.rfind(b"\n", 0, start) + 1 : start].strip(b" \t"):
                 continue  # not at the start of a line: ``x.MyModule = ...``, ``a, MyModule = ...``
             values = _class_names(match.group(1).decode("utf-8", errors="replace"))
+            if any(value.rsplit(".", 1)[-1] == name for value in values):
+                continue  # ``ABC = abc.ABC``: the name already means that class
             line = data.count(b"\n", 0, start) + 1
             entries.extend((name, (value,), (), f"{path}:{line}") for value in values)
     return entries
