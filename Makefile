@@ -8,7 +8,7 @@ export TRANSFORMERS_OFFLINE := 1
 # No wheel cache: a CI disk once filled up during setup; the venv alone is ~1.6 GB.
 export PIP_NO_CACHE_DIR := 1
 
-.PHONY: setup demo test lint typecheck pytest browser clean
+.PHONY: setup demo test lint typecheck pytest browser docs clean
 
 setup: $(STAMP)
 
@@ -24,11 +24,16 @@ demo: setup
 	$(BIN)/hookscope demo
 
 lint: setup
-	$(BIN)/ruff check src tests benchmarks examples
-	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples tools
+	$(BIN)/ruff format --check src tests benchmarks examples tools
 
 typecheck: setup
 	$(BIN)/mypy
+
+# The documentation site (mkdocs-material + mkdocstrings); --strict: any warning
+# (a broken link or anchor, an API object that does not exist) fails the build.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 browser:
 	# Headless Chromium for the HTML report test; the test skips with a reason where this fails.
@@ -40,7 +45,7 @@ browser:
 pytest: setup
 	$(BIN)/python -m pytest; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
 
-test: setup browser lint typecheck pytest
+test: setup browser lint typecheck docs pytest
 
 clean:
-	rm -rf $(VENV) runs build dist
+	rm -rf $(VENV) runs build dist site

@@ -14,13 +14,12 @@ resolution (every receiver but ``base``/``this``) the same way.
 Speed, paired in one run: whole-tree ``hookscope.lint.lint(..., select=["HS201", "HS202"])``
 against the same parse-and-flag pass without type resolution, alternating A/B,
 medians and spread. With ``--before-src DIR`` (an earlier hookscope's ``src``, e.g.
-``git archive main src | tar -x -C /tmp/before``) the ``hookscope lint`` command
+``git archive v0.1.0 src | tar -x -C before``) the ``hookscope lint`` command
 line of this checkout runs against that one, alternating, in fresh processes.
 
-Usage (the repositories fetched outside this one)::
+Usage (checkouts of the labelled repositories, outside this one)::
 
-    python benchmarks/lint_csharp.py /work/fetched/TorchSharp /work/fetched/TorchSharpExamples \\
-        --before-src /tmp/before/src --jobs 2
+    python benchmarks/lint_csharp.py TorchSharp TorchSharpExamples --before-src before/src --jobs 2
 """
 
 from __future__ import annotations

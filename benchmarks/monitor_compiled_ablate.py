@@ -16,22 +16,20 @@ is set to False and the row function swapped through
 * ``float32``: all statistics accumulated in float32;
 * ``per channel``: 4-D outputs reduced per channel first, then summed;
 * ``tensor ops``: every row (forward and gradient) as tensor ops, the
-  formulation used on the CPU until the fifth session;
+  formulation other devices use;
 * ``norm outputs``: the defaults but BatchNorm and ReLU rows read from
-  their outputs (``TracedCollector.norm_from_input`` off), as until the
-  sixth session;
-* ``affine scratch``: the defaults but a BatchNorm's row made as in the
-  sixth session: its output rebuilt in a scratch tensor by three torch ops,
+  their outputs (``TracedCollector.norm_from_input`` off);
+* ``affine scratch``: the defaults but a BatchNorm's row made from
+  its output rebuilt in a scratch tensor by three torch ops,
   then reduced (``native.moments_affine`` swapped out during its steps);
 * ``python rows``: the defaults but each extern op's row handed back to
-  Python and merged there, as until the tenth session
-  (``rowop.KERNEL_ROWS`` off during its steps);
-* ``python kernels``: the defaults but the extern ops' CPU kernels in Python,
-  as until the twelfth session (``cpuops.set_enabled(False)`` during its steps),
+  Python and merged there (``rowop.KERNEL_ROWS`` off during its steps);
+* ``python kernels``: the defaults but the extern ops' CPU kernels in Python
+  (``cpuops.set_enabled(False)`` during its steps),
   each calling the C kernel through ctypes;
 * ``sink rows``: the defaults but each gradient row handed back as a fresh
-  ``(rows, 4)`` tensor, the gradient of a leaf that autograd sums, as until
-  the eleventh session (``TracedCollector.grad_into`` off);
+  ``(rows, 4)`` tensor, the gradient of a leaf that autograd sums
+  (``TracedCollector.grad_into`` off);
 * ``grad ops``: the defaults but gradient rows as tensor ops that inductor
   fuses into the backward's kernels (``TracedCollector.grad_extern`` off);
 * ``grads=False``, ``params=False``: the defaults without gradient rows, or

@@ -5,7 +5,7 @@
 Each rank writes its own ``monitor.rank<N>.jsonl``; with ``ranks="reduce"``
 every rank holds the statistics of both ranks' tensors combined, and
 ``grads="reduced"`` reports the gradients after DDP's all-reduce. The same
-script under torchrun needs no spawn: see the README's distributed section.
+script under torchrun needs no spawn: see docs/guides/distributed.md.
 """
 
 from __future__ import annotations

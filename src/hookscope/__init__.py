@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from hookscope.monitor import Monitor
     from hookscope.summary import ModelSummary, summary
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "BypassError",

@@ -10,10 +10,11 @@ reuses the first walk of that model.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from torch import nn
+
+from hookscope._interrupts import critical_contextmanager
 
 Walk = tuple[tuple[str, nn.Module], ...]
 
@@ -73,7 +74,7 @@ def _walk(model: nn.Module, remove_duplicate: bool) -> tuple[Walk, bool]:
     return tuple(found), repeats
 
 
-@contextmanager
+@critical_contextmanager
 def walked(model: nn.Module) -> Iterator[None]:
     """Inside the block, `walk` of ``model`` walks once per ``remove_duplicate`` flag.
 

@@ -102,8 +102,9 @@ def test_monitor_and_doctor_write_the_run_directory_even_when_the_script_raises(
 
     out_dir = tmp_path / "run"
     assert (
-        main(["run", "--monitor", "--doctor", "--out", str(out_dir), str(script), "--raise"]) == 1
-    )
+        main(["run", "--monitor", "--every", "1", "--doctor", "--out", str(out_dir), str(script),
+              "--raise"]) == 1
+    )  # fmt: skip
     steps = read_jsonl(out_dir / "monitor.jsonl")
     assert [line["step"] for line in steps] == [0, 1, 2]
     assert {r["module"] for r in steps[0]["records"] if r["phase"] == "forward"} >= {"body"}
@@ -113,6 +114,35 @@ def test_monitor_and_doctor_write_the_run_directory_even_when_the_script_raises(
     assert f"hookscope report {out_dir}" in err
 
 
+def test_monitor_records_every_tenth_step_by_default_and_checks_the_others(
+    tmp_path: Path,
+) -> None:
+    from hookscope.sinks.jsonl import read_jsonl
+
+    script = tmp_path / "train.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import math
+            import torch
+            from torch import nn
+
+            net = nn.Sequential(nn.Linear(4, 4), nn.GELU(), nn.Linear(4, 1))
+            for step in range(25):
+                x = torch.ones(2, 4)
+                if step == 13:
+                    x[0, 0] = math.nan
+                net(x)
+            """
+        )
+    )
+    out_dir = tmp_path / "run"
+    assert main(["run", "--monitor", "--out", str(out_dir), str(script)]) == 0
+    steps = read_jsonl(out_dir / "monitor.jsonl")
+    assert [line["step"] for line in steps] == [0, 10, 13, 20]
+    assert steps[2]["first_nonfinite"]["step"] == 13
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -120,11 +150,17 @@ def test_monitor_and_doctor_write_the_run_directory_even_when_the_script_raises(
         (["--doctor", "missing.py"], "script not found: 'missing.py'"),
         (["--monitor", "SCRIPT"], "--monitor needs --out DIR"),
         (["--doctor", "-m", "no_such_module_here"], "module not found: 'no_such_module_here'"),
+        (["--doctor", "--every", "5", "SCRIPT"], "--every needs --monitor"),
+        (
+            ["--monitor", "--every", "0", "--out", "OUT", "SCRIPT"],
+            "--every must be an int >= 1, got 0",
+        ),
     ],
 )
 def test_usage_errors_exit_2(
     argv: list[str], message: str, script: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = [str(script) if a == "SCRIPT" else a for a in argv]
+    out = str(script.parent / "run")
+    argv = [str(script) if a == "SCRIPT" else out if a == "OUT" else a for a in argv]
     assert main(["run", *argv]) == 2
     assert message in capsys.readouterr().err

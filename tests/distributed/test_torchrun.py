@@ -47,7 +47,20 @@ def test_torchrun_each_rank_writes_its_files_and_rank_0_merges(tmp_path: Path) -
     (tmp_path / "train.py").write_text(SCRIPT)
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
     rdzv = ["--master_port", str(free_port())]
-    cmd = [*torchrun, *rdzv, "-m", "hookscope", "run", "-M", "-D", "--out", "out", "train.py"]
+    cmd = [
+        *torchrun,
+        *rdzv,
+        "-m",
+        "hookscope",
+        "run",
+        "-M",
+        "--every",
+        "1",
+        "-D",
+        "--out",
+        "out",
+        "train.py",
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=400, env=env)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -146,3 +146,18 @@ def test_callbacks_do_not_wait_for_a_reduce_step_and_keep_the_last(trained: Path
             (trained / f"callbacks{rank}" / f"monitor.rank{rank}.jsonl").read_text().splitlines()
         )
         assert sorted({json.loads(line)["step"] for line in lines}) == [0, 1, 2]
+
+
+def test_a_nan_between_recorded_steps_is_found_on_each_rank_at_its_step(tmp_path: Path) -> None:
+    spawn(workers.sentinel, str(tmp_path))
+    found = [json.loads((tmp_path / f"sentinel{rank}.json").read_text()) for rank in (0, 1)]
+    for ranks in ("reduce", "local"):
+        # each rank's own first NaN/Inf (no collective on unrecorded steps): rank 1 made it,
+        # rank 0 got it through DDP's all-reduced gradients, both at step 4
+        assert found[1][ranks][0] == [4, "forward", "head", "output", 1]
+        assert found[0][ranks][0][:2] == [4, "param"] and found[0][ranks][0][3:] == ["grad", 0]
+        # recorded steps 0, 3, 6 (their collectives still line up); the NaN weight stays,
+        # so the sentinel reports unrecorded steps 4 and 5
+        for rank in (0, 1):
+            expected = [[0, False], [3, False], [4, True], [5, True], [6, False]]
+            assert found[rank][ranks][1] == expected

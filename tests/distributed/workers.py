@@ -354,3 +354,31 @@ def hsdp(rank: int, port: int, out: str) -> None:
     norms = {r.module: r.value for r in mon.results[0].records if r.stat == "norm"}
     torch.save({"ref": ref["grads"], "norms": norms}, Path(out, f"hsdp{rank}.pt"))
     tdist.destroy_process_group()
+
+
+def sentinel(rank: int, port: int, out: str) -> None:
+    """DDP, ``every=3``; rank 1 alone gets a NaN weight in ``head`` before unrecorded step 4."""
+    init(rank, port)
+    torch.manual_seed(0)
+    model = nn.parallel.DistributedDataParallel(Tiny())
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    found: dict[str, Any] = {}
+    for ranks in ("reduce", "local"):
+        with torch.no_grad():
+            model.module.head.weight[0, 0] = 0.5
+        returned = []
+        with hookscope.Monitor(model, ranks=ranks, grads="reduced", every=3) as mon:
+            for step in range(7):
+                if step == 4 and rank == 1:
+                    with torch.no_grad():
+                        model.module.head.weight[0, 0] = float("nan")
+                opt.zero_grad()
+                model(batch(step, rank)).square().mean().backward()
+                result = mon.step()
+                if result is not None:
+                    returned.append([result.step, result.sentinel])
+        first = mon.first_nonfinite
+        assert first is not None
+        found[ranks] = [[first.step, first.phase, first.module, first.tensor, first.rank], returned]
+    Path(out, f"sentinel{rank}.json").write_text(json.dumps(found))
+    tdist.destroy_process_group()

@@ -53,7 +53,9 @@ class Tiny(L.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=0.1)
 
 
-def _fit(tmp_path: Path, module: Tiny, accumulation: int, callback: HookscopeCallback) -> Any:
+def _fit(
+    tmp_path: Path, module: Tiny, accumulation: int, callback: HookscopeCallback, log_every: int = 1
+) -> Any:
     g = torch.Generator().manual_seed(0)
     data = TensorDataset(torch.randn(64, 6, generator=g), torch.randn(64, 1, generator=g))
     trainer = L.Trainer(
@@ -62,7 +64,7 @@ def _fit(tmp_path: Path, module: Tiny, accumulation: int, callback: HookscopeCal
         accelerator="cpu",
         devices=1,
         logger=CSVLogger(tmp_path, name="run", version=0),
-        log_every_n_steps=1,
+        log_every_n_steps=log_every,
         callbacks=[callback],
         enable_checkpointing=False,
         enable_progress_bar=False,
@@ -106,3 +108,16 @@ def test_planted_nan_and_its_alert_reach_the_lightning_logs(tmp_path: Path) -> N
     [row] = [r for r in _metrics(tmp_path) if r.get("hookscope/first_nonfinite_step")][:1]
     assert (int(row["step"]), float(row["hookscope/first_nonfinite_step"])) == (2, 2.0)
     assert float(row["hookscope/alert/nonfinite/forward/net.2/output"]) > 0
+
+
+def test_default_cadence_is_log_every_n_steps_and_the_nan_between_is_exact(
+    tmp_path: Path,
+) -> None:
+    callback = HookscopeCallback(doctor=False)
+    _fit(tmp_path, Tiny(poison_at=1), 1, callback, log_every=3)
+    assert callback.monitor is not None and callback.monitor.every == 3
+    first = callback.monitor.first_nonfinite
+    assert first is not None
+    assert (first.step, first.phase, first.module) == (1, "forward", "net.2")
+    recorded = [r.step for r in callback.monitor.results if not r.sentinel]
+    assert recorded == [s for s in range(STEPS) if s % 3 == 0]

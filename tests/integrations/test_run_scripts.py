@@ -26,7 +26,19 @@ def _planted_line(script: Path) -> int:
 
 def _run(tmp_path: Path, script: str, *flags: str) -> tuple[dict[str, object], str]:
     out = tmp_path / "run"
-    code = main(["run", "--doctor", "--monitor", "--out", str(out), str(SCRIPTS / script), *flags])
+    code = main(
+        [
+            "run",
+            "--doctor",
+            "--monitor",
+            "--every",
+            "1",
+            "--out",
+            str(out),
+            str(SCRIPTS / script),
+            *flags,
+        ]
+    )
     assert code == 0
     return json.loads((out / "doctor.json").read_text()), str(out)
 
@@ -78,7 +90,9 @@ def test_gradient_accumulation_gives_one_step_per_optimizer_step(
                 opt.zero_grad()
         """,
     )
-    assert main(["run", "--monitor", "--out", str(tmp_path / "out"), str(script)]) == 0
+    assert (
+        main(["run", "--monitor", "--every", "1", "--out", str(tmp_path / "out"), str(script)]) == 0
+    )
     lines = read_jsonl(tmp_path / "out" / "monitor.jsonl")
     assert len(lines) == 4
     assert "4 step(s), one per optimizer step" in capsys.readouterr().err
@@ -95,6 +109,8 @@ def test_without_an_optimizer_each_forward_is_a_step(
                 model(torch.randn(2, 4))
         """,
     )
-    assert main(["run", "--monitor", "--out", str(tmp_path / "out"), str(script)]) == 0
+    assert (
+        main(["run", "--monitor", "--every", "1", "--out", str(tmp_path / "out"), str(script)]) == 0
+    )
     assert len(read_jsonl(tmp_path / "out" / "monitor.jsonl")) == 5
     assert "5 step(s), one per forward (no optimizer)" in capsys.readouterr().err

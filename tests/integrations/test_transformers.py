@@ -56,13 +56,13 @@ class Poison(transformers.TrainerCallback):
                 model.transformer.h[1].mlp.c_fc.weight[0, 0] = math.nan
 
 
-def _train(tmp_path: Path, accumulation: int, *callbacks: Any) -> Any:
+def _train(tmp_path: Path, accumulation: int, *callbacks: Any, logging_steps: int = 1) -> Any:
     args = transformers.TrainingArguments(
         output_dir=str(tmp_path / "out"),
         max_steps=STEPS,
         per_device_train_batch_size=2,
         gradient_accumulation_steps=accumulation,
-        logging_steps=1,
+        logging_steps=logging_steps,
         report_to=[],
         save_strategy="no",
         use_cpu=True,
@@ -121,6 +121,32 @@ def test_planted_nan_is_named_with_the_trainers_step(tmp_path: Path) -> None:
     assert at_three["hookscope/first_nonfinite_step"] == 3
     assert any(key.startswith("hookscope/alert/nonfinite/") for key in at_three)
     assert not (tmp_path / "out" / "hookscope" / "doctor.json").exists()
+
+
+def test_default_cadence_is_the_trainers_and_a_nan_between_logs_is_exact(
+    tmp_path: Path,
+) -> None:
+    callback = HookscopeCallback(doctor=False)
+    trainer = _train(tmp_path, 1, Poison(at=2), callback, logging_steps=3)
+    assert callback.monitor is not None and callback.monitor.every == 3
+    # the first step and step 3 recorded; steps 2 and 4 checked only, kept and written
+    # because they held NaNs (the weight stays NaN once the optimizer used it)
+    results = [(r.step, r.sentinel) for r in callback.monitor.results]
+    assert results == [(1, False), (2, True), (3, False), (4, True)]
+    lines = read_jsonl(tmp_path / "out" / "hookscope" / "monitor.jsonl")
+    assert [line["step"] for line in lines] == [1, 2, 3, 4]
+    first = callback.monitor.first_nonfinite
+    assert first is not None
+    assert (first.step, first.phase, first.module) == (2, "forward", "transformer.h.1.mlp.c_fc")
+    [at_two] = [h for h in trainer.state.log_history if h.get("step") == 2]
+    assert at_two["hookscope/first_nonfinite_step"] == 2
+
+
+def test_explicit_every_wins_over_the_trainers_cadence(tmp_path: Path) -> None:
+    callback = HookscopeCallback(doctor=False, every=3)
+    _train(tmp_path, 1, callback, logging_steps=2)
+    assert callback.monitor is not None and callback.monitor.every == 3
+    assert [r.step for r in callback.monitor.results] == [1, 3]
 
 
 def test_bad_options_fail_before_training() -> None:

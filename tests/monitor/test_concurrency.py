@@ -37,7 +37,7 @@ def _run(
     script = tmp_path / "train.py"
     script.write_text(MODEL + textwrap.dedent(body))
     return subprocess.run(
-        [sys.executable, "-m", "hookscope", "run", "--monitor", "--out", str(out), str(script)],
+        [sys.executable, "-m", "hookscope", "run", "--monitor", "--every", "1", "--out", str(out), str(script)],
         capture_output=True, text=True, timeout=timeout, cwd=tmp_path,
     )  # fmt: skip
 
@@ -61,7 +61,7 @@ def test_two_threads_on_one_model_get_one_monitor(tmp_path: Path) -> None:
         )
     )
     out = tmp_path / "out"
-    assert main(["run", "--monitor", "--out", str(out), str(script)]) == 0
+    assert main(["run", "--monitor", "--every", "1", "--out", str(out), str(script)]) == 0
     assert sorted(p.name for p in out.glob("*.jsonl")) == ["monitor.jsonl"]
     steps = _steps(out / "monitor.jsonl")  # every line is valid JSON
     assert steps == sorted(set(steps)) and len(steps) >= 20
@@ -110,7 +110,18 @@ def test_two_processes_into_one_out_never_share_a_file(tmp_path: Path) -> None:
     out = tmp_path / "out"
     script = tmp_path / "train.py"
     script.write_text(MODEL + textwrap.dedent(body))
-    cmd = [sys.executable, "-m", "hookscope", "run", "--monitor", "--out", str(out), str(script)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "hookscope",
+        "run",
+        "--monitor",
+        "--every",
+        "1",
+        "--out",
+        str(out),
+        str(script),
+    ]
     procs = [
         subprocess.Popen(
             cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from hookscope.monitor import results
-from hookscope.monitor.collector import Entry
+from hookscope.monitor.entries import Entry
 from hookscope.monitor.records import Record, StepResult, TensorInfo, records_from
 from hookscope.monitor.results import InfoKey, merge_entries
 from hookscope.stats import Plan, fetch, reduce_tensor, summarize

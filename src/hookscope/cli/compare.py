@@ -27,7 +27,7 @@ from hookscope._files import check_writable, write_text
 from hookscope.cli.inputs import add_input_arguments, make_inputs, parse_device, parse_inputs
 from hookscope.compare import compare
 from hookscope.compare.format import FORMATS
-from hookscope.compare.result import Mode
+from hookscope.compare.records import Mode
 from hookscope.errors import UsageError
 from hookscope.modelspec import load_model, parse_dtype, parse_kwargs
 

@@ -8,7 +8,8 @@ inputs, so `Comparison.culprit` is the module that *introduces* the error.
 `record` saves a run to safetensors for a later comparison.
 
 Flow: ``recorder`` (session hooks) → ``recording`` → ``match`` + ``metrics``
-(pure) → ``result`` → ``format`` / `hookscope.viz.compare`.
+(pure) → ``records`` → ``format`` → ``result`` (`Comparison`); the report
+draws the JSON form (`hookscope.viz.compare`).
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from hookscope.compare.compiled import CompileFallbackWarning
 from hookscope.compare.core import compare, record
 from hookscope.compare.metrics import Metrics, tensor_metrics
 from hookscope.compare.recording import CallRecord, Recording, load_recording
-from hookscope.compare.result import Comparison, Row, TensorDiff
+from hookscope.compare.records import ComparisonData, Row, TensorDiff
+from hookscope.compare.result import Comparison
 
 __all__ = [
     "CallRecord",
     "CompileFallbackWarning",
     "Comparison",
+    "ComparisonData",
     "Metrics",
     "Recording",
     "Row",

@@ -8,9 +8,11 @@ from typing import Any, get_args
 
 from torch import nn
 
+from hookscope._borrow import borrowing
 from hookscope.compare.match import Match, Matcher, check_match, rows
 from hookscope.compare.recording import DEFAULT_MAX_BYTES, CallRecord, Recording
-from hookscope.compare.result import Comparison, Mode
+from hookscope.compare.records import Mode
+from hookscope.compare.result import Comparison
 from hookscope.compare.safety import rng_state
 from hookscope.compare.sides import LossFn, as_inputs, recorded_inputs, run, side_a, side_b
 from hookscope.errors import UsageError
@@ -104,6 +106,24 @@ def compare(
         ForwardError: a model raised while running.
         CaptureOverflowError: the copies would exceed ``max_bytes``.
     """
+    with borrowing():  # making B (model.to(dtype)) runs under no_grad too
+        return _compare(model_a, model_b, inputs, backward, mode, match, rtol, atol, loss_fn,
+                        max_bytes, kwargs)  # fmt: skip
+
+
+def _compare(
+    model_a: nn.Module | Recording | str | Path,
+    model_b: Any,
+    inputs: tuple[Any, ...],
+    backward: bool,
+    mode: Mode,
+    match: Match,
+    rtol: float,
+    atol: float,
+    loss_fn: LossFn | None,
+    max_bytes: int | None,
+    kwargs: dict[str, Any],
+) -> Comparison:
     if mode not in _MODES:
         raise UsageError(f"mode must be one of {_MODES}, got {mode!r}")
     matching = check_match(match)
@@ -190,15 +210,16 @@ def record(
         raise UsageError(f"record() needs an nn.Module, got {type(model).__name__}")
     budget = _budget(max_bytes)
     side = side_a(model)
-    recording, _ = run(
-        side,
-        as_inputs(inputs, kwargs),
-        rng_state(),
-        record_inputs=True,
-        backward=backward,
-        loss_fn=loss_fn,
-        max_bytes=budget,
-    )
+    with borrowing():
+        recording, _ = run(
+            side,
+            as_inputs(inputs, kwargs),
+            rng_state(),
+            record_inputs=True,
+            backward=backward,
+            loss_fn=loss_fn,
+            max_bytes=budget,
+        )
     if path is not None:
         recording.save(path)
     return recording

@@ -1,18 +1,20 @@
-"""Text renderings of a `Comparison`: table (culprit first), Markdown, JSON.
+"""Renderings of a comparison: table (culprit first), Markdown, JSON and HTML.
 
-Pure string building: nothing here prints (the CLI does).
+Pure string building: nothing here prints (the CLI does). `render_html` takes
+the JSON form (``to_dict()``, what ``comparison.json`` holds), so the HTML
+report of a run directory and a notebook show the same table.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
+from hookscope import _html as h
+from hookscope.compare.records import ComparisonData, Row
 from hookscope.errors import UsageError
-
-if TYPE_CHECKING:
-    from hookscope.compare.result import Comparison, Row
 
 FORMATS = ("table", "json", "markdown")
 _COLUMNS = ("#", "Module", "Type", "Max abs", "Max rel", "SQNR dB", "Cosine", "Outside", "")
@@ -44,7 +46,7 @@ def _cells(row: Row) -> list[str]:
     ]
 
 
-def _header(cmp: Comparison) -> list[str]:
+def _header(cmp: ComparisonData) -> list[str]:
     culprit = cmp.culprit
     what = "introduces" if cmp.mode == "isolate" else "first shows"
     lines = [
@@ -69,13 +71,13 @@ def _header(cmp: Comparison) -> list[str]:
     return lines
 
 
-def _ordered(cmp: Comparison) -> list[Row]:
+def _ordered(cmp: ComparisonData) -> list[Row]:
     culprit = cmp.culprit
     rest = [row for row in cmp.rows if row is not culprit]
     return rest if culprit is None else [culprit, *rest]
 
 
-def _table(cmp: Comparison) -> str:
+def _table(cmp: ComparisonData) -> str:
     body = [_cells(row) for row in _ordered(cmp)]
     widths = [max(len(c), *(len(r[i]) for r in body)) for i, c in enumerate(_COLUMNS)]
     right = {0, 3, 4, 5, 6, 7}
@@ -92,7 +94,7 @@ def _table(cmp: Comparison) -> str:
     return "\n".join(out)
 
 
-def _markdown(cmp: Comparison) -> str:
+def _markdown(cmp: ComparisonData) -> str:
     head = [f"- {text}" for text in _header(cmp)]
     rows = ["| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
     rows += [
@@ -112,7 +114,7 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def render(cmp: Comparison, fmt: str) -> str:
+def render(cmp: ComparisonData, fmt: str) -> str:
     """``cmp`` as ``"table"``, ``"markdown"`` or ``"json"``."""
     if fmt == "table":
         return _table(cmp)
@@ -121,3 +123,28 @@ def render(cmp: Comparison, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(_finite(cmp.to_dict()), indent=2, allow_nan=False)
     raise UsageError(f"format must be one of {FORMATS}, got {fmt!r}")
+
+
+#: Columns of the HTML table (keys of ``Row.to_dict()``).
+HTML_COLUMNS: tuple[str, ...] = ("index", "module", "type", "max_abs", "max_rel", "sqnr_db")
+HTML_COLUMNS += ("cosine", "frac_outside")
+
+
+def render_html(cmp: Mapping[str, Any]) -> str:
+    """Sides, tolerances, the verdict and the rows (culprit first) of a JSON comparison."""
+    culprit = cmp.get("culprit")
+    verdict = (
+        f'<p class="bad">culprit: <code>{h.esc(culprit)}</code> '
+        f"({h.esc(cmp.get('exceeded', 0))} module call(s) outside the tolerance)</p>"
+        if culprit
+        else '<p class="good">Every module is within the tolerance.</p>'
+    )
+    rows = list(cmp.get("rows", []))
+    first = [r for r in rows if r.get("module") == culprit]
+    ordered = first + [r for r in rows if r.get("module") != culprit]
+    pairs = [(k, cmp.get(k)) for k in ("a", "b", "mode", "rtol", "atol")]
+    pairs += [
+        (f"unmatched in {s}", ", ".join(cmp.get(f"unmatched_{s.lower()}", [])) or "none")
+        for s in "AB"
+    ]
+    return h.key_values(pairs) + verdict + h.table(ordered, HTML_COLUMNS)

@@ -18,7 +18,7 @@ from typing import Literal
 
 from hookscope.compare.metrics import MetricsBatch
 from hookscope.compare.recording import CallRecord, Recording, Tensors
-from hookscope.compare.result import Row, TensorDiff, TensorKind
+from hookscope.compare.records import Row, TensorDiff, TensorKind
 from hookscope.errors import UsageError
 
 Match = Literal["name", "order"] | Mapping[str, str]

@@ -1,20 +1,25 @@
 """Running a model for a comparison without leaving a trace on it.
 
 `untouched` puts back, on exit, every buffer value (BatchNorm running
-statistics), every module's training flag, every parameter's ``.grad`` and the
-RNG state of the CPU and of initialised CUDA devices. `rng_state` /
-`set_rng_state` let the two runs of a comparison start from the same RNG
-state, so dropout draws the same masks.
+statistics), every module's training flag, every parameter's ``.grad`` (moved
+aside during the run, so a backward makes fresh gradients instead of adding
+into the user's), torch's grad mode and mode stacks, and the RNG state of the
+CPU and of initialised CUDA devices — also when a Ctrl-C lands anywhere
+(`hookscope._interrupts`). `rng_state` / `set_rng_state` let the two runs of a
+comparison start from the same RNG state, so dropout draws the same masks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from typing import Any
 
 import torch
 from torch import nn
+
+from hookscope._borrow import TorchSwitches
+from hookscope._interrupts import critical, critical_contextmanager
 
 
 def rng_state() -> tuple[torch.Tensor, list[torch.Tensor] | None]:
@@ -23,6 +28,7 @@ def rng_state() -> tuple[torch.Tensor, list[torch.Tensor] | None]:
     return torch.random.get_rng_state(), cuda
 
 
+@critical
 def set_rng_state(state: tuple[torch.Tensor, list[torch.Tensor] | None]) -> None:
     """Restore a state from `rng_state`."""
     cpu, cuda = state
@@ -31,12 +37,15 @@ def set_rng_state(state: tuple[torch.Tensor, list[torch.Tensor] | None]) -> None
         torch.cuda.set_rng_state_all(cuda)
 
 
-@contextmanager
+@critical_contextmanager
 def _model_state(model: nn.Module) -> Iterator[None]:
     modes = [(m, m.training) for m in model.modules()]
     buffers = [(b, b.detach().clone()) for b in model.buffers()]
-    grads: list[tuple[nn.Parameter, Any]] = [(p, p.grad) for p in model.parameters()]
+    grads: list[tuple[nn.Parameter, Any]] = []
     try:
+        for param in model.parameters():
+            grads.append((param, param.grad))
+            param.grad = None
         yield
     finally:
         with torch.no_grad():
@@ -48,15 +57,17 @@ def _model_state(model: nn.Module) -> Iterator[None]:
             param.grad = grad
 
 
-@contextmanager
+@critical_contextmanager
 def untouched(*models: nn.Module | None) -> Iterator[None]:
-    """Restore buffers, training flags, ``.grad`` of ``models`` and the RNG state on exit."""
+    """Restore buffers, training flags, ``.grad`` of ``models``, torch's switches and the RNG."""
     state = rng_state()
+    switches = TorchSwitches.take()
     with ExitStack() as stack:
-        for model in models:
-            if model is not None:
-                stack.enter_context(_model_state(model))
         try:
+            for model in models:
+                if model is not None:
+                    stack.enter_context(_model_state(model))
             yield
         finally:
+            switches.restore()
             set_rng_state(state)

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from hookscope.doctor.compiled import GraphBreak, GraphBreakReport, graph_breaks
 from hookscope.doctor.core import doctor
+from hookscope.doctor.records import DoctorFindings, HookRecord, ReasonCode
 from hookscope.doctor.render import render_bypasses, render_report
-from hookscope.doctor.report import DoctorReport, HookRecord, ReasonCode
+from hookscope.doctor.report import DoctorReport
 from hookscope.hooks.bypass import BypassRecord
 
 __all__ = [
     "BypassRecord",
+    "DoctorFindings",
     "DoctorReport",
     "GraphBreak",
     "GraphBreakReport",

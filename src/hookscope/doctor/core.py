@@ -10,9 +10,12 @@ import torch
 from torch import nn
 
 from hookscope import dist
+from hookscope._borrow import RandomState, borrowing
+from hookscope._interrupts import critical
 from hookscope.doctor.diagnose import RunFacts, diagnose, replaced_record
 from hookscope.doctor.naming import clean_bypasses, clean_hooks
-from hookscope.doctor.report import DoctorReport, HookRecord, ReasonCode
+from hookscope.doctor.records import HookRecord, ReasonCode
+from hookscope.doctor.report import DoctorReport
 from hookscope.errors import ForwardError, UsageError
 from hookscope.hooks.bypass import BypassDetector
 from hookscope.hooks.describe import callable_source
@@ -36,7 +39,10 @@ def doctor(
     watched for direct calls that skip ``__call__``. Hooks that an active
     `hookscope.session` put on modules that have since been replaced are
     reported too. The model's parameters, gradients and buffers are left as
-    they were (BatchNorm running statistics and ``.grad`` are restored).
+    they were (BatchNorm running statistics and ``.grad`` are restored; with
+    ``backward=True`` the run's gradients never add into the user's), and so
+    are the random generators (torch's, Python's, NumPy's) and torch's grad
+    mode, also when a Ctrl-C lands anywhere inside.
 
     Args:
         model: the model, as is (train or eval mode is yours to choose).
@@ -67,17 +73,19 @@ def doctor(
         dist.rendezvous(f"hookscope.doctor(backward={backward})", why)
     replaced = [(reg, reg.calls) for s in active_sessions(model) for reg in s.detached()]
     contexts = _contexts(model)
-    saved = _save_state(model)
     detector = BypassDetector(model, policy="record", track=True)
-    try:
-        with FiringCounter(model) as counter:
-            detector.attach(lambda _name, module: id(module) not in contexts)
-            try:
-                blocked = _run(model, detector, inputs, kwargs, backward)
-            finally:
-                detector.detach()
-    finally:
-        _restore_state(model, saved)
+    with borrowing():  # grad mode and torch's mode stacks come back, also after Ctrl-C
+        saved = _Saved()
+        try:
+            saved.take(model)
+            with FiringCounter(model) as counter:
+                try:
+                    detector.attach(lambda _name, module: id(module) not in contexts)
+                    blocked = _run(model, detector, inputs, kwargs, backward)
+                finally:
+                    detector.detach()
+        finally:
+            saved.restore()
     modules = dict(model.named_modules(remove_duplicate=False))
     facts = RunFacts(
         activity=detector.activity,
@@ -172,19 +180,34 @@ def _contexts(model: nn.Module) -> dict[int, tuple[ReasonCode, str]]:
     return found
 
 
-def _save_state(model: nn.Module) -> tuple[list[tuple[torch.Tensor, torch.Tensor]], list[Any]]:
-    buffers = [(b, b.detach().clone()) for b in model.buffers()]
-    grads = [(p, p.grad) for p in model.parameters()]
-    return buffers, grads
+class _Saved:
+    """What the doctor's run may change: buffer values, ``.grad``, the RNG state.
 
+    `take` moves each ``.grad`` aside (the run's backward then makes fresh
+    ones instead of adding into the user's) and `restore` puts it back, so
+    gradients are the user's, bit for bit. Both run to their end under Ctrl-C.
+    """
 
-def _restore_state(
-    model: nn.Module, saved: tuple[list[tuple[torch.Tensor, torch.Tensor]], list[Any]]
-) -> None:
-    buffers, grads = saved
-    with torch.no_grad():
-        for buffer, copy in buffers:
-            if buffer.shape == copy.shape:
-                buffer.copy_(copy)
-    for param, grad in grads:
-        param.grad = grad
+    def __init__(self) -> None:
+        self.buffers: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self.grads: list[tuple[nn.Parameter, torch.Tensor | None]] = []
+        self.rng: RandomState | None = None
+
+    @critical
+    def take(self, model: nn.Module) -> None:
+        self.rng = RandomState.take()
+        self.buffers = [(b, b.detach().clone()) for b in model.buffers()]
+        for param in model.parameters():
+            self.grads.append((param, param.grad))
+            param.grad = None
+
+    @critical
+    def restore(self) -> None:
+        with torch.no_grad():
+            for buffer, copy in self.buffers:
+                if buffer.shape == copy.shape:
+                    buffer.copy_(copy)
+        for param, grad in self.grads:
+            param.grad = grad
+        if self.rng is not None:
+            self.rng.restore()

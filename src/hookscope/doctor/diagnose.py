@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from torch import nn
 
-from hookscope.doctor.report import HookRecord, ReasonCode
+from hookscope.doctor.records import HookRecord, ReasonCode
 from hookscope.hooks.bypass import BypassRecord
 from hookscope.hooks.firing import CountedHook
 from hookscope.hooks.probe import ModuleActivity

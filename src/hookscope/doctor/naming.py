@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from hookscope.doctor.report import HookRecord
+from hookscope.doctor.records import HookRecord
 from hookscope.hooks.bypass import BypassRecord
 from hookscope.names import CleanNames
 

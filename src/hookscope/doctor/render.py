@@ -1,14 +1,19 @@
-"""The doctor's report as a plain-text table (pure string formatting)."""
+"""The doctor's findings as plain-text tables and as HTML (pure string formatting).
+
+The HTML tables (`hooks_html`, `bypasses_html`) take the JSON form of the
+records (``to_dict()``, what ``doctor.json`` holds), so the HTML report of a
+run directory and a notebook show the same tables.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-if TYPE_CHECKING:
-    from hookscope.doctor.report import DoctorReport, HookRecord
-    from hookscope.hooks.bypass import BypassRecord
+from hookscope import _html
+from hookscope.doctor.records import DoctorFindings, HookRecord
+from hookscope.hooks.bypass import BypassRecord
 
 STATUS = {
     None: "ok",
@@ -105,20 +110,76 @@ def render_bypasses(bypasses: Sequence[BypassRecord]) -> str:
     return "\n".join(_bypass_lines(bypasses))
 
 
-def render_report(report: DoctorReport) -> str:
+def _verdict(report: DoctorFindings) -> str:
+    if report.ok:
+        return f"OK: all {len(report.hooks)} hook(s) fired; no direct .forward() calls."
+    return (
+        f"PROBLEMS: {len(report.problems)} of {len(report.hooks)} hook(s) did not fire or were "
+        f"skipped; {len(report.bypasses)} direct .forward() call site(s)."
+    )
+
+
+def render_report(report: DoctorFindings) -> str:
     """The full report: a summary line, hooks by module, bypasses by call site."""
-    problems = len(report.problems)
     mode = "forward + backward" if report.backward else "forward only"
     head = (
         f"hookscope doctor: {report.model} ({mode}; "
         f"{report.modules_executed}/{report.modules_total} modules ran)"
     )
-    if report.ok:
-        verdict = f"OK: all {len(report.hooks)} hook(s) fired; no direct .forward() calls."
-    else:
-        verdict = (
-            f"PROBLEMS: {problems} of {len(report.hooks)} hook(s) did not fire or were skipped; "
-            f"{len(report.bypasses)} direct .forward() call site(s)."
-        )
-    lines = [head, verdict, "", *_hook_lines(report.hooks), "", *_bypass_lines(report.bypasses)]
+    lines = [
+        head,
+        _verdict(report),
+        "",
+        *_hook_lines(report.hooks),
+        "",
+        *_bypass_lines(report.bypasses),
+    ]
     return "\n".join(lines)
+
+
+def render_html(report: DoctorFindings) -> str:
+    """The verdict, hooks by module and direct calls by call site, as an HTML fragment."""
+    mode = "forward + backward" if report.backward else "forward only"
+    ran = f"{report.modules_executed}/{report.modules_total} modules ran"
+    verdict = f'<p class="{"good" if report.ok else "bad"}">{_html.esc(_verdict(report))}</p>'
+    return (
+        f"<p>{_html.esc(report.model)} ({mode}; {_html.esc(ran)})</p>{verdict}"
+        + hooks_html([hook.to_dict() for hook in report.hooks])
+        + bypasses_html([record.to_dict() for record in report.bypasses])
+    )
+
+
+def hooks_html(hooks: Sequence[Mapping[str, Any]]) -> str:
+    """The hooks table of JSON hook records: status, and why and what to change."""
+    if not hooks:
+        return "<h3>Hooks (by module)</h3>" + _html.absent("no hooks on this model")
+    rows = [
+        {
+            "module": hook.get("module") or "(root)",
+            "kind": hook.get("kind"),
+            "hook": hook.get("hook"),
+            "fired": hook.get("fired"),
+            "status": STATUS.get(hook.get("code"), "NOT FIRED"),
+            "why / fix": " — ".join(str(x) for x in (hook.get("reason"), hook.get("fix")) if x),
+        }
+        for hook in hooks
+    ]
+    return f"<h3>Hooks by module ({len(rows)})</h3>" + _html.table(rows)
+
+
+def bypasses_html(bypasses: Sequence[Mapping[str, Any]]) -> str:
+    """The direct ``.forward()`` calls of JSON bypass records, one row per call site and module."""
+    if not bypasses:
+        return ""
+    rows = [
+        {
+            "call site": short_path(str(record.get("call_site", "?"))),
+            "module": record.get("module") or "(root)",
+            "type": record.get("module_type") or record.get("type"),
+            "count": record.get("count"),
+            "hooks skipped": ", ".join(record.get("hooks_skipped") or []) or "(none yet)",
+            "fix": record.get("fix", ""),
+        }
+        for record in bypasses
+    ]
+    return f"<h3>Direct .forward() calls by call site ({len(rows)})</h3>" + _html.table(rows)

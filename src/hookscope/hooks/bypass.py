@@ -35,6 +35,7 @@ import torch
 from torch import nn
 from torch.nn.modules import module as torch_module
 
+from hookscope._interrupts import critical
 from hookscope.errors import BypassError, BypassWarning, UsageError
 from hookscope.hooks.describe import callable_name
 from hookscope.hooks.firing import COUNTED_ATTR
@@ -207,6 +208,7 @@ class BypassDetector:
             for s in sites
         ]
 
+    @critical
     def attach(self, modules: ModuleSelector = None) -> None:
         """Start watching the selected modules of the model (default: all)."""
         if self.model is None:
@@ -231,11 +233,13 @@ class BypassDetector:
                 patch(owner)
                 self._classes.append(owner)
 
+    @critical
     def attach_all(self) -> None:
         """Watch every ``nn.Module`` in the process, including classes defined later."""
         self._start()
         watch_all(self)
 
+    @critical
     def detach(self) -> None:
         """Stop watching; every patched class gets its original ``forward`` back."""
         if not self._attached:

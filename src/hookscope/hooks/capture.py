@@ -23,6 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from hookscope._interrupts import critical, setup_interrupted
 from hookscope.errors import CaptureOverflowError, HookError, UsageError
 from hookscope.hooks.selection import ModuleSelector
 from hookscope.hooks.session import HookSession, session
@@ -114,6 +115,7 @@ class ActivationCapture(Mapping[str, torch.Tensor]):
 
     # -- lifecycle -----------------------------------------------------------------
 
+    @critical
     def __enter__(self) -> ActivationCapture:
         self._released = False
         self._overflow = None
@@ -125,8 +127,11 @@ class ActivationCapture(Mapping[str, torch.Tensor]):
         except BaseException:
             self._session.close()
             raise
+        if setup_interrupted():  # `with` would not call __exit__
+            self._session.close()
         return self
 
+    @critical
     def __exit__(
         self,
         exc_type: type[BaseException] | None,

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 from torch.nn.modules import module as torch_module
 
+from hookscope._interrupts import critical, setup_interrupted
 from hookscope.errors import UsageError
 from hookscope.hooks.describe import SLOT_ATTR, callable_name, callable_source, is_hookscope_hook
 from hookscope.hooks.selection import module_names
@@ -92,6 +93,7 @@ class FiringCounter:
         self.model = model
         self.hooks: list[CountedHook] = []
 
+    @critical
     def __enter__(self) -> FiringCounter:
         names = module_names(self.model)
         seen: set[int] = set()
@@ -107,8 +109,11 @@ class FiringCounter:
                     self._wrap(hooks, tnames, kind, tensor)
         for attr, kind in _GLOBAL_DICTS:
             self._wrap(getattr(torch_module, attr), ("*",), kind, None)
+        if setup_interrupted():  # `with` would not call __exit__
+            self.__exit__(None, None, None)
         return self
 
+    @critical
     def __exit__(
         self,
         exc_type: type[BaseException] | None,

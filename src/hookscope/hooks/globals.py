@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -29,6 +28,7 @@ from torch import nn
 from torch.optim.optimizer import register_optimizer_step_post_hook
 from torch.utils.hooks import RemovableHandle
 
+from hookscope._interrupts import critical_contextmanager
 from hookscope.errors import HookWarning
 from hookscope.hooks.handles import Registration
 from hookscope.hooks.session import HookSession
@@ -106,7 +106,7 @@ def _guarded(fn: Callable[..., None]) -> Callable[..., None]:
     return hook
 
 
-@contextmanager
+@critical_contextmanager
 def global_module_hooks(pre: Callable[[nn.Module, tuple[Any, ...]], None]) -> Iterator[None]:
     """Call ``pre(module, args)`` before every module call in the process, inside the block.
 
@@ -120,7 +120,7 @@ def global_module_hooks(pre: Callable[[nn.Module, tuple[Any, ...]], None]) -> It
         handle.remove()
 
 
-@contextmanager
+@critical_contextmanager
 def global_optimizer_step_hooks(
     post: Callable[[torch.optim.Optimizer, tuple[Any, ...], dict[str, Any]], None],
 ) -> Iterator[None]:

@@ -19,18 +19,17 @@ ignored: these hooks observe, never change.
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 from torch import nn
 
+from hookscope.hooks.handles import HookKind, Registration
 from hookscope.hooks.observers import observe_post, observe_pre
 from hookscope.hooks.selection import module_names
-
-if TYPE_CHECKING:
-    from hookscope.hooks.session import HookSession
 
 #: ``pre(name, module, args) -> None``
 PreHook = Callable[[str, nn.Module, tuple[Any, ...]], None]
@@ -39,7 +38,25 @@ PreHook = Callable[[str, nn.Module, tuple[Any, ...]], None]
 PostHook = Callable[[str, nn.Module, tuple[Any, ...], dict[str, Any] | None, Any], None]
 
 
-def add_model_hooks(session: HookSession, pre: PreHook, post: PostHook) -> None:
+class HookOwner(Protocol):
+    """What `add_model_hooks` needs of a `hookscope.hooks.session.HookSession`."""
+
+    model: nn.Module
+
+    @property
+    def count_lock(self) -> threading.Lock: ...
+
+    @property
+    def probes_every_module(self) -> bool: ...
+
+    def record(
+        self, kind: HookKind, hook: Callable[..., Any], names: tuple[str, ...], target: Any
+    ) -> Registration: ...
+
+    def failed(self, reg: Registration, exc: Exception) -> None: ...
+
+
+def add_model_hooks(session: HookOwner, pre: PreHook, post: PostHook) -> None:
     """Call ``pre`` before and ``post`` after every call of a module of ``session.model``.
 
     ``post`` runs also when the forward raised (then inside PyTorch's

@@ -24,12 +24,21 @@ OnError = Literal["raise", "warn", "disable"]
 ON_ERROR = get_args(OnError)
 
 
+#: Failures a session keeps in ``errors`` (the first ones): a hook that fails at
+#: every call of a long run under ``on_error="warn"`` must not grow memory.
+ERRORS_KEPT = 1000
+
+
 class HookRunner:
-    """Runs a session's hooks under its ``on_error`` policy; ``errors`` lists what they raised."""
+    """Runs a session's hooks under its ``on_error`` policy; ``errors`` lists what they raised.
+
+    ``errors`` keeps the first `ERRORS_KEPT` failures; ``errors_dropped`` counts the rest.
+    """
 
     def __init__(self, on_error: OnError) -> None:
         self.on_error: OnError = on_error
         self.errors: list[HookFailure] = []
+        self.errors_dropped = 0
         #: held around every ``Registration.count`` change
         self.lock = threading.Lock()
 
@@ -76,9 +85,12 @@ class HookRunner:
                 hook_name=reg.hook_name,
                 kind=reg.kind,
             ) from exc
-        failure = HookFailure(reg.shown, reg.hook_name, reg.kind, exc, traceback.format_exc())
         with self.lock:
-            self.errors.append(failure)
+            if len(self.errors) < ERRORS_KEPT:
+                text = traceback.format_exc()
+                self.errors.append(HookFailure(reg.shown, reg.hook_name, reg.kind, exc, text))
+            else:
+                self.errors_dropped += 1
             first = not reg.warned
             reg.warned = True
         if self.on_error == "disable":

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
+from hookscope._interrupts import critical, guard, setup_interrupted
 from hookscope.errors import UsageError
 from hookscope.hooks.compiled import warn_stale
 from hookscope.hooks.describe import callable_name
@@ -90,15 +91,20 @@ class HookSession:
         self._active = False
         self._effects = SideEffects()
         self._bypass: Any = None
+        #: Holds SIGINT's handler while the session is open, so that `close`
+        #: runs to its end under Ctrl-C (`hookscope._interrupts`).
+        self._guard = guard()
         #: Whether hooks on compiled graphs traced without them were looked for
         #: (`hookscope.hooks.compiled.warn_stale`, once per session; a Monitor does its own).
         self.stale_checked = False
 
     # -- lifecycle -----------------------------------------------------------------
 
+    @critical
     def __enter__(self) -> HookSession:
         if self._active:
             raise UsageError("this session is already active; create a new one to nest")
+        self._guard.start()
         self._active = True
         self.depth = _ACTIVE_DEPTH.get(id(self.model), 0) + 1
         _ACTIVE_DEPTH[id(self.model)] = self.depth
@@ -112,8 +118,11 @@ class HookSession:
             except BaseException:
                 self.close()
                 raise
+        if setup_interrupted():  # `with` would not call __exit__
+            self.close()
         return self
 
+    @critical
     def __exit__(
         self,
         exc_type: type[BaseException] | None,
@@ -122,8 +131,12 @@ class HookSession:
     ) -> None:
         self.close()
 
+    @critical
     def close(self) -> None:
-        """Remove every hook this session added and restore PyTorch's side-effect flags."""
+        """Remove every hook this session added and restore PyTorch's side-effect flags.
+
+        Runs to its end under Ctrl-C; the interrupt is raised afterwards.
+        """
         if not self._active:
             return
         try:
@@ -141,6 +154,7 @@ class HookSession:
                 _ACTIVE_DEPTH[id(self.model)] = depth
             else:
                 _ACTIVE_DEPTH.pop(id(self.model), None)
+            self._guard.stop()
 
     @property
     def active(self) -> bool:
@@ -199,7 +213,7 @@ class HookSession:
         bypass probes); they only observe (see `hookscope.hooks.modelwide`).
         """
         self._check_active()
-        add_model_hooks(self, pre, post)
+        critical(add_model_hooks)(self, pre, post)
 
     def add_forward_pre_hook(
         self,
@@ -269,6 +283,7 @@ class HookSession:
             ),
         )
 
+    @critical
     def add_grad_hook(self, hook: Callable[..., Any], params: ModuleSelector = None) -> HandleGroup:
         """Run ``hook`` after a parameter's ``.grad`` has been accumulated.
 
@@ -329,6 +344,7 @@ class HookSession:
         if not self._active:
             raise UsageError("add hooks inside 'with hookscope.session(model) as s:'")
 
+    @critical
     def _add(
         self,
         kind: HookKind,

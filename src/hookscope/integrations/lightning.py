@@ -18,7 +18,10 @@ once, on the first forward of training, and writes ``doctor.json``.
 
 With ``ranks="reduce"`` under torch.distributed a step's values are not
 waited for at its end: they are logged at the next optimizer step (one step
-late) and, for the last step of an epoch or of the run, at its last batch.
+late) and, for the last step of an epoch or of the run, at its last batch,
+straight to the trainer's loggers at the next step number: that batch has
+logged the step before already, and ``pl_module.log`` keeps one value per
+name and batch.
 
 The callback subclasses ``lightning.pytorch.Callback`` when the ``lightning``
 package is installed, else ``pytorch_lightning.Callback``.
@@ -53,8 +56,13 @@ class HookscopeCallback(CallbackBase, Callback):
             tensor, e.g. ``("param/norm",)`` for per-parameter gradient norms.
         out_subdir: folder under the Trainer's ``log_dir`` (or
             ``default_root_dir``) for the results.
+        every: record full statistics every ``every`` optimizer steps; the
+            steps between are still checked for NaN/Inf, so the first one is
+            named at its exact step. Default: the Trainer's
+            ``log_every_n_steps`` (50 unless set), so the Monitor records as
+            often as Lightning logs.
         **monitor_kwargs: keyword arguments for `hookscope.Monitor` (``modules``,
-            ``stats``, ``every``, thresholds, extra ``sinks`` ...).
+            ``stats``, thresholds, extra ``sinks`` ...).
 
     Attributes:
         monitor: the `Monitor` (None until training starts).
@@ -64,7 +72,8 @@ class HookscopeCallback(CallbackBase, Callback):
 
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
         root = trainer.log_dir or trainer.default_root_dir
-        self._run.start(pl_module, Path(root) / self.out_subdir)
+        every = self.every or max(1, int(getattr(trainer, "log_every_n_steps", 1) or 1))
+        self._run.start(pl_module, Path(root) / self.out_subdir, every)
 
     def on_before_optimizer_step(self, trainer: Any, pl_module: Any, optimizer: Any) -> None:
         _log(pl_module, self._run.step(trainer.global_step))
@@ -75,7 +84,13 @@ class HookscopeCallback(CallbackBase, Callback):
         # a step result held (ranks="reduce"): logged before the epoch or the run ends
         last = trainer.is_last_batch or trainer.should_stop
         if last or 0 < trainer.max_steps <= trainer.global_step:
-            _log(pl_module, self._run.flush())
+            logs = self._run.flush()
+            if (
+                logs
+            ):  # not through pl_module.log: this batch logged the step before under these names
+                logs["epoch"] = float(trainer.current_epoch)  # as Lightning adds to its own
+                for logger in trainer.loggers:
+                    logger.log_metrics(logs, step=trainer.global_step)
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         self._run.close()

@@ -7,7 +7,12 @@ logging (so its loggers, TensorBoard, wandb, MLflow, see them):
 
 - ``hookscope/grad_norm``: total L2 norm of the parameter gradients of the
   step (the square root of the sum of the squared per-parameter norms; the
-  norm before any clipping, as trainers log it);
+  norm before any clipping, as trainers log it). Under torch.distributed it
+  is the norm of the gradients the optimizer sees (after DDP's all-reduce,
+  whole across FSDP shards), the trainer's ``grad_norm``: the Monitor runs
+  with ``grads="reduced"`` unless ``grads`` is given. With ``grads`` set to
+  ``True`` or ``"local"`` there, each rank's own gradient before the
+  all-reduce is logged as ``hookscope/grad_norm_local`` instead;
 - ``hookscope/alerts``: how many alerts fired at the step, and one
   ``hookscope/alert/<rule>/<phase>/<module>/<tensor>`` per alert with the
   value that broke the rule;
@@ -38,6 +43,7 @@ import torch
 from torch import nn
 
 import hookscope
+from hookscope import dist
 from hookscope.errors import HookscopeError, UsageError
 from hookscope.hooks import HookSession
 from hookscope.monitor import Monitor
@@ -106,11 +112,19 @@ class TrainingMonitor:
         self._probe: HookSession | None = None
         self._reported_nonfinite = False
         self._held: StepResult | None = None
+        #: ``hookscope/grad_norm``, or ``hookscope/grad_norm_local`` for each rank's own
+        #: gradient before the all-reduce (`_open_monitor`).
+        self._norm_name = PREFIX + "grad_norm"
 
-    def start(self, model: nn.Module, out_dir: Path) -> None:
-        """Attach to ``model`` (the doctor first, when asked); results go into ``out_dir``."""
+    def start(self, model: nn.Module, out_dir: Path, every: int | None = None) -> None:
+        """Attach to ``model`` (the doctor first, when asked); results go into ``out_dir``.
+
+        ``every``: the Monitor's cadence unless ``every`` was among the options.
+        """
         if self._model is not None:
             return  # already attached
+        if every is not None:
+            self.monitor_kwargs.setdefault("every", every)
         self._reported_nonfinite = False
         self._held = None
         self.monitor = self.doctor_report = None
@@ -156,7 +170,13 @@ class TrainingMonitor:
         assert self._model is not None and self.out_dir is not None
         options = dict(self.monitor_kwargs)
         sinks = [JsonlSink(self.out_dir / "monitor.jsonl"), *options.pop("sinks", ())]
+        distributed = dist.where()[1] > 1
+        if distributed and options.get("params", True):
+            # the trainer's grad_norm is the reduced gradient's: so is ours by default
+            options.setdefault("grads", "reduced")
         self.monitor = Monitor(self._model, sinks=sinks, **options).open()
+        local = distributed and self.monitor.grad_mode == "local"
+        self._norm_name = PREFIX + ("grad_norm_local" if local else "grad_norm")
 
     def step(self, step: int) -> dict[str, float]:
         """Close the Monitor's step as ``step``; returns the scalars to log now (may be empty).
@@ -186,7 +206,7 @@ class TrainingMonitor:
         logs: dict[str, float] = {}
         norm = total_grad_norm(result.records)
         if norm is not None:
-            logs[PREFIX + "grad_norm"] = norm
+            logs[self._norm_name] = norm
         for r in result.records:
             if f"{r.phase}/{r.stat}" in self.log_stats:
                 logs[f"{PREFIX}{r.phase}/{r.module}/{r.tensor}/{r.stat}"] = r.value
@@ -236,11 +256,16 @@ class CallbackBase:
         doctor: bool = True,
         log_stats: Sequence[str] = (),
         out_subdir: str = "hookscope",
+        every: int | None = None,
         **monitor_kwargs: Any,
     ) -> None:
+        if every is not None:
+            monitor_kwargs["every"] = every  # checked by the Monitor made below, now
         self._run = TrainingMonitor(
             doctor=doctor, log_stats=log_stats, monitor_kwargs=monitor_kwargs
         )
+        #: Record every this many steps; None: the trainer's logging cadence (`cadence`).
+        self.every = every
         self.out_subdir = out_subdir
         #: Scalars waiting for the trainer's next log call.
         self._pending: dict[str, float] = {}

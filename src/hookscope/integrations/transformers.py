@@ -50,8 +50,15 @@ class HookscopeCallback(CallbackBase, TrainerCallback):
         log_stats: extra ``"phase/stat"`` statistics to log for every monitored
             tensor, e.g. ``("param/norm",)`` for per-parameter gradient norms.
         out_subdir: folder under the Trainer's ``output_dir`` for the results.
+        every: record full statistics every ``every`` optimizer steps (those
+            whose ``global_step`` it divides); the steps between are still
+            checked for NaN/Inf, so the first one is named at its exact step.
+            Default: the Trainer's ``logging_steps`` (with
+            ``logging_strategy="steps"``; else every step), so the Monitor
+            records when the Trainer logs and a long run's files and memory
+            grow with its logs, not with every step.
         **monitor_kwargs: keyword arguments for `hookscope.Monitor` (``modules``,
-            ``stats``, ``every``, thresholds, extra ``sinks`` ...).
+            ``stats``, thresholds, extra ``sinks`` ...).
 
     Attributes:
         monitor: the `Monitor` (None until training starts).
@@ -61,7 +68,8 @@ class HookscopeCallback(CallbackBase, TrainerCallback):
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         _run_first_on_log(self)
-        self._run.start(kwargs["model"], Path(args.output_dir) / self.out_subdir)
+        every = self.every or logging_cadence(args, state)
+        self._run.start(kwargs["model"], Path(args.output_dir) / self.out_subdir, every)
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         logs = self._run.step(state.global_step)
@@ -82,6 +90,17 @@ class HookscopeCallback(CallbackBase, TrainerCallback):
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._run.close()
+
+
+def logging_cadence(args: Any, state: Any) -> int:
+    """The Trainer's ``logging_steps`` as a step count (a fraction of ``max_steps`` too); else 1."""
+    strategy = getattr(args, "logging_strategy", "steps")
+    if getattr(strategy, "value", strategy) != "steps":
+        return 1
+    steps = float(getattr(args, "logging_steps", 1) or 1)
+    if steps < 1:  # a ratio of the run's length
+        steps = steps * float(getattr(state, "max_steps", 0) or 0)
+    return max(1, int(steps))
 
 
 def _run_first_on_log(callback: HookscopeCallback) -> None:

@@ -94,6 +94,38 @@ class AlertRules:
             conditions[(key, "nonfinite")] = count
         return self._edges(step, conditions, seen=found.keys())
 
+    @property
+    def watching_nonfinite(self) -> bool:
+        """True while a ``nonfinite`` condition is active (it clears when its tensor is finite)."""
+        return any(rule == "nonfinite" for _, rule in self._active)
+
+    def check_nonfinite(
+        self, step: int, counts: Mapping[_Key, float], seen: Collection[_Key]
+    ) -> list[Alert]:
+        """The ``nonfinite`` rule alone, for a step checked but not recorded (``every``).
+
+        Args:
+            step: the step.
+            counts: NaN + Inf count of each non-finite tensor.
+            seen: every tensor checked in the step: a ``nonfinite`` condition
+                clears when its tensor was seen finite. The other rules' conditions
+                stay as they are (they need statistics this step did not take).
+        """
+        rule: Rule = "nonfinite"
+        conditions = {(key, rule): count for key, count in counts.items() if count > 0}
+        alerts = []
+        for item, value in conditions.items():
+            if item not in self._active:
+                self._active.add(item)
+                key = item[0]
+                alerts.append(Alert(step, key[1], key[2], value, rule, key[0]))
+        self._active = {
+            item
+            for item in self._active
+            if item[1] != "nonfinite" or item in conditions or item[0] not in seen
+        }
+        return alerts
+
     def _magnitude(
         self, key: _Key, value: float, forward: bool, conditions: dict[tuple[_Key, Rule], float]
     ) -> None:

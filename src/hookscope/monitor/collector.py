@@ -30,6 +30,12 @@ earlier step (see `Collector._output_reduction`).
 
 Forwards that run inside a backward (activation checkpointing recomputes
 them) get gradient hooks only: their statistics were taken the first time.
+
+Steps a Monitor does not record (``every``) are *checked*: with
+``checking`` set, the same hooks see the same tensors (outputs, inputs that
+no monitored module made, output and parameter gradients) but take only
+`hookscope.stats.check_tensor`'s exact NaN/Inf counts, so the first
+non-finite tensor is found at any cadence (see `hookscope.monitor.sentinel`).
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
@@ -46,12 +52,19 @@ from torch import nn
 from hookscope.hooks.compiled import tracing
 from hookscope.hooks.globals import TensorGradHooks
 from hookscope.hooks.handles import Registration
+from hookscope.monitor.entries import Entry, Role
 from hookscope.monitor.records import Phase
+from hookscope.monitor.traced import TracedCollector
 from hookscope.shards import local_tensor
-from hookscope.stats import Plan, Reduction, accuracy, reduce_tensor, reduce_with_relu, tensors_in
-
-if TYPE_CHECKING:
-    from hookscope.monitor.traced import TracedCollector
+from hookscope.stats import (
+    Plan,
+    Reduction,
+    accuracy,
+    check_tensor,
+    reduce_tensor,
+    reduce_with_relu,
+    tensors_in,
+)
 
 #: Reductions for gradients (norm, RMS) and for "did a NaN come in?" checks.
 GRAD_PLAN = Plan(sum=False, squares=True, extrema=False)
@@ -68,21 +81,6 @@ KEEPS_NONFINITE: tuple[type[nn.Module], ...] = (
 
 #: A module output seen this step: (tensor, version, module name, plan, reduction or None).
 Produced = tuple["weakref.ref[torch.Tensor]", int, str, Plan, Reduction | None]
-
-#: (module or parameter name, tensor path, reported?) — one tensor can play
-#: several roles, e.g. output of one module and input of the next.
-Role = tuple[str, str, bool]
-
-
-@dataclass(eq=False, slots=True)
-class Entry:
-    """One reduced tensor, queued until the step ends."""
-
-    phase: Phase
-    roles: list[Role]
-    red: Reduction
-    shape: tuple[int, ...]
-    dtype: torch.dtype
 
 
 @dataclass
@@ -103,7 +101,10 @@ class Collector:
         self.grad_hooks = grad_hooks
         self.grad_regs: dict[str, Registration] = {}
         self.entries: list[Entry] = []
+        #: The hooks work this step (False: `Monitor.pause`).
         self.recording = True
+        #: This step is checked only: NaN/Inf counts instead of statistics (``every``).
+        self.checking = False
         #: Tensors monitored modules output this step: (tensor, version, module
         #: name, the plan and reduction of its statistics if they were taken).
         self._produced: dict[int, Produced] = {}
@@ -156,14 +157,15 @@ class Collector:
             )
         if type(module) is nn.ReLU and args:
             self._learn_relu(name, args[0])
+        stats = self.options.inputs and not self.checking
         for path, t in tensors_in(args, "input"):
-            if self.options.inputs:
+            if stats:
                 self._reduce("forward", name, path, t, self.options.plans[name], True)
             elif t.is_floating_point() and not self._was_produced(t):
                 if defer and t.is_cpu:
                     deferred.append((path, t))
                 else:
-                    self._reduce("forward", name, path, t, CHECK_PLAN, False)
+                    self._check("forward", name, path, t, False)
             if grads and t.requires_grad:
                 self._grad_role(name, path, t, self.options.inputs)
         self._deferred.setdefault(name, []).append((len(self.entries), deferred))
@@ -174,24 +176,29 @@ class Collector:
         Inside a compiled graph the output may come back wrapped for gradient
         statistics (see `hookscope.monitor.traced`).
         """
-        if not self.recording:
-            return None
-        if tracing():
+        if tracing():  # first, so that no graph guards on `recording` or `checking`
             if self.traced is None:
                 return None
             return self.traced.on_forward(name, output, module, args)
+        if not self.recording:
+            return None
         if _in_backward():
             self._recomputed(name, output, "output", True)
             return None
         grads = self.grad_hooks is not None and torch.is_grad_enabled()
-        plan = self.options.plans[name]
+        checking = self.checking
+        plan = CHECK_PLAN if checking else self.options.plans[name]
         start = len(self.entries)
         for path, t in tensors_in(output, "output"):
             red = None
             if self.options.outputs:
                 red = self._reused(t, plan)
                 if red is None:
-                    red = self._output_reduction(name, path, module, args, t, plan)
+                    red = (
+                        _check_local(t)
+                        if checking
+                        else self._output_reduction(name, path, module, args, t, plan)
+                    )
                 self.entries.append(
                     Entry("forward", [(name, path, True)], red, tuple(t.shape), t.dtype)
                 )
@@ -203,7 +210,7 @@ class Collector:
             index, deferred = stack.pop()
             if deferred and not all(e.red.known_finite() for e in self.entries[start:]):
                 self.entries[index:index] = [
-                    Entry("forward", [(name, path, False)], _reduce_local(t, CHECK_PLAN),
+                    Entry("forward", [(name, path, False)], _check_local(t),
                           tuple(t.shape), t.dtype)
                     for path, t in deferred
                 ]  # fmt: skip
@@ -217,7 +224,7 @@ class Collector:
             self.after_backward()
             return
         grad = param.grad
-        red = _reduce_local(grad, GRAD_PLAN)
+        red = _check_local(grad) if self.checking else _reduce_local(grad, GRAD_PLAN)
         self.entries.append(
             Entry("param", [(name, "grad", True)], red, tuple(grad.shape), grad.dtype)
         )
@@ -228,6 +235,10 @@ class Collector:
         self, phase: Phase, name: str, path: str, t: torch.Tensor, plan: Plan, shown: bool
     ) -> None:
         red = _reduce_local(t, plan)
+        self.entries.append(Entry(phase, [(name, path, shown)], red, tuple(t.shape), t.dtype))
+
+    def _check(self, phase: Phase, name: str, path: str, t: torch.Tensor, shown: bool) -> None:
+        red = _check_local(t)
         self.entries.append(Entry(phase, [(name, path, shown)], red, tuple(t.shape), t.dtype))
 
     def _recomputed(self, name: str, value: Any, prefix: str, shown: bool) -> None:
@@ -323,7 +334,7 @@ class Collector:
         """Tensor gradient hook (bound to ``roles``): ``(grad) -> None``."""
         if self.after_backward is not None:
             self.after_backward()
-        red = _reduce_local(grad, GRAD_PLAN)
+        red = _check_local(grad) if self.checking else _reduce_local(grad, GRAD_PLAN)
         self.entries.append(Entry("backward", roles, red, tuple(grad.shape), grad.dtype))
 
 
@@ -339,6 +350,16 @@ def _reduce_local(t: torch.Tensor, plan: Plan, shift: float | None = None) -> Re
             return Reduction("skip", 0)
         t = local
     return reduce_tensor(t, plan, shift)
+
+
+def _check_local(t: torch.Tensor) -> Reduction:
+    """`check_tensor` (exact NaN/Inf counts only) of the part of ``t`` this process holds."""
+    if type(t) is not torch.Tensor:
+        local = local_tensor(t)
+        if local is None:
+            return Reduction("skip", 0)
+        t = local
+    return check_tensor(t)
 
 
 def _in_backward() -> bool:

@@ -16,52 +16,62 @@ Names lose ``_orig_mod.`` where the Monitor cleans every name
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from hookscope.hooks.compiled import warn_stale
 from hookscope.hooks.selection import SelectedModule
-from hookscope.monitor.collector import Entry
 from hookscope.monitor.coverage import missing_phases, warn_inputs, warn_missing
+from hookscope.monitor.entries import Entry
 from hookscope.monitor.records import Missing, Phase
 from hookscope.monitor.traced import TracedCollector
 from hookscope.stats import Plan, cpuops
 
-if TYPE_CHECKING:
-    from hookscope.monitor.core import Monitor
-
 
 class CompiledSupport:
-    """Per-Monitor state for compiled graphs; created by `Monitor.open`."""
+    """Per-Monitor state for compiled graphs; created by `Monitor.open`.
+
+    Args:
+        model: the monitored root module.
+        selected: the monitored modules.
+        plans: activation `Plan` per module name.
+        inputs, outputs, grads, params: what the Monitor records (its options).
+    """
 
     def __init__(
-        self, monitor: Monitor, selected: Sequence[SelectedModule], plans: dict[str, Plan]
+        self,
+        model: nn.Module,
+        selected: Sequence[SelectedModule],
+        plans: dict[str, Plan],
+        *,
+        inputs: bool,
+        outputs: bool,
+        grads: bool,
+        params: bool,
     ):
-        model = monitor.model
         warn_stale(model, "Monitor", stacklevel=5)
         self.model = model
         device = _device_of(model)
         self.traced = TracedCollector(
             [sel.name for sel in selected],
             plans,
-            outputs=monitor.outputs,
-            grads=monitor.grads,
+            outputs=outputs,
+            grads=grads,
             device=device,
         )
         if device.type == "cpu":
             cpuops.prepare()  # the row ops' C++ kernels, ready by the first compiled call
         trainable = any(p.requires_grad for p in model.parameters())
         expected: list[Phase] = []
-        if monitor.outputs or monitor.inputs:
+        if outputs or inputs:
             expected.append("forward")
-        if monitor.grads:
+        if grads:
             expected.append("backward")
-        if monitor.params and trainable:
+        if params and trainable:
             expected.append("param")
         self.expected = tuple(expected)
-        self.inputs = monitor.inputs
+        self.inputs = inputs
         self._warned = self._warned_inputs = False
 
     def check(self, step: int, entries: list[Entry]) -> tuple[Missing, ...]:

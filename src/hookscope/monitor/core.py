@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict, replace
 from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-import torch
 from torch import nn
 
-from hookscope import dist, shards
+from hookscope import dist
+from hookscope._interrupts import critical, interruptible, setup_interrupted
 from hookscope.errors import UsageError
 from hookscope.hooks.globals import TensorGradHooks
 from hookscope.hooks.handles import HookFailure
@@ -20,14 +21,18 @@ from hookscope.monitor.alerts import AlertRules, Thresholds
 from hookscope.monitor.collector import CollectOptions, Collector
 from hookscope.monitor.compiled import CompiledSupport
 from hookscope.monitor.deferred import DeferredResult
+from hookscope.monitor.entries import Entry
+from hookscope.monitor.history import DEFAULT_HISTORY, History
 from hookscope.monitor.options import (
     ZeroPolicy,
+    check_history,
     check_options,
     check_ranks,
     check_stats,
     zero_plan,
 )
 from hookscope.monitor.ranks import Exchange, GradReader, Grads, RankCombiner, Ranks
+from hookscope.monitor.ratios import UpdateRatios
 from hookscope.monitor.records import Alert, NonFinite, Phase, Record, StepResult, TensorInfo
 from hookscope.monitor.results import (
     InfoKey,
@@ -37,6 +42,8 @@ from hookscope.monitor.results import (
     merge_entries,
     summaries,
 )
+from hookscope.monitor.sentinel import check_step
+from hookscope.monitor.tables import monitor_html
 from hookscope.names import clean_names
 from hookscope.sinks.group import SinkGroup
 from hookscope.stats import Plan, Reduction, fetch, plan_for
@@ -101,8 +108,13 @@ class Monitor:
         keep_wrappers: keep wrapper components (``module.``, ``_orig_mod.``,
             ``_fsdp_wrapped_module.``) in names; by default names match the
             unwrapped model.
-        every: record every ``every``-th step only (others cost one Python
-            call per hook).
+        every: record full statistics every ``every``-th step only. The other
+            steps are still checked for NaN/Inf: the hooks take one exact
+            NaN/Inf count per tensor (one ``sum`` on CPU) and nothing is kept,
+            unless a tensor is not finite; then the step's counts go to
+            `results` and the sinks at once (``StepResult.sentinel``), so
+            `first_nonfinite` and the ``nonfinite`` alerts are exact at any
+            cadence (see `hookscope.monitor.sentinel`).
         sinks: objects with ``write(StepResult)`` and ``close()``, e.g.
             `hookscope.sinks.JsonlSink`, `hookscope.sinks.TensorBoardSink`.
         on_error: the session's policy when a monitor hook raises:
@@ -118,7 +130,14 @@ class Monitor:
             ones (a one-time compile of roughly 10-30 s; see
             `hookscope.stats.fused`). CPU tensors use the one-pass C kernel
             of `hookscope.stats.native` whenever it is available.
-        keep: keep results in memory for `to_pandas` and `results`.
+        keep: keep results in memory for `to_pandas` and `results`; ``False``
+            is ``history=0``.
+        history: how many recorded steps `results` and `to_pandas` keep (the
+            last ones; default `DEFAULT_HISTORY`, 200), so that memory stays
+            flat however long the run: about 100-200 bytes per statistic, e.g.
+            ~40 MB for 200 steps of ~2,000 statistics. ``None`` keeps every
+            step (memory grows with the run). Sinks receive every step.
+            Alerts: the last `ALERTS_KEPT` (10,000).
         explode_above, explode_jump, vanish_below, vanish_steps, dead_above:
             alert thresholds (see `hookscope.monitor.alerts`).
     """
@@ -141,6 +160,7 @@ class Monitor:
         update_ratio: bool = False,
         fused: bool = False,
         keep: bool = True,
+        history: int | None = DEFAULT_HISTORY,
         explode_above: float = 1e4,
         explode_jump: float = 10.0,
         vanish_below: float = 1e-7,
@@ -174,6 +194,7 @@ class Monitor:
         self.update_ratio = update_ratio
         self.fused = fused
         self.keep = keep
+        self.history = check_history(history) if keep else 0
         self.thresholds = Thresholds(
             explode_above, explode_jump, vanish_below, vanish_steps, dead_above
         )
@@ -182,11 +203,9 @@ class Monitor:
         self._collector: Collector | None = None
         self._grad_hooks: TensorGradHooks | None = None
         self._step = 0
-        self._results: list[StepResult] = []
-        self._alerts: list[Alert] = []
-        self._first: NonFinite | None = None
+        self._kept = History(self.history)
         self._pending: DeferredResult | None = None
-        self._previous: dict[str, torch.Tensor] | None = None
+        self._ratios = UpdateRatios(model)
         self._closed = False
         self._compiled: CompiledSupport | None = None
 
@@ -196,6 +215,7 @@ class Monitor:
         self.open()
         return self
 
+    @critical
     def __exit__(
         self,
         exc_type: type[BaseException] | None,
@@ -204,6 +224,7 @@ class Monitor:
     ) -> None:
         self.close()
 
+    @critical
     def open(self) -> Monitor:
         """Attach the hooks (``with Monitor(...)`` does this)."""
         if self._session is not None or self._closed:
@@ -214,7 +235,10 @@ class Monitor:
             for sel in selected
         }
         ids = {id(sel.module) for sel in selected}
-        self._compiled = CompiledSupport(self, selected, plans)
+        self._compiled = CompiledSupport(
+            self.model, selected, plans,
+            inputs=self.inputs, outputs=self.outputs, grads=self.grads, params=self.params,
+        )  # fmt: skip
         self._session = session(self.model, on_error=self.on_error, keep_wrappers=True).__enter__()
         # Nothing reads the session's in-graph call counts; each costs compile time
         # (1-2.5 s of a SmallCNN warm-up, benchmarks/README.md). Eager calls still count.
@@ -223,8 +247,10 @@ class Monitor:
         try:
             self._attach(selected, plans, lambda _name, module: id(module) in ids)
         except BaseException:
-            self._session.close()
+            self._detach()
             raise
+        if setup_interrupted():  # `with` would not call __exit__
+            self._detach()
         return self
 
     def _attach(self, selected: list[Any], plans: dict[str, Plan], selector: Any) -> None:
@@ -253,24 +279,37 @@ class Monitor:
             self._session.add_grad_hook(collector.on_param_grad)
         self._collector = collector
 
+    @critical
     def close(self) -> None:
-        """Finish a step left open, remove every hook, close the sinks (idempotent)."""
+        """Finish a step left open, remove every hook, close the sinks (idempotent).
+
+        The step may be cut short by Ctrl-C; the hooks are removed whatever happens.
+        """
         if self._closed:
             return
         self._closed = True
         try:
-            self._settle()
-            if self.pending:
-                self._finish_step()
-                self._settle()
+            self._finish_open_step()
         finally:
-            if self._grad_hooks is not None:
-                self._grad_hooks.remove()
-            if self._compiled is not None:
-                self._compiled.traced.close()
-            if self._session is not None:
-                self._session.close()
+            self._detach()
             self._sinks.close()
+
+    @interruptible
+    def _finish_open_step(self) -> None:
+        self._settle()
+        if self.pending:
+            self._finish_step()
+            self._settle()
+
+    @critical
+    def _detach(self) -> None:
+        """Remove every hook (safe to repeat)."""
+        if self._grad_hooks is not None:
+            self._grad_hooks.remove()
+        if self._compiled is not None:
+            self._compiled.traced.close()
+        if self._session is not None:
+            self._session.close()
 
     # -- steps ---------------------------------------------------------------------
 
@@ -303,21 +342,22 @@ class Monitor:
         self._settle()
         collector = self._collector
         entries = collector.take()
-        index, recorded = self._step, collector.recording
+        index, recorded = self._step, collector.recording and not collector.checking
         self._step += 1
-        collector.recording = self._step % self.every == 0
+        record_next = self._step % self.every == 0
+        collector.recording, collector.checking = True, not record_next
         if self._grad_hooks is not None:
             self._grad_hooks.prune()
-        ratios = self._update_ratios(collector.recording) if self.update_ratio else []
-        if not recorded and not entries:
-            return None
+        ratios = self._ratios.take(snapshot=record_next) if self.update_ratio else []
+        if not recorded:
+            return self._checked_step(index, entries)
         fetch([entry.red for entry in entries] + [red for _, red in ratios])
         assert self._compiled is not None
         missing = self._compiled.check(index, entries)
         merged, infos = merge_entries(entries, self._infos)
-        first = find_nonfinite(index, entries) if self._first is None else None
+        first = find_nonfinite(index, entries) if self._kept.first is None else None
         # under torch.distributed: the step's collectives start here, completed later
-        exchange = self._combiner.start(index, merged, first, self._first is None)
+        exchange = self._combiner.start(index, merged, first, self._kept.first is None)
         rank, world_size = dist.where()
         known = {"step": index, "tensors": tuple(clean_keys({}, infos, None, self._names, self._clean_memo)[1]),
                  "rank": rank, "world_size": world_size, "ranks": self.ranks,
@@ -344,16 +384,40 @@ class Monitor:
             Record("param", name, "param", "update_ratio", float(red.sum or 0.0))
             for name, red in ratios
         ]
-        if self._first is None:
-            self._first = first
+        if self._kept.first is None:
+            self._kept.first = first
         alerts = self._rules.check_found(known["step"], found)  # update ratios have no rule
-        self._alerts.extend(alerts)
+        self._kept.alerts.extend(alerts)
         return StepResult.of(found, ratio_records, alerts=tuple(alerts),
-                             first_nonfinite=self._first, **known)  # fmt: skip
+                             first_nonfinite=self._kept.first_nonfinite(), **known)  # fmt: skip
+
+    def _checked_step(self, index: int, entries: list[Entry]) -> StepResult | None:
+        """A step not recorded (``every``): its NaN/Inf counts checked (`hookscope.monitor.sentinel`).
+
+        None unless a tensor was not finite; then a ``sentinel=True`` result
+        with their counts, handed to the sinks at once. Its first NaN/Inf is
+        this rank's own (no collective runs on unrecorded steps).
+        """
+        found = check_step(
+            index, entries, self._rules, searching=self._kept.first_nonfinite() is None,
+            names=self._names, memo=self._clean_memo, infos=self._infos,
+        )  # fmt: skip
+        if found is None:
+            return None
+        rank, world_size = dist.where()
+        if found.first is not None:
+            self._kept.checked_first = replace(found.first, rank=rank)
+        self._kept.alerts.extend(found.alerts)
+        result = StepResult.of(
+            found.found, alerts=tuple(found.alerts), first_nonfinite=self._kept.first_nonfinite(),
+            step=index, tensors=tuple(found.tensors), rank=rank, world_size=world_size,
+            ranks="local", missing=(), sentinel=True,
+        )  # fmt: skip
+        self._publish(result)
+        return result
 
     def _publish(self, result: StepResult) -> None:
-        if self.keep:
-            self._results.append(result)
+        self._kept.add(result)
         self._sinks.write(result)
 
     def _settle(self) -> None:
@@ -361,24 +425,6 @@ class Monitor:
         pending, self._pending = self._pending, None
         if pending is not None and not pending.failed:  # a failure was raised to its reader
             pending.settle()
-
-    def _update_ratios(self, snapshot: bool) -> list[tuple[str, Reduction]]:
-        ratios = []
-        params = [
-            (n, shards.local_tensor(p.detach()))
-            for n, p in self.model.named_parameters()
-            if p.requires_grad
-        ]
-        if self._previous is not None:
-            for name, param in params:
-                before = self._previous.get(name)
-                if param is not None and before is not None and before.shape == param.shape:
-                    red = Reduction("float", 1)
-                    delta = torch.linalg.vector_norm(param - before)
-                    red.sum = delta / torch.linalg.vector_norm(param)
-                    ratios.append((name, red))
-        self._previous = {n: p.clone() for n, p in params if p is not None} if snapshot else None
-        return ratios
 
     def pause(self) -> None:
         """Drop the step in progress and record nothing until the next `step`.
@@ -408,21 +454,30 @@ class Monitor:
 
     @property
     def results(self) -> list[StepResult]:
-        """Every recorded step's results (with ``keep=True``)."""
+        """The last ``history`` recorded steps' results, oldest first (see ``history``)."""
         self._settle()
-        return list(self._results)
+        return list(self._kept.results)
+
+    @property
+    def results_dropped(self) -> int:
+        """How many recorded steps left `results` because of ``history`` (0 in a short run)."""
+        self._settle()
+        return self._kept.dropped
 
     @property
     def alerts(self) -> list[Alert]:
-        """Every alert so far, in order."""
+        """The alerts so far, in order (the last `ALERTS_KEPT`; sinks get every one)."""
         self._settle()
-        return list(self._alerts)
+        return list(self._kept.alerts)
 
     @property
     def first_nonfinite(self) -> NonFinite | None:
-        """The first module that made a NaN/Inf (forward or backward), or None."""
+        """The first module that made a NaN/Inf (forward or backward), or None.
+
+        Exact at any ``every``: unrecorded steps are checked for NaN/Inf too.
+        """
         self._settle()
-        return self._first
+        return self._kept.first_nonfinite()
 
     @property
     def errors(self) -> list[HookFailure]:
@@ -430,8 +485,38 @@ class Monitor:
         return [] if self._session is None else list(self._session.errors)
 
     def to_pandas(self) -> Any:
-        """Tidy ``DataFrame``: columns ``step, phase, module, tensor, stat, value, rank``."""
+        """Tidy ``DataFrame`` of `results`: columns ``step, phase, module, tensor, stat, value, rank``."""
         from hookscope.sinks.pandas import to_frame
 
         self._settle()
-        return to_frame(self._results)
+        return to_frame(self._kept.results)
+
+    # -- display -------------------------------------------------------------------
+
+    def _state(self) -> str:
+        if self._closed:
+            return "closed"
+        return "open" if self._session is not None else "not opened"
+
+    def __repr__(self) -> str:
+        return (
+            f"<Monitor {type(self.model).__name__}: {self._state()}, "
+            f"{len(self.results)} step(s) kept, {len(self.alerts)} alert(s)>"
+        )
+
+    def _repr_html_(self) -> str:
+        results, first = self.results, self.first_nonfinite
+        state = [
+            ("model", type(self.model).__name__),
+            ("state", self._state()),
+            ("steps kept", len(results)),
+            ("next step", self.step_index),
+            ("statistics", ", ".join(self.stats)),
+        ]
+        args = (
+            state,
+            asdict(results[-1]) if results else None,
+            [asdict(alert) for alert in self.alerts],
+            None if first is None else asdict(first),
+        )
+        return monitor_html(*args) if self.keep else monitor_html(*args, "keep=False: no step kept")

@@ -18,7 +18,7 @@ from torch import nn
 
 from hookscope.errors import HookWarning
 from hookscope.hooks.compiled import StaleGraphWarning, compiled_root, stale_graphs
-from hookscope.monitor.collector import Entry
+from hookscope.monitor.entries import Entry
 from hookscope.monitor.records import Phase
 
 

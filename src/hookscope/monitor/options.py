@@ -59,6 +59,15 @@ def check_options(every: object, zeros: object, on_error: object, sinks: Sequenc
             raise UsageError(f"a sink needs write(result) and close() methods, got {sink!r}")
 
 
+def check_history(history: object) -> int | None:
+    """``history``: an int >= 0 (recorded steps kept in memory) or None (all)."""
+    if history is None:
+        return None
+    if not isinstance(history, int) or isinstance(history, bool) or history < 0:
+        raise UsageError(f"history must be an int >= 0 or None, got {history!r}")
+    return history
+
+
 def check_stats(stats: Sequence[str] | None) -> tuple[str, ...]:
     if stats is None:
         return ACTIVATION_STATS

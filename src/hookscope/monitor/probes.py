@@ -9,7 +9,7 @@ monitored output in one of these `torch.autograd.Function` s instead:
   as having a side effect, so the graph keeps it;
 * `Probe`: the backward hands the row back as the gradient of a leaf
   ``sink`` of all the rows, which autograd sums into ``sink.grad`` (tensor
-  ops elsewhere, and on the CPU until the eleventh session).
+  ops on devices other than the CPU).
 
 Each clones its input, since a module downstream may modify it in place
 (``x += residual``, ``ReLU(inplace=True)``).

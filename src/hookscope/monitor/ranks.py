@@ -54,10 +54,11 @@ from torch import nn
 from hookscope import dist, shards
 from hookscope.errors import DistributedError, HookscopeWarning
 from hookscope.monitor import packing
-from hookscope.monitor.collector import GRAD_PLAN, Collector, Entry
+from hookscope.monitor.collector import GRAD_PLAN, Collector
+from hookscope.monitor.entries import Entry
 from hookscope.monitor.records import NonFinite, Phase
 from hookscope.monitor.results import Key
-from hookscope.stats import Reduction, reduce_tensor
+from hookscope.stats import Reduction, check_tensor, reduce_tensor
 
 Ranks = Literal["local", "reduce"]
 Grads = Literal["local", "reduced"]
@@ -114,7 +115,11 @@ class GradReader:
     def _read_parts(self) -> None:
         for part in shards.grad_parts(self.model):
             grad = part.grad
-            red = Reduction("float", 0) if grad is None else reduce_tensor(grad, GRAD_PLAN)
+            if grad is None:
+                red = Reduction("float", 0)
+            else:
+                checking = self.collector.checking  # an unrecorded step: NaN/Inf counts only
+                red = check_tensor(grad) if checking else reduce_tensor(grad, GRAD_PLAN)
             shape: tuple[int, ...] = (0,)
             dtype = torch.float32
             if grad is not None:

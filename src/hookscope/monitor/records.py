@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
+
+from hookscope.monitor.tables import step_html
 
 Phase = Literal["forward", "backward", "param"]
 #: What a step can miss (`StepResult.missing`): a phase, or ``"inputs"`` (the
@@ -131,6 +133,11 @@ class StepResult:
     outside torch.distributed); ``ranks`` is ``"local"`` (this rank's tensors)
     or ``"reduce"`` (all ranks' tensors combined: the same records on every rank).
 
+    ``sentinel`` is True for a step the Monitor did not record (``every``)
+    but whose NaN/Inf check found a non-finite tensor: its ``records`` are
+    only the ``nan_count`` and ``inf_count`` of the non-finite tensors, and
+    ``ranks`` is ``"local"`` (see `hookscope.monitor.sentinel`).
+
     A Monitor makes ``records`` on first read (`StepResult.of`): a training
     loop that never reads them, or reads them later (``to_pandas``), does not
     pay for ~10 objects per tensor at every step.
@@ -145,6 +152,7 @@ class StepResult:
     world_size: int = 1
     ranks: str = "local"
     missing: tuple[Missing, ...] = ()
+    sentinel: bool = False
 
     @classmethod
     def of(
@@ -175,3 +183,14 @@ class StepResult:
         object.__setattr__(self, "records", records)
         del self.__dict__["_found"]
         return records
+
+    def __repr__(self) -> str:
+        first = self.first_nonfinite
+        where = "no NaN/Inf" if first is None else f"first NaN/Inf in {first.module or '(root)'}"
+        return (
+            f"<StepResult step {self.step}: {len(self.records)} records of "
+            f"{len(self.tensors)} tensors, {len(self.alerts)} alert(s), {where}>"
+        )
+
+    def _repr_html_(self) -> str:
+        return step_html(asdict(self))

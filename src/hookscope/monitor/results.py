@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import torch
 
-from hookscope.monitor.collector import Entry
+from hookscope.monitor.entries import Entry
 from hookscope.monitor.records import NonFinite, Phase, TensorInfo
 from hookscope.names import clean_param_name
 from hookscope.stats import Reduction, grad_summary, merge, summarize

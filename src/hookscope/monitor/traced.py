@@ -42,11 +42,11 @@ from typing import Any, cast
 import torch
 from torch import nn
 
-from hookscope.monitor.collector import Entry
+from hookscope.monitor.entries import Entry
 from hookscope.monitor.probes import Probe, RowProbe
 from hookscope.monitor.rowsources import Affine, hooks_alone, norm_parts, relu_input
 from hookscope.stats import Plan, gradrow, kind_of, tensors_in
-from hookscope.stats.reduce import Kind
+from hookscope.stats.reduction import Kind
 from hookscope.stats.rowop import affine_row_op, merge_row_op, move_row_op
 from hookscope.stats.traced import (
     FIELDS,

@@ -8,12 +8,12 @@ inside nested outputs with readable paths.
 
 from __future__ import annotations
 
+from hookscope.stats.check import check_tensor
 from hookscope.stats.reduce import (
     ACTIVATION_STATS,
     ALL_STATS,
     GRAD_STATS,
     Plan,
-    Reduction,
     fetch,
     grad_summary,
     kind_of,
@@ -24,6 +24,7 @@ from hookscope.stats.reduce import (
     summarize,
     unshift,
 )
+from hookscope.stats.reduction import Reduction
 from hookscope.stats.walk import tensors_in
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "GRAD_STATS",
     "Plan",
     "Reduction",
+    "check_tensor",
     "fetch",
     "grad_summary",
     "kind_of",

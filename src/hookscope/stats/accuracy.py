@@ -30,7 +30,7 @@ import torch
 from hookscope.stats import native
 
 if TYPE_CHECKING:
-    from hookscope.stats.reduce import Reduction
+    from hookscope.stats.reduction import Reduction
 
 #: Below this fraction of ``mean(d**2)`` the variance has lost its digits.
 VAR_CANCEL = 1e-2

@@ -38,14 +38,13 @@ import os
 import shutil
 import sys
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
 import torch
 
-from hookscope.stats import native
+from hookscope.stats import gradrow, native, oplib, rowop
 from hookscope.stats._build import build as _build
 from hookscope.stats._build import cache_dir as _cache_dir
 from hookscope.stats._build import key as _key
@@ -58,8 +57,6 @@ __all__ = [
     "prepare",
     "set_buffer",
     "set_enabled",
-    "twin",
-    "twin_name",
     "why_unavailable",
 ]
 
@@ -101,22 +98,6 @@ def _after_fork() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork)
-
-
-def twin_name(name: str) -> str:
-    """The op a C++ kernel hands ``hookscope::name``'s calls to: ``merge_row_`` -> ``merge_row_py_``."""
-    return f"{name[:-1]}_py_" if name.endswith("_") else f"{name}_py"
-
-
-def twin(lib: torch.library.Library, name: str, kernel: Callable[..., None]) -> None:
-    """Define ``hookscope::name``'s twin in ``lib`` (same schema), with ``kernel`` as its kernel.
-
-    ``_ops.cpp`` calls the twin, through the dispatcher, with the arguments it
-    did not take: ``kernel`` is the op's own Python kernel.
-    """
-    schema = str(getattr(torch.ops.hookscope, name).default._schema)
-    lib.define(schema.replace(f"hookscope::{name}(", f"{twin_name(name)}(", 1))
-    lib.impl(twin_name(name), kernel, "CompositeExplicitAutograd")
 
 
 def ensure() -> bool:
@@ -203,9 +184,7 @@ def _install() -> None:
     if got is None:
         raise RuntimeError(f"no C kernel: {native.why_unavailable()}")
     kernel, codes = got
-    # the twin *_py ops the C++ kernels fall back to must exist before any call
-    from hookscope.stats import gradrow, rowop  # noqa: F401
-
+    # the twin *_py ops the C++ kernels fall back to exist: gradrow and rowop are imported
     lib = _load()
     entries = (kernel.hs_merge_row, kernel.hs_grad_row_add, kernel.hs_affine_row)
     addresses = [ctypes.cast(fn, ctypes.c_void_p).value for fn in (*entries, kernel.hs_move_row)]
@@ -271,3 +250,18 @@ def _open(path: Path) -> ctypes.CDLL | None:
     lib.hs_ops_fallbacks.argtypes = []
     lib.hs_ops_fallbacks.restype = ctypes.c_int64
     return lib
+
+
+def _watch_buffer(key: int, place: tuple[int, int, int] | None) -> None:
+    if place is None:
+        clear_buffer(key)
+    else:
+        set_buffer(key, *place)
+
+
+# gradrow and rowop never import this module: they tell it what it needs through these
+oplib.on_cpu_trace(ensure)
+rowop.SWITCHES.append(set_enabled)
+gradrow.WATCHERS.append(_watch_buffer)
+for _buffer, _place in gradrow.places().items():  # buffers registered before this import
+    set_buffer(_buffer, *_place)

@@ -1,10 +1,10 @@
 """Gradient rows merged into a buffer kept outside the compiled graph: ``hookscope::grad_row_add``.
 
 A compiled Monitor's gradient probe (`hookscope.monitor.traced`) must leave
-something in the backward graph that autograd keeps: until the eleventh
-session each probe's ``grad_rows`` made a fresh ``(rows, 4)`` tensor of
-zeros but for its row, handed back as the gradient of a leaf ``sink`` that
-autograd summed into ``sink.grad``. That fresh tensor cost more than the
+something in the backward graph that autograd keeps. The other way, each
+probe's ``grad_rows`` making a fresh ``(rows, 4)`` tensor of zeros but for
+its row, handed back as the gradient of a leaf ``sink`` that autograd sums
+into ``sink.grad`` (what devices other than the CPU do), costs more than the
 row itself for small gradients: 3-17 µs a call in a real step (the
 allocator and fresh pages, just after the backward's large kernels), ten
 calls a SmallCNN step.
@@ -36,16 +36,16 @@ graph still runs) writes nothing.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 import torch
 
-from hookscope.stats import cpuops, native
+from hookscope.stats import native, oplib
 from hookscope.stats.traced import GRAD_FIELDS, grad_row
 
 __all__ = ["grad_row_add_op", "register", "unregister"]
 
-_LIB = torch.library.Library("hookscope", "FRAGMENT")
-_LIB.define("grad_row_add(Tensor g, int key, int index) -> ()", tags=(torch.Tag.flexible_layout,))
+oplib.define("grad_row_add(Tensor g, int key, int index) -> ()", tags=(torch.Tag.flexible_layout,))
 
 #: key -> a ``(rows, len(GRAD_FIELDS))`` buffer the op adds rows into.
 _BUFFERS: dict[int, torch.Tensor] = {}
@@ -54,6 +54,14 @@ _BUFFERS: dict[int, torch.Tensor] = {}
 #: buffer (``_kernel_for``): those cost 1.5-3 µs more a call here, ten calls a SmallCNN step.
 _ADDRESSES: dict[int, tuple[int, int, int]] = {}
 _KEYS = itertools.count()
+#: Told of every buffer registered (``(key, (address, row stride in float64s, rows))``) and
+#: forgotten (``(key, None)``); `hookscope.stats.cpuops` mirrors them into its C++ kernels.
+WATCHERS: list[Callable[[int, tuple[int, int, int] | None], None]] = []
+
+
+def places() -> dict[int, tuple[int, int, int]]:
+    """Every registered float64 CPU buffer: ``key -> (address, row stride in float64s, rows)``."""
+    return {key: (a, stride // 8, rows) for key, (a, stride, rows) in list(_ADDRESSES.items())}
 
 
 def register(buffer: torch.Tensor) -> int:
@@ -67,7 +75,8 @@ def register(buffer: torch.Tensor) -> int:
     _BUFFERS[key] = buffer
     if buffer.is_cpu and buffer.dtype == torch.float64 and buffer.is_contiguous():
         _ADDRESSES[key] = (buffer.data_ptr(), buffer.stride(0) * 8, buffer.shape[0])
-        cpuops.set_buffer(key, buffer.data_ptr(), buffer.stride(0), buffer.shape[0])
+        for watch in WATCHERS:
+            watch(key, (buffer.data_ptr(), buffer.stride(0), buffer.shape[0]))
     return key
 
 
@@ -75,7 +84,8 @@ def unregister(key: int) -> None:
     """Forget ``key``'s buffer: the op then writes nothing for it."""
     _BUFFERS.pop(key, None)
     _ADDRESSES.pop(key, None)
-    cpuops.clear_buffer(key)
+    for watch in WATCHERS:
+        watch(key, None)
 
 
 def _grad_row_add(g: torch.Tensor, key: int, index: int) -> None:
@@ -99,12 +109,12 @@ def _grad_row_add(g: torch.Tensor, key: int, index: int) -> None:
 def _grad_row_add_fake(g: torch.Tensor, key: int, index: int) -> None:
     """Nothing to make: the op only writes outside the graph; on the CPU, `cpuops.ensure`."""
     if g.device.type == "cpu":
-        cpuops.ensure()
+        oplib.traced_on_cpu()
 
 
-_LIB.impl("grad_row_add", _grad_row_add, "CompositeExplicitAutograd")
-cpuops.twin(_LIB, "grad_row_add", _grad_row_add)  # for what the C++ kernel does not take
-torch.library.register_fake("hookscope::grad_row_add", _grad_row_add_fake, lib=_LIB)
+oplib.impl("grad_row_add", _grad_row_add)
+oplib.twin("grad_row_add", _grad_row_add)  # for what the C++ kernel does not take
+oplib.fake("grad_row_add", _grad_row_add_fake)
 
 #: ``(g, key, index) -> None``: adds ``g``'s `GRAD_FIELDS` row into row
 #: ``index`` of the buffer `register` returned ``key`` for.

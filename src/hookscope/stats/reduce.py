@@ -48,6 +48,7 @@ from typing import Literal, cast
 import torch
 
 from hookscope.stats import accuracy, native
+from hookscope.stats.reduction import Kind, Reduction, Value
 
 #: Statistics of activations (forward), in the order they are reported.
 ACTIVATION_STATS = (
@@ -67,7 +68,6 @@ GRAD_STATS = ("norm", "rms", "nan_count", "inf_count")
 ALL_STATS = (*ACTIVATION_STATS, "norm")
 
 Zeros = Literal["none", "count", "nonneg"]
-Kind = Literal["float", "complex", "int", "bool", "skip"]
 
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
 _NATIVE_FLOAT = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -80,8 +80,6 @@ _SAME_SIZE_INT = {
 _FIELDS = ("sum", "norm", "sumsq", "shift", "min", "max", "nonzero", "nan", "inf")
 _MOMENTS = ("sum", "norm", "sumsq", "shift")
 _DOT = (torch.float32, torch.float64)
-
-Value = torch.Tensor | float | None
 
 
 @dataclass(frozen=True)
@@ -113,69 +111,6 @@ def plan_for(stats: Collection[str], zeros: Zeros = "count", *, fused: bool = Fa
         zeros=zeros if "zero_frac" in stats else "none",
         fused=fused,
     )
-
-
-class Reduction:
-    """The reductions of one tensor: 0-d device tensors until `fetch`, then floats.
-
-    ``sum``, ``sumsq`` and ``norm`` are of ``x / scale - shift`` (``shift``
-    None means 0; ``scale`` is a host float, 1.0 unless the sums of ``x``
-    would overflow); ``min`` and ``max`` are of ``x`` itself.
-    """
-
-    __slots__ = (
-        "host",
-        "inf",
-        "kind",
-        "max",
-        "min",
-        "nan",
-        "nonzero",
-        "norm",
-        "numel",
-        "packed",
-        "packed_fields",
-        "scale",
-        "shift",
-        "sum",
-        "sumsq",
-    )
-
-    def __init__(self, kind: Kind, numel: int) -> None:
-        self.kind: Kind = kind
-        self.numel = numel
-        self.sum: Value = None
-        self.norm: Value = None
-        self.sumsq: Value = None
-        self.shift: Value = None
-        self.scale = 1.0
-        self.min: Value = None
-        self.max: Value = None
-        self.nonzero: Value = None
-        self.nan: Value = None
-        self.inf: Value = None
-        #: Several fields in one device vector (the fused path), named by ``packed_fields``.
-        self.packed: torch.Tensor | None = None
-        self.packed_fields: tuple[str, ...] = ()
-        #: Every field is known to be a host float or None: `fetch` skips it and
-        #: `summarize` need not check (set by `fetch`, `merge` and whoever builds
-        #: a reduction from host values, e.g. a compiled graph's fetched rows).
-        self.host = False
-
-    def known_finite(self) -> bool:
-        """True when, already in the hook, the counts say no NaN or Inf (host floats, both 0)."""
-        return (
-            isinstance(self.nan, float) and isinstance(self.inf, float) and not self.nan + self.inf
-        )
-
-    def nonfinite(self) -> bool:
-        """True when (after `fetch`) a NaN or Inf was seen; exact when counts exist."""
-        if self.nan is not None and self.inf is not None:
-            return float(self.nan) + float(self.inf) > 0
-        return any(
-            isinstance(v, float) and not math.isfinite(v)
-            for v in (self.sum, self.norm, self.sumsq, self.min, self.max)
-        )
 
 
 def kind_of(tensor: torch.Tensor) -> Kind:

@@ -40,10 +40,11 @@ from __future__ import annotations
 import ctypes
 import math
 import threading
+from collections.abc import Callable
 
 import torch
 
-from hookscope.stats import cpuops, native
+from hookscope.stats import native, oplib
 from hookscope.stats.reduce import Plan, Zeros
 from hookscope.stats.traced import (
     FIELDS,
@@ -72,22 +73,21 @@ _EMPTY = empty_rows(1)[0].tolist()
 assert FIELDS == ("calls", "numel", "sum", "sumsq", "min", "max", "nonzero", "nan", "inf")
 #: The ops, defined through ``torch.library.Library`` rather than ``custom_op``:
 #: a call then costs ~2 µs of dispatch instead of ~17 µs (20 calls a SmallCNN step).
-_LIB = torch.library.Library("hookscope", "DEF")
 #: Inductor may hand the ops a tensor in any memory order (the C kernel reads
 #: any dense layout) instead of copying a channels-last output to NCHW first.
 _TAGS = (torch.Tag.flexible_layout,)
-_LIB.define(
+oplib.define(
     "merge_row_(Tensor(a!) rows, int index, Tensor x, bool squares, bool extrema, bool zeros, "
     "bool relu=False) -> ()",
     tags=_TAGS,
 )
-_LIB.define("grad_rows(Tensor g, int index, int rows, ScalarType dtype) -> Tensor", tags=_TAGS)
-_LIB.define(
+oplib.define("grad_rows(Tensor g, int index, int rows, ScalarType dtype) -> Tensor", tags=_TAGS)
+oplib.define(
     "affine_row_(Tensor(a!) rows, int index, Tensor x, Tensor mean, Tensor scale, Tensor bias, "
     "bool squares, bool extrema, bool zeros, int relu_index=-1) -> ()",
     tags=_TAGS,
 )
-_LIB.define("move_row_(Tensor(a!) rows, int source, int index) -> ()")
+oplib.define("move_row_(Tensor(a!) rows, int source, int index) -> ()")
 
 
 def _merge_row_(
@@ -209,13 +209,16 @@ def _move_row_(rows: torch.Tensor, source: int, index: int) -> None:
 #: call, the same values bit for bit. False: the Python path (benchmarks compare;
 #: set it with `set_kernel_rows`, which also routes the C++ kernels to it).
 KERNEL_ROWS = True
+#: Told of `set_kernel_rows` (`hookscope.stats.cpuops` turns its C++ kernels off and on).
+SWITCHES: list[Callable[[bool], None]] = []
 
 
 def set_kernel_rows(on: bool) -> None:
     """`KERNEL_ROWS`, with the C++ kernels (`cpuops`) off while it is False, on again with True."""
     global KERNEL_ROWS
     KERNEL_ROWS = on
-    cpuops.set_enabled(on)
+    for switch in SWITCHES:
+        switch(on)
 
 
 def _row_address(rows: torch.Tensor, index: int) -> int | None:
@@ -319,7 +322,7 @@ def _merge_row_fake(rows: torch.Tensor, *_args: object, **_kwargs: object) -> No
     Tracing a row op on the CPU is when the C++ kernels are registered (`cpuops.ensure`).
     """
     if rows.device.type == "cpu":
-        cpuops.ensure()
+        oplib.traced_on_cpu()
 
 
 def _grad_rows(g: torch.Tensor, index: int, rows: int, dtype: torch.dtype) -> torch.Tensor:
@@ -341,17 +344,17 @@ def _grad_rows_fake(g: torch.Tensor, index: int, rows: int, dtype: torch.dtype) 
 
 # One Python kernel for every device: the C kernel on the CPU, tensor ops elsewhere (once
 # `cpuops.ensure` has run, C++ kernels on the CPU, handing the rest to the twins' Python ones).
-_LIB.impl("merge_row_", _merge_row_, "CompositeExplicitAutograd")
-_LIB.impl("grad_rows", _grad_rows, "CompositeExplicitAutograd")
-_LIB.impl("affine_row_", _affine_row_, "CompositeExplicitAutograd")
-torch.library.register_fake("hookscope::affine_row_", _merge_row_fake, lib=_LIB)
-_LIB.impl("move_row_", _move_row_, "CompositeExplicitAutograd")
+oplib.impl("merge_row_", _merge_row_)
+oplib.impl("grad_rows", _grad_rows)
+oplib.impl("affine_row_", _affine_row_)
+oplib.fake("affine_row_", _merge_row_fake)
+oplib.impl("move_row_", _move_row_)
 for _name, _kernel in (("merge_row_", _merge_row_), ("affine_row_", _affine_row_)):
-    cpuops.twin(_LIB, _name, _kernel)
-cpuops.twin(_LIB, "move_row_", _move_row_)
-torch.library.register_fake("hookscope::move_row_", _merge_row_fake, lib=_LIB)
-torch.library.register_fake("hookscope::merge_row_", _merge_row_fake, lib=_LIB)
-torch.library.register_fake("hookscope::grad_rows", _grad_rows_fake, lib=_LIB)
+    oplib.twin(_name, _kernel)
+oplib.twin("move_row_", _move_row_)
+oplib.fake("move_row_", _merge_row_fake)
+oplib.fake("merge_row_", _merge_row_fake)
+oplib.fake("grad_rows", _grad_rows_fake)
 
 #: Merges ``x``'s row into ``rows[index]``: ``(rows, index, x, squares, extrema, zeros,
 #: relu=False) -> None``; with ``relu`` the row is ``relu(x)``'s.

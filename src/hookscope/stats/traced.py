@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import torch
 
-from hookscope.stats.reduce import Kind, Plan, Reduction
+from hookscope.stats.reduce import Plan
+from hookscope.stats.reduction import Kind, Reduction
 
 #: Columns of a forward row. ``calls`` counts the merged calls.
 FIELDS = ("calls", "numel", "sum", "sumsq", "min", "max", "nonzero", "nan", "inf")

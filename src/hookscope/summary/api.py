@@ -3,7 +3,8 @@
 Model state is the caller's: every module's train/eval flag is put back,
 parameters and buffers are only ever replaced by stand-ins that
 `hookscope.summary.swap.stand_ins` swaps back, and the session that
-holds the shape hooks removes them — all also when the forward raises.
+holds the shape hooks removes them — all also when the forward raises or
+a Ctrl-C lands anywhere (`hookscope._interrupts`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import torch
 from torch import nn
 
 from hookscope import dist
+from hookscope._borrow import borrowing
+from hookscope._interrupts import critical
 from hookscope.errors import ForwardError, UsageError
 from hookscope.hooks.compiled import unwrap_compiled
 from hookscope.modtree import walk, walked
@@ -30,7 +33,8 @@ from hookscope.summary.inputs import (
     to_device,
 )
 from hookscope.summary.params import ModuleParams, count_params
-from hookscope.summary.records import ModelSummary, SummaryRow, UncountedOp
+from hookscope.summary.records import SummaryRow, UncountedOp
+from hookscope.summary.result import ModelSummary
 
 _META = torch.device("meta")
 
@@ -94,10 +98,12 @@ def summary(
     if target is None and dist.gathers_parameters(model):
         target = model_device(model)  # FSDP hooks gather real shards: no meta run
     args = _build_args(inputs, input_size, dtypes, kwargs, target)
-    with walked(model):  # names, hooks, stand-ins and totals share one walk of the tree
+    # borrowing: grad mode and torch's mode stacks come back also after a Ctrl-C;
+    # walked: names, hooks, stand-ins and totals share one walk of the tree
+    with borrowing(), walked(model):
         flags = [(module, module.training) for _, module in walk(model)]
-        _eval(model, flags)
         try:
+            _eval(model, flags)
             collected, used, reason = _run(model, args, kwargs, target, input_size is not None)
         finally:
             _restore(flags)
@@ -105,6 +111,7 @@ def summary(
         return _build(model, (args, kwargs), collected, used, reason, depth, names)
 
 
+@critical
 def _eval(model: nn.Module, flags: list[tuple[nn.Module, bool]]) -> None:
     """``model.eval()``; the flags set directly where no module overrides ``train``."""
     if any(kind.train is not nn.Module.train for kind in {type(module) for module, _ in flags}):
@@ -114,6 +121,7 @@ def _eval(model: nn.Module, flags: list[tuple[nn.Module, bool]]) -> None:
         module.__dict__["training"] = False  # what train(False) does, without __setattr__
 
 
+@critical
 def _restore(flags: list[tuple[nn.Module, bool]]) -> None:
     """Put every module's train/eval flag back (directly where ``__setattr__`` is nn.Module's)."""
     kinds = {type(module) for module, _ in flags}

@@ -1,6 +1,8 @@
-"""Text renderings of a `ModelSummary`: table, Markdown, CSV, JSON.
+"""Renderings of a summary's data: table, Markdown, CSV, JSON and HTML.
 
-Pure string building: nothing here prints (the CLI does).
+Pure string building: nothing here prints (the CLI does). The HTML is the
+same table and totals in the report (`hookscope.viz.sections`) and in a
+notebook (``ModelSummary._repr_html_``).
 """
 
 from __future__ import annotations
@@ -8,12 +10,11 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, get_args
+from typing import get_args
 
+from hookscope import _html as h
 from hookscope.errors import UsageError
-
-if TYPE_CHECKING:
-    from hookscope.summary.records import ModelSummary, Shapes, SummaryFormat, SummaryRow
+from hookscope.summary.records import Shapes, SummaryData, SummaryFormat, SummaryRow
 
 COLUMNS: tuple[str, ...] = ("Layer", "Type", "Input shape", "Output shape", "Own params")
 COLUMNS += ("Params", "Train", "MACs", "Out mem")
@@ -70,7 +71,7 @@ def row_labels(rows: Sequence[SummaryRow]) -> list[str]:
     return labels
 
 
-def table_cells(s: ModelSummary) -> list[tuple[str, ...]]:
+def table_cells(s: SummaryData) -> list[tuple[str, ...]]:
     """The table's cells, one tuple per row (columns as in `COLUMNS`)."""
     return [_cells(row, label) for row, label in zip(s.rows, row_labels(s.rows), strict=True)]
 
@@ -95,7 +96,7 @@ def _listed(names: Sequence[str]) -> str:
     return ", ".join(names[:5]) + more
 
 
-def totals_lines(s: ModelSummary) -> list[str]:
+def totals_lines(s: SummaryData) -> list[str]:
     """The totals under the table, one fact per line."""
     dtypes = ", ".join(
         f"{name} {count:,} ({human_bytes(s.param_bytes_by_dtype[name])})"
@@ -133,7 +134,7 @@ def totals_lines(s: ModelSummary) -> list[str]:
     return lines
 
 
-def render_table(s: ModelSummary) -> str:
+def render_table(s: SummaryData) -> str:
     """Aligned plain-text table followed by the totals."""
     body = table_cells(s)
     widths = [max(len(c), *(len(r[i]) for r in body)) for i, c in enumerate(COLUMNS)]
@@ -152,7 +153,7 @@ def render_table(s: ModelSummary) -> str:
     return "\n".join(out)
 
 
-def render_markdown(s: ModelSummary) -> str:
+def render_markdown(s: SummaryData) -> str:
     """A pipe table (names in code spans) and the totals as a list."""
     align = ["---:" if c in RIGHT else "---" for c in COLUMNS]
     out = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join(align) + "|"]
@@ -165,7 +166,7 @@ def render_markdown(s: ModelSummary) -> str:
     return "\n".join(out)
 
 
-def render_csv(s: ModelSummary) -> str:
+def render_csv(s: SummaryData) -> str:
     """One line per row, raw numbers, shapes as ``1x3x32x32;1x10``."""
     buffer = io.StringIO()
     fields = ["index", "name", "type", "depth", "call", "input_shapes", "output_shapes"]
@@ -180,10 +181,8 @@ def render_csv(s: ModelSummary) -> str:
     return buffer.getvalue()
 
 
-def render(s: ModelSummary, fmt: SummaryFormat) -> str:
+def render(s: SummaryData, fmt: SummaryFormat) -> str:
     """Dispatch on ``fmt``; raises `UsageError` for an unknown one."""
-    from hookscope.summary.records import SummaryFormat
-
     if fmt not in get_args(SummaryFormat):
         raise UsageError(f"format must be one of {get_args(SummaryFormat)}, got {fmt!r}")
     if fmt == "json":
@@ -193,3 +192,23 @@ def render(s: ModelSummary, fmt: SummaryFormat) -> str:
     if fmt == "markdown":
         return render_markdown(s)
     return render_table(s)
+
+
+def render_html(s: SummaryData) -> str:
+    """The table (tree names indented) and the totals as an HTML fragment."""
+    rows = [
+        "<tr>"
+        + "".join(_html_cell(column, cell) for column, cell in zip(COLUMNS, row, strict=True))
+        + "</tr>"
+        for row in table_cells(s)
+    ]
+    head = "".join(f"<th>{h.esc(column)}</th>" for column in COLUMNS)
+    table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    facts = "".join(f"<li>{h.esc(line)}</li>" for line in totals_lines(s))
+    return f"{table}<ul>{facts}</ul>"
+
+
+def _html_cell(column: str, text: str) -> str:
+    if column == "Layer":  # keep the tree's indentation
+        return f'<td style="white-space: pre">{h.esc(text)}</td>'
+    return f'<td class="num">{h.esc(text)}</td>' if column in RIGHT else f"<td>{h.esc(text)}</td>"

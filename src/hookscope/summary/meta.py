@@ -12,16 +12,17 @@ shapes do not depend on it. Autocast for other device types is untouched.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import torch
 from torch.amp import autocast_mode
 
+from hookscope._interrupts import critical_contextmanager
+
 _autocast = autocast_mode.autocast
 
 
-@contextmanager
+@critical_contextmanager
 def meta_autocast() -> Iterator[None]:
     """Within the block, ``torch.autocast("meta", ...)`` enters and exits as a no-op.
 

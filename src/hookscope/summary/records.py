@@ -1,19 +1,23 @@
 """The summary as data: frozen records with JSON-ready views.
 
-Formatting lives in `hookscope.summary.format`; these classes only delegate.
+`SummaryData` holds every number of a summary; the renderers in
+`hookscope.summary.format` read it, and `hookscope.summary.result.ModelSummary`
+(what `hookscope.summary` returns) adds them as methods on top, so the data
+never imports its renderings.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from hookscope.summary.formulas import OpCategory
 from hookscope.summary.params import Trainable
 
 Shapes = tuple[tuple[int, ...], ...]
 SummaryFormat = Literal["table", "json", "csv", "markdown"]
+_Summary = TypeVar("_Summary", bound="SummaryData")
 
 
 def _shapes(value: Any) -> Shapes:
@@ -79,8 +83,8 @@ class UncountedOp:
 
 
 @dataclass(frozen=True)
-class ModelSummary:
-    """Result of `hookscope.summary`; ``str()`` is the table.
+class SummaryData:
+    """Every number of a model summary (`ModelSummary` without its renderings).
 
     Attributes:
         model: the root module's class name.
@@ -156,7 +160,7 @@ class ModelSummary:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ModelSummary:
+    def from_dict(cls: type[_Summary], data: dict[str, Any]) -> _Summary:
         """The summary back from `to_dict` data (e.g. a ``summary.json``).
 
         Raises:
@@ -184,30 +188,3 @@ class ModelSummary:
     def to_json(self, indent: int | None = 2) -> str:
         """`to_dict` as JSON text."""
         return json.dumps(self.to_dict(), indent=indent)
-
-    def to_table(self) -> str:
-        """The plain-text table (what ``str()`` gives)."""
-        from hookscope.summary.format import render_table
-
-        return render_table(self)
-
-    def to_markdown(self) -> str:
-        """A Markdown table and totals."""
-        from hookscope.summary.format import render_markdown
-
-        return render_markdown(self)
-
-    def to_csv(self) -> str:
-        """One CSV line per row with raw numbers."""
-        from hookscope.summary.format import render_csv
-
-        return render_csv(self)
-
-    def render(self, fmt: SummaryFormat = "table") -> str:
-        """The summary in ``fmt``: ``"table"``, ``"json"``, ``"csv"`` or ``"markdown"``."""
-        from hookscope.summary.format import render
-
-        return render(self, fmt)
-
-    def __str__(self) -> str:
-        return self.to_table()

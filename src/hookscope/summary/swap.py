@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import partial
 
 import torch
 from torch import nn
 
+from hookscope._interrupts import critical_contextmanager
 from hookscope.modtree import walk
 
 #: id(original) -> (a weak reference to it, what it was like, its meta stand-in), while it lives
@@ -49,7 +49,7 @@ def _real_stand_in(tensor: torch.Tensor, is_param: bool, device: torch.device) -
     return tensor.detach().to(device, copy=True)
 
 
-@contextmanager
+@critical_contextmanager
 def stand_ins(model: nn.Module, device: torch.device) -> Iterator[None]:
     """Run the body with ``model``'s state on ``device``; the originals come back after.
 
@@ -58,6 +58,8 @@ def stand_ins(model: nn.Module, device: torch.device) -> Iterator[None]:
     ``requires_grad`` still match. On a real device: parameters
     as they are when already there, else copies; buffers always copies.
     A tensor tied into several places gets one stand-in, so ties hold.
+    The swaps and the restore run to their end under Ctrl-C
+    (`hookscope._interrupts`); each original is recorded before it is replaced.
     """
     saved: list[tuple[dict[str, torch.Tensor | None], str, torch.Tensor]] = []
     # On meta, `_meta_stand_in` itself gives a tied tensor its one stand-in.

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hookscope._files import write_text
+from hookscope.compare.format import render_html
 from hookscope.errors import MissingExtraError, UsageError
 from hookscope.viz import html as h
 from hookscope.viz._mpl import new_figure, png_bytes
@@ -22,8 +23,6 @@ from hookscope.viz._mpl import new_figure, png_bytes
 COMPARISON = "comparison.json"
 #: Errors of exactly 0 are drawn at this value on the log scale.
 FLOOR = 1e-12
-
-_COLUMNS = ["index", "module", "type", "max_abs", "max_rel", "sqnr_db", "cosine", "frac_outside"]
 
 
 def _value(row: Mapping[str, Any], key: str) -> float:
@@ -81,23 +80,7 @@ def comparison_html(comparisons: Sequence[Mapping[str, Any]]) -> str:
     except (UsageError, MissingExtraError) as exc:
         body = h.absent(f"error-vs-depth plot left out: {exc}")
     for cmp in comparisons:
-        culprit = cmp.get("culprit")
-        verdict = (
-            f'<p class="bad">culprit: <code>{h.esc(culprit)}</code> '
-            f"({h.esc(cmp.get('exceeded', 0))} module call(s) outside the tolerance)</p>"
-            if culprit
-            else '<p class="good">Every module is within the tolerance.</p>'
-        )
-        rows = list(cmp.get("rows", []))
-        first = [r for r in rows if r.get("module") == culprit]
-        ordered = first + [r for r in rows if r.get("module") != culprit]
-        pairs = [(k, cmp.get(k)) for k in ("a", "b", "mode", "rtol", "atol")]
-        pairs += [
-            (f"unmatched in {s}", ", ".join(cmp.get(f"unmatched_{s.lower()}", [])) or "none")
-            for s in "AB"
-        ]
-        body += f"<h3>{h.esc(cmp.get('mode', ''))}</h3>{h.key_values(pairs)}{verdict}"
-        body += h.table(ordered, _COLUMNS)
+        body += f"<h3>{h.esc(cmp.get('mode', ''))}</h3>{render_html(cmp)}"
     return body
 
 

@@ -8,13 +8,24 @@ runs no script.
 from __future__ import annotations
 
 import base64
-import html
-import json
-import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-MAX_TABLE_ROWS = 300
+from hookscope._html import MAX_TABLE_ROWS, absent, esc, fmt, key_values, table
+
+__all__ = [
+    "CSS",
+    "MAX_TABLE_ROWS",
+    "absent",
+    "esc",
+    "fmt",
+    "image",
+    "key_values",
+    "mapping",
+    "page",
+    "section",
+    "table",
+]
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; color: #1b1f24;
@@ -45,54 +56,6 @@ code { background: #eff1f3; padding: 1px 4px; border-radius: 4px; }
 """
 
 
-def esc(value: object) -> str:
-    """``str(value)`` escaped for HTML text and attributes."""
-    return html.escape(str(value), quote=True)
-
-
-def fmt(value: Any) -> str:
-    """A table cell's text: ints with separators, floats with 4 significant digits."""
-    if isinstance(value, bool) or value is None:
-        return "" if value is None else str(value)
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return str(value)
-        if value.is_integer() and abs(value) < 1e15:
-            return f"{int(value):,}"  # counts read back from JSON as floats
-        return f"{value:.4g}"
-    if isinstance(value, (list, tuple, dict)):
-        text = json.dumps(value, default=str)
-        return text if len(text) <= 120 else text[:117] + "..."
-    return str(value)
-
-
-def _cell(value: Any) -> str:
-    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return f'<td class="num">{esc(fmt(value))}</td>' if numeric else f"<td>{esc(fmt(value))}</td>"
-
-
-def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> str:
-    """An HTML table of dict rows (columns: the union of keys, first-seen order)."""
-    if not rows:
-        return absent("none")
-    cols = list(columns) if columns is not None else list(dict.fromkeys(k for r in rows for k in r))
-    head = "".join(f"<th>{esc(c)}</th>" for c in cols)
-    body = "".join(
-        "<tr>" + "".join(_cell(row.get(c)) for c in cols) + "</tr>" for row in rows[:MAX_TABLE_ROWS]
-    )
-    more = len(rows) - MAX_TABLE_ROWS
-    tail = f"<p class='absent'>{more} more row(s) not shown</p>" if more > 0 else ""
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{tail}"
-
-
-def key_values(pairs: Iterable[tuple[str, Any]]) -> str:
-    """A two-column table of ``(key, value)`` pairs."""
-    body = "".join(f"<tr><th>{esc(k)}</th>{_cell(v)}</tr>" for k, v in pairs)
-    return f"<table><tbody>{body}</tbody></table>" if body else absent("none")
-
-
 def mapping(data: Mapping[str, Any]) -> str:
     """Any JSON object: scalars as a key/value table, lists of objects as tables."""
     scalars = [(k, v) for k, v in data.items() if not _is_records(v) and not isinstance(v, Mapping)]
@@ -107,11 +70,6 @@ def mapping(data: Mapping[str, Any]) -> str:
 
 def _is_records(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(item, Mapping) for item in value)
-
-
-def absent(text: str) -> str:
-    """A greyed-out note (for parts a run did not produce)."""
-    return f'<p class="absent">{esc(text)}</p>'
 
 
 def image(png: bytes, alt: str, caption: str | None = None) -> str:

@@ -1,6 +1,6 @@
 """The report's model-summary and doctor sections, as the tables the terminal shows.
 
-``summary.json`` is read back into a `ModelSummary` and drawn with the same
+``summary.json`` is read back into `SummaryData` and drawn with the same
 cells and totals as ``hookscope summary``; ``doctor.json`` (from
 ``hookscope doctor --out`` or ``hookscope run --doctor``) as the doctor's hook
 and call-site tables. A file that does not have that shape is shown as plain
@@ -9,12 +9,12 @@ key/value tables, with a note saying why.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from hookscope.doctor.render import STATUS, short_path
-from hookscope.summary.format import COLUMNS, RIGHT, table_cells, totals_lines
-from hookscope.summary.records import ModelSummary
+from hookscope.doctor.render import bypasses_html, hooks_html
+from hookscope.summary.format import render_html
+from hookscope.summary.records import SummaryData
 from hookscope.viz import html as h
 
 _MALFORMED = (KeyError, TypeError, ValueError, AttributeError)
@@ -23,34 +23,18 @@ _MALFORMED = (KeyError, TypeError, ValueError, AttributeError)
 def summary_section(data: Mapping[str, Any], notes: list[str]) -> str:
     """The summary table (tree names indented) and its totals."""
     try:
-        summary = ModelSummary.from_dict(dict(data))
-        cells = table_cells(summary)
-        totals = totals_lines(summary)
+        return render_html(SummaryData.from_dict(dict(data)))
     except _MALFORMED as exc:
         notes.append(f"summary.json is not a hookscope summary ({type(exc).__name__}: {exc})")
         return h.mapping(data)
-    rows = [
-        "<tr>"
-        + "".join(_cell(column, cell) for column, cell in zip(COLUMNS, row, strict=True))
-        + "</tr>"
-        for row in cells
-    ]
-    head = "".join(f"<th>{h.esc(column)}</th>" for column in COLUMNS)
-    table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-    facts = "".join(f"<li>{h.esc(line)}</li>" for line in totals)
-    return f"{table}<ul>{facts}</ul>"
-
-
-def _cell(column: str, text: str) -> str:
-    if column == "Layer":  # keep the tree's indentation
-        return f'<td style="white-space: pre">{h.esc(text)}</td>'
-    return f'<td class="num">{h.esc(text)}</td>' if column in RIGHT else f"<td>{h.esc(text)}</td>"
 
 
 def doctor_section(data: Mapping[str, Any], notes: list[str]) -> str:
     """The doctor's verdict, hooks by module and direct ``.forward()`` calls by call site."""
     try:
-        return _verdict(data) + _hooks(data.get("hooks")) + _bypasses(data.get("bypasses", []))
+        hooks = data.get("hooks")
+        tables = "" if hooks is None else hooks_html(hooks)
+        return _verdict(data) + tables + bypasses_html(data.get("bypasses", []))
     except _MALFORMED as exc:
         notes.append(f"doctor.json is not a hookscope doctor report ({type(exc).__name__}: {exc})")
         return h.mapping(data)
@@ -75,39 +59,3 @@ def _verdict(data: Mapping[str, Any]) -> str:
     else:
         parts.append('<p class="good">No hook bypasses found.</p>')
     return "".join(parts)
-
-
-def _hooks(hooks: Sequence[Mapping[str, Any]] | None) -> str:
-    if hooks is None:
-        return ""
-    if not hooks:
-        return "<h3>Hooks (by module)</h3>" + h.absent("no hooks on this model")
-    rows = [
-        {
-            "module": hook.get("module") or "(root)",
-            "kind": hook.get("kind"),
-            "hook": hook.get("hook"),
-            "fired": hook.get("fired"),
-            "status": STATUS.get(hook.get("code"), "NOT FIRED"),
-            "why / fix": " — ".join(str(x) for x in (hook.get("reason"), hook.get("fix")) if x),
-        }
-        for hook in hooks
-    ]
-    return f"<h3>Hooks by module ({len(rows)})</h3>" + h.table(rows)
-
-
-def _bypasses(bypasses: Sequence[Mapping[str, Any]]) -> str:
-    if not bypasses:
-        return ""
-    rows = [
-        {
-            "call site": short_path(str(record.get("call_site", "?"))),
-            "module": record.get("module") or "(root)",
-            "type": record.get("module_type") or record.get("type"),
-            "count": record.get("count"),
-            "hooks skipped": ", ".join(record.get("hooks_skipped") or []) or "(none yet)",
-            "fix": record.get("fix", ""),
-        }
-        for record in bypasses
-    ]
-    return f"<h3>Direct .forward() calls by call site ({len(rows)})</h3>" + h.table(rows)

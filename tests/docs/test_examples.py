@@ -1,0 +1,56 @@
+"""Every script in examples/ runs to the end, as a user would run it (in a temp dir)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.docs.blocks import ROOT
+
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+# torch.compile, several processes, or a trainer / transformers import: tens of seconds each
+SLOW = {
+    "compare_precision_compile.py",
+    "featuremaps_capture.py",
+    "monitor_compiled.py",
+    "monitor_distributed.py",
+    "summary_llama7b_meta.py",
+    "trainer_accelerate.py",
+    "trainer_lightning.py",
+    "trainer_transformers.py",
+}
+NEEDS = {"lint_torchsharp.py": "tree_sitter_c_sharp", "summary_llama7b_meta.py": "transformers"}
+
+
+def test_the_slow_list_names_real_examples() -> None:
+    assert {path.name for path in EXAMPLES} >= SLOW
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        pytest.param(p, id=p.name, marks=[pytest.mark.slow] if p.name in SLOW else [])
+        for p in EXAMPLES
+    ],
+)
+def test_example_runs(script: Path, tmp_path: Path) -> None:
+    if script.name in NEEDS:
+        pytest.importorskip(NEEDS[script.name], reason=f"{script.name} needs an extra")
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", MPLBACKEND="Agg")
+    env.setdefault("OMP_NUM_THREADS", "1")
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, f"{script.name}:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    outside = [p for p in written if p.relative_to(tmp_path).parts[0] != "runs"]
+    assert outside == [], f"{script.name} writes outside runs/: {outside}"
