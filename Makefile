@@ -8,7 +8,7 @@ export TRANSFORMERS_OFFLINE := 1
 # No wheel cache: a CI disk once filled up during setup; the venv alone is ~1.6 GB.
 export PIP_NO_CACHE_DIR := 1
 
-.PHONY: setup demo test lint typecheck pytest browser docs clean
+.PHONY: setup demo test lint typecheck pytest browser docs clean gpu-check
 
 setup: $(STAMP)
 
@@ -46,6 +46,11 @@ pytest: setup
 	$(BIN)/python -m pytest; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
 
 test: setup browser lint typecheck docs pytest
+
+# Every CUDA check and the Monitor overhead on CUDA, one table (< 8 min); exits 0 with
+# a "no CUDA device" line on a machine without one.
+gpu-check: setup
+	$(BIN)/python benchmarks/gpu_check.py
 
 clean:
 	rm -rf $(VENV) runs build dist site

@@ -20,7 +20,8 @@ GENERATED = ("reference/cli.md", "lint/rules/index.md")
 
 def _markdown(text: str) -> str:
     """Docstring text (reST double backticks) as Markdown."""
-    return re.sub(r"``(.+?)``", r"`\1`", text).strip()
+    text = re.sub(r"``(.+?)``", r"`\1`", text)
+    return re.sub(r"::$", ":", text, flags=re.MULTILINE).strip()  # reST "Examples::"
 
 
 def _cell(text: str) -> str:

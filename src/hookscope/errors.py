@@ -14,7 +14,8 @@
     └── LintError                   the linter cannot run (bad config, unreadable paths)
 
 ``HookscopeWarning`` is the base of warnings: ``HookWarning`` (a hook failed
-under ``on_error="warn"|"disable"``) and ``BypassWarning`` (``bypass="warn"``).
+under ``on_error="warn"|"disable"``), ``BypassWarning`` (``bypass="warn"``)
+and ``SelectionWarning`` (a session's ``modules=`` matched no module).
 
 The CLI catches ``HookscopeError`` only and maps it to exit code 2 with a
 one-line message; anything else is a bug and keeps its traceback.
@@ -85,6 +86,10 @@ class HookWarning(HookscopeWarning):
 
 class BypassWarning(HookscopeWarning):
     """A module's ``forward`` ran without going through ``__call__``."""
+
+
+class SelectionWarning(HookscopeWarning):
+    """A session's ``modules=`` selection matched no module: those hooks were not added."""
 
 
 def require_extra(module: str, extra: str) -> object:

@@ -150,3 +150,47 @@ def test_another_tool_can_write_the_format(tmp_path: Path) -> None:
     assert cmp.culprit is not None and cmp.culprit.name == "1"
     assert cmp.culprit.max_abs == pytest.approx(1e-3, rel=1e-3)
     assert cmp.unmatched_b == ("(root)",)
+
+
+def _write_index(path: Path, index: dict[str, object]) -> Path:
+    from safetensors.torch import save_file
+
+    save_file({"y": torch.zeros(2)}, str(path), metadata={"hookscope": json.dumps(index)})
+    return path
+
+
+def _index(version: object = 1, **call: object) -> dict[str, object]:
+    entry = {"name": "0", "call": 0, "outputs": [{"path": "", "key": "y"}], **call}
+    return {"format": "hookscope-recording", "version": version, "calls": [entry]}
+
+
+@pytest.mark.parametrize("version", [999, 0, "1", None, True, 1.0])
+def test_unknown_recording_versions_are_refused(tmp_path: Path, version: object) -> None:
+    path = _write_index(tmp_path / "v.safetensors", _index(version))
+    with pytest.raises(UsageError, match=r"recording version .* is not supported"):
+        load_recording(path)
+
+
+@pytest.mark.parametrize(
+    "name", ["../../etc/passwd<script>", "a..b", ".a", "a.", "a/b", "x<y", "a#1", "a\nb", 3]
+)
+def test_call_names_that_cannot_be_module_paths_are_refused(tmp_path: Path, name: object) -> None:
+    path = _write_index(tmp_path / "n.safetensors", _index(name=name))
+    with pytest.raises(UsageError, match="bad recording index.*call name"):
+        load_recording(path)
+
+
+@pytest.mark.parametrize("field", ["call", "start"])
+@pytest.mark.parametrize("value", [-1, "0", 1.5, True])
+def test_negative_or_non_int_call_indices_are_refused(
+    tmp_path: Path, field: str, value: object
+) -> None:
+    path = _write_index(tmp_path / "c.safetensors", _index(**{field: value}))
+    with pytest.raises(UsageError, match=f"{field}=.*int >= 0"):
+        load_recording(path)
+
+
+def test_module_paths_of_real_models_load(tmp_path: Path) -> None:
+    for name in ["", "0", "transformer.h.0.attn.c_attn", "blocks.layer-1.conv_2", "x:y"]:
+        path = _write_index(tmp_path / "ok.safetensors", _index(name=name, start=3))
+        assert load_recording(path).calls[0].name == name

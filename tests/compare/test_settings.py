@@ -58,7 +58,7 @@ def test_eager_vs_torch_compile_agrees_and_measures_compiled_code(
     # Conv2d.forward: past it they would run eagerly. pytest turns the
     # CompileFallbackWarning that would say so into an error.
     cmp = hookscope.compare(model, _compiled, x)
-    assert cmp.label_b.startswith(f"torch.compile({type(model).__name__}), graph split")
+    assert cmp.label_b.startswith(f"torch.compile({type(model).__name__}) (forward: one graph")
     assert cmp.culprit is None, cmp.culprit.label
     assert not cmp.unmatched_a and not cmp.unmatched_b
     assert all(r.name == r.name.removeprefix("_orig_mod.") for r in cmp.rows)

@@ -77,6 +77,12 @@ def test_torchrun_each_rank_writes_its_files_and_rank_0_merges(tmp_path: Path) -
         assert (out / "tensorboard" / f"rank{rank}").is_dir()
     assert not (out / "monitor.jsonl").exists()
     assert "merged report of all ranks" in done.stderr
+    # rank 0 speaks for all: one doctor table, one summary, no "run hookscope report" hint
+    assert done.stderr.count("hookscope run --doctor (rank 0 of 2)") == 1, done.stderr
+    assert done.stderr.count("hookscope run --doctor") == 1, done.stderr
+    assert done.stderr.count("hookscope run --monitor:") == 1, done.stderr
+    assert "HTML report: hookscope report" not in done.stderr
+    assert "every rank's report: out/doctor.rank*.json" in done.stderr
     page = (out / "report.html").read_text()
     assert "monitor.rank0.jsonl" in page and "monitor.rank1.jsonl" in page
     assert "rank1" in page

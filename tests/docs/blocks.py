@@ -1,8 +1,10 @@
 """Code blocks of the README and the docs, read so the tests can run them.
 
 Fenced blocks are run by language: ``python`` blocks as programs (in-process, in a
-temp dir), ``bash`` blocks line by line in a shell (in a temp dir that holds
-``examples/train.py`` and ``examples/model.py`` as ``train.py`` and ``model.py``).
+temp dir), ``bash`` blocks line by line (in a temp dir that holds
+``examples/train.py`` and ``examples/model.py`` as ``train.py`` and ``model.py``):
+a plain ``hookscope ARGS`` line through the CLI's ``main`` in-process, any other
+line, and every line of a slow block, in bash.
 Other languages (``text``, ``json``, ``toml``, ``yaml``, ``csharp``) are not run.
 
 An HTML comment on the line right above a fence changes that:
@@ -24,6 +26,7 @@ command must exit 0. Lines starting with ``#`` (shown output) are not run.
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -116,6 +119,24 @@ def files_before(blocks: list[Block], block: Block) -> dict[str, str]:
 def program(block: Block) -> str:
     """The python source of a block and the blocks joined to it."""
     return "".join(b.code for b in [block, *block.joined])
+
+
+def commands(block: Block) -> list[tuple[int, str, int]]:
+    """The commands of a bash block: (line number, command, expected exit code)."""
+    found = []
+    for n, line in enumerate(block.code.splitlines(), start=block.line + 1):
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            expected = re.search(r"#\s*exit (\d+)\s*$", stripped)
+            found.append((n, stripped, int(expected[1]) if expected else 0))
+    return found
+
+
+def in_process(command: str) -> list[str] | None:
+    """``hookscope ARGS`` as its arguments when no shell is needed to run it, else None."""
+    if not command.startswith("hookscope ") or any(c in command for c in "|;&<>`$"):
+        return None
+    return shlex.split(command, comments=True)[1:]
 
 
 def shell_script(block: Block) -> str:

@@ -16,11 +16,14 @@ from pathlib import Path
 
 import pytest
 
+from hookscope.cli.main import main
 from hookscope.errors import HookscopeWarning
 from tests.docs.blocks import (
     ROOT,
     Block,
+    commands,
     files_before,
+    in_process,
     pages,
     program,
     read_blocks,
@@ -91,10 +94,35 @@ def test_python_block(
 
 
 @pytest.mark.parametrize(("block", "blocks"), _params("bash"))
-def test_bash_block(block: Block, blocks: list[Block], tmp_path: Path) -> None:
+def test_bash_block(
+    block: Block,
+    blocks: list[Block],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     cwd = _workdir(tmp_path, block, blocks)
-    (cwd / "block.sh").write_text(shell_script(block))
-    _run(["bash", "block.sh"], cwd, block)
+    if block.mark == "slow":
+        (cwd / "block.sh").write_text(shell_script(block))
+        _run(["bash", "block.sh"], cwd, block)
+        return
+    # `hookscope ...` lines run in this process (no torch import per command); the rest,
+    # and everything of a slow block, in bash
+    monkeypatch.chdir(cwd)
+    for line, command, expected in commands(block):
+        args = in_process(command)
+        if args is not None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("default", HookscopeWarning)
+                code = main(args)
+            output = capsys.readouterr()
+            detail = f"{output.out[-2000:]}\n{output.err[-2000:]}"
+        else:
+            done = subprocess.run(
+                ["bash", "-c", command], env=_env(), capture_output=True, text=True, timeout=300
+            )
+            code, detail = done.returncode, f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+        assert code == expected, f"{block.page}:{line}: `{command}` exited {code}:\n{detail}"
 
 
 def test_every_page_has_its_blocks_read() -> None:

@@ -318,7 +318,7 @@ def test_huggingface_bert_and_gpt2_sessions_clean_up() -> None:
     ):
         before, weights = hook_state(model), state_dict_copy(model)
         with hookscope.session(model, on_error="warn") as s:
-            s.add_forward_hook(_noop, "*attn*")
+            s.add_forward_hook(_noop, ["*attn*", "*attention*"])  # GPT-2, BERT
             s.add_forward_hook(_noop, nn.Linear)
             s.add_backward_hook(_noop, nn.LayerNorm)
             out = model(**inputs)

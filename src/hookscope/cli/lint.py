@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import Any
 
 from hookscope.errors import UsageError
 from hookscope.lint import FileFix, LintRun, fix, lint_run, render
+from hookscope.lint.engine.fixes import write_fix
 from hookscope.lint.engine.formats import FORMATS, to_text_path
 from hookscope.lint.engine.runner import Progress
 
@@ -108,7 +108,8 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("".join(diffs))
         return 1 if diffs else 0
     if args.fix:
-        fixed = sum(_write(f) for f in _fixes(result) if f.fixed != f.original)
+        written: set[str] = set()  # a link and its target in one run: the file is fixed once
+        fixed = sum(_write(f, written) for f in _fixes(result) if f.fixed != f.original)
         print(f"fixed {fixed} finding(s)", file=sys.stderr)
         result = lint_run(args.paths, **options)
     _print(result.findings, args.format)
@@ -124,19 +125,15 @@ def _fixes(result: LintRun) -> list[FileFix]:
     return [f for f in fixes if not f.error]
 
 
-def _write(file_fix: FileFix) -> int:
-    """Write one fixed file atomically (never half-written); the number of fixes, or 0."""
-    path = file_fix.path
-    tmp = f"{path}.hookscope-fix.tmp"
+def _write(file_fix: FileFix, written: set[str]) -> int:
+    """Write one fixed file atomically (never half-written, a link's target rather than
+    the link); the number of fixes, or 0 (also for a file already written)."""
+    if os.path.realpath(file_fix.path) in written:
+        return 0
     try:
-        with open(tmp, "wb") as handle:
-            handle.write(file_fix.data())
-        shutil.copymode(path, tmp)
-        os.replace(tmp, path)
+        written.add(write_fix(file_fix))
     except (OSError, UnicodeEncodeError) as exc:
-        with suppress(OSError):
-            os.unlink(tmp)
-        print(f"cannot fix {to_text_path(path)}: {exc}", file=sys.stderr)
+        print(f"cannot fix {to_text_path(file_fix.path)}: {exc}", file=sys.stderr)
         return 0
     return file_fix.applied
 

@@ -11,6 +11,7 @@ never pays for importing torch; ``hookscope --help`` imports them all.
 from __future__ import annotations
 
 import argparse
+import difflib
 import gc
 import importlib
 import os
@@ -26,10 +27,58 @@ _COMMANDS += ("demo", "compare", "record")
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with a one-line usage error (``--help`` still shows the usage)."""
+    """argparse with a one-line usage error (``--help`` still shows the usage).
+
+    An unknown option is reported by the subcommand it was given to, with the
+    closest option of that subcommand (``hookscope run --moniter``: did you
+    mean --monitor? see hookscope run --help); an unknown subcommand gets the
+    closest command.
+    """
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            parser = self._command_parser(parsed)
+            parser.error(f"unrecognized arguments: {' '.join(extras)}{parser._closest(extras)}")
+        return parsed
 
     def error(self, message: str) -> NoReturn:
+        if "invalid choice:" in message:
+            message += self._closest_choice(message)
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def _command_parser(self, parsed: argparse.Namespace) -> _Parser:
+        """The parser of the subcommand in ``parsed`` (this one when there is none)."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                chosen = action.choices.get(getattr(parsed, action.dest, None) or "")
+                if isinstance(chosen, _Parser):
+                    return chosen
+        return self
+
+    def _closest(self, extras: Sequence[str]) -> str:
+        """``"; did you mean --monitor?"`` for the first unknown option with a close match."""
+        options = list(self._option_string_actions)
+        for extra in extras:
+            if not extra.startswith("-"):
+                continue
+            match = difflib.get_close_matches(extra.split("=", 1)[0], options, n=1, cutoff=0.6)
+            if match:
+                return f"; did you mean {match[0]}?"
+        return ""
+
+    def _closest_choice(self, message: str) -> str:
+        """``"; did you mean 'run'?"`` for argparse's "invalid choice: 'rn' (choose from ...)"."""
+        given = message.split("invalid choice:", 1)[1].split("(", 1)[0].strip().strip("'")
+        for action in self._actions:
+            if action.choices is not None and not isinstance(action.choices, range):
+                names = [str(choice) for choice in action.choices]
+                match = difflib.get_close_matches(given, names, n=1, cutoff=0.6)
+                if match and given not in names:
+                    return f"; did you mean {match[0]!r}?"
+        return ""
 
 
 def build_parser(only: Sequence[str] | None = None) -> argparse.ArgumentParser:

@@ -74,9 +74,9 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the script; returns its exit code."""
     if not (args.doctor or args.monitor):
-        raise UsageError("hookscope run needs --doctor and/or --monitor")
+        raise UsageError("hookscope run needs --doctor and/or --monitor" + _misplaced(args))
     if args.monitor and args.out is None:
-        raise UsageError("--monitor needs --out DIR (where the statistics go)")
+        raise UsageError("--monitor needs --out DIR (where the statistics go)" + _misplaced(args))
     if args.every is not None and not args.monitor:
         raise UsageError("--every needs --monitor")
     every = DEFAULT_EVERY if args.every is None else args.every
@@ -112,6 +112,35 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
+#: hookscope run's own options, as a user may type them after the script by mistake.
+_OWN_OPTIONS = ("--out", "--doctor", "-D", "--monitor", "-M")
+
+
+def _misplaced(args: argparse.Namespace) -> str:
+    """A hint when hookscope's options came after the script, where they go to the script."""
+    own = [a for a in ("--doctor", "--monitor") if getattr(args, a[2:])]
+    given, rest = [], []
+    tokens = iter(args.args)
+    for token in tokens:
+        name = token.split("=", 1)[0]
+        if name not in _OWN_OPTIONS:
+            rest.append(token)
+            continue
+        given.append(name)
+        if token == "--out":
+            own += [token, next(tokens, "DIR")]
+        elif name not in own:
+            own.append(token)
+    if not given:
+        return ""
+    target = f"-m {args.target}" if args.as_module else args.target
+    return (
+        f"; {' '.join(given)} came after {target} and went to the script (everything after "
+        "the script is the script's). Put hookscope's options first: "
+        f"hookscope run {' '.join([*own, target, *rest])}"
+    )
+
+
 def _doctor(stack: contextlib.ExitStack) -> BypassDetector:
     detector = BypassDetector(None, policy="record")
     detector.attach_all()
@@ -136,8 +165,14 @@ def _monitor(out_dir: Path, every: int) -> Iterator[None]:
 
 
 def _report_monitor(watcher: Any, out_dir: Path) -> None:
+    """The end-of-run lines; under torchrun only rank 0 prints, after writing the merged report."""
     watcher.close()  # the last step is complete: count it
+    rank, world_size = dist.where()
+    if world_size > 1 and rank != 0:
+        return  # every rank wrote its files; rank 0 says where they are
     files = ", ".join(str(path) for path in watcher.paths) or "nothing (no model was called)"
+    if world_size > 1 and watcher.paths:
+        files += f" (and the same for ranks 1-{world_size - 1})"
     rules = {"optimizer": "one per optimizer step", "forward": "one per forward (no optimizer)"}
     steps = "; ".join(
         f"{path.name}: {mon.step_index} step(s), {rules[rule]}"
@@ -145,13 +180,15 @@ def _report_monitor(watcher: Any, out_dir: Path) -> None:
     )
     print(
         f"\nhookscope run --monitor: {len(watcher.monitors)} model(s) monitored, "
-        f"{len(watcher.alerts)} alert(s); wrote {files}\n"
-        + (f"  steps: {steps}\n" if steps else "")
-        + f"  HTML report: hookscope report {out_dir} -o {out_dir}/report.html",
+        f"{len(watcher.alerts)} alert(s); wrote {files}" + (f"\n  steps: {steps}" if steps else ""),
         file=sys.stderr,
     )
-    if dist.world_size() > 1 and dist.rank() == 0:
+    if world_size > 1:
         _merged_report(out_dir, watcher.paths[:1])
+    else:
+        print(
+            f"  HTML report: hookscope report {out_dir} -o {out_dir}/report.html", file=sys.stderr
+        )
 
 
 def _merged_report(out_dir: Path, paths: list[Path]) -> None:
@@ -178,13 +215,19 @@ def _report(
     records: list[BypassRecord], args: argparse.Namespace, code: int, out: Path | None
 ) -> None:
     total = sum(r.count for r in records)
-    print(
-        f"\nhookscope run --doctor: {len(records)} call site(s), {total} direct .forward() "
-        f"call(s) in {args.target}",
-        file=sys.stderr,
-    )
-    if records:
-        print(render_bypasses(records), file=sys.stderr)
+    rank, world_size = dist.where()
+    if rank == 0:  # under torchrun: one table (rank 0's); every rank writes its JSON
+        where = f" (rank 0 of {world_size})" if world_size > 1 else ""
+        print(
+            f"\nhookscope run --doctor{where}: {len(records)} call site(s), {total} direct "
+            f".forward() call(s) in {args.target}",
+            file=sys.stderr,
+        )
+        if records:
+            print(render_bypasses(records), file=sys.stderr)
+        if out is not None and world_size > 1:
+            print(f"  every rank's report: {out.with_name(out.name.replace('.rank0.', '.rank*.'))}",
+                  file=sys.stderr)  # fmt: skip
     if out is None:
         return
     data = {

@@ -23,12 +23,18 @@ File format (one ``.safetensors`` file):
   ``args/0/1``); ``outputs`` and ``grads`` (gradient w.r.t. each output) use
   the path inside the output (``""`` for a lone tensor, ``"0"``,
   ``"logits"``). The top-level ``inputs`` are the model's own inputs.
+
+A file is refused (`UsageError`) when its ``version`` is not one this
+hookscope reads, or when a call's ``name`` cannot be a module's qualified
+name (an empty component as in ``"a..b"``, a path separator, markup or
+control characters, ``#``) or its ``call``/``start`` is not an int >= 0.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +46,11 @@ from hookscope.errors import MissingExtraError, UsageError, require_extra
 
 FORMAT = "hookscope-recording"
 VERSION = 1
+
+#: One component of a qualified module name as a recording may hold: no ``.``
+#: (the separator), no path separators, markup, ``#`` (labels use it) or
+#: control characters. ``torch`` allows more; no module path needs it.
+_COMPONENT = re.compile(r"[^./\\<>&\"'#\x00-\x1f\x7f]+")
 
 #: Default byte budget of `hookscope.record`: 1 GiB.
 DEFAULT_MAX_BYTES = 1 << 30
@@ -186,6 +197,12 @@ def load_recording(path: str | Path) -> Recording:
         raise UsageError(f"{source}: the 'hookscope' index is not JSON ({exc.msg})") from None
     if not isinstance(index, dict) or index.get("format") != FORMAT:
         raise UsageError(f"{source}: index format is not {FORMAT!r}")
+    version = index.get("version")
+    if type(version) is not int or version != VERSION:
+        raise UsageError(
+            f"{source}: recording version {version!r} is not supported "
+            f"(this hookscope reads version {VERSION}; a newer hookscope may read it)"
+        )
     try:
         return _from_index(index, tensors)
     except (KeyError, TypeError, ValueError) as exc:
@@ -206,9 +223,9 @@ def _from_index(index: dict[str, Any], tensors: Tensors) -> Recording:
 
     calls = tuple(
         CallRecord(
-            name=str(c["name"]),
-            call=int(c["call"]),
-            start=int(c.get("start", i)),
+            name=_module_name(c["name"]),
+            call=_count("call", c["call"], c["name"]),
+            start=_count("start", c.get("start", i), c["name"]),
             type=str(c.get("type", "")),
             inputs=group(c.get("inputs", [])),
             outputs=group(c.get("outputs", [])),
@@ -219,3 +236,22 @@ def _from_index(index: dict[str, Any], tensors: Tensors) -> Recording:
     skip = {"format", "version", "inputs", "calls"}
     meta = {k: v for k, v in index.items() if k not in skip}
     return Recording(calls, group(index.get("inputs", [])), meta)
+
+
+def _module_name(name: object) -> str:
+    """``name`` if it can be a qualified module name (``""`` is the root), else ValueError."""
+    if not isinstance(name, str):
+        raise ValueError(f"call name {name!r} is not a string")
+    if name and not all(_COMPONENT.fullmatch(part) for part in name.split(".")):
+        raise ValueError(
+            f"call name {name!r} cannot be a module's qualified name "
+            "(dot-separated names without '/', '\\', '<', '>', '&', quotes, '#' or empty parts)"
+        )
+    return name
+
+
+def _count(what: str, value: object, name: object) -> int:
+    """``value`` if it is an int >= 0, else ValueError naming the call."""
+    if type(value) is not int or value < 0:
+        raise ValueError(f"call {name!r} has {what}={value!r}; it must be an int >= 0")
+    return value

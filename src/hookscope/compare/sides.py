@@ -18,8 +18,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from hookscope.compare.compiled import compiled_label, compiled_run
-from hookscope.compare.recorder import Recorder, Teacher, flatten
+from hookscope.compare.compiled import compiled_label, compiled_run, quiet_torch_deprecations
+from hookscope.compare.recorder import Recorder, Teacher, call_inputs, flatten
 from hookscope.compare.recording import Recording, load_recording
 from hookscope.compare.safety import set_rng_state, untouched
 from hookscope.errors import (
@@ -29,6 +29,7 @@ from hookscope.errors import (
     HookscopeError,
     UsageError,
 )
+from hookscope.hooks.compiled import compiled_root
 from hookscope.hooks.session import session
 from hookscope.summary.inputs import map_tensors
 
@@ -87,7 +88,8 @@ def side_b(value: object, a: Side) -> Side:
             f"{model_name(model)} on {device}", model=_copy(model).to(device), device=device
         )
     if callable(value):
-        made = value(model)
+        with quiet_torch_deprecations():  # torch.compile's first call imports inductor
+            made = value(model)
         if not isinstance(made, nn.Module):
             raise UsageError(
                 f"model_b(model_a) must return an nn.Module, got {type(made).__name__}"
@@ -193,8 +195,17 @@ def run(
     autocast: AbstractContextManager[Any] = (
         side.autocast if side.autocast is not None else nullcontext()
     )
-    with untouched(model), compiled_run(model), session(model, keep_wrappers=True) as s:
+    # A compiled side, forward only, records from inside one whole-model graph.
+    traced = compiled_root(model) is not None and not backward and teacher is None
+    with (
+        untouched(model),
+        compiled_run(model, traced=traced),
+        session(model, keep_wrappers=True) as s,
+    ):
         set_rng_state(rng)
+        # the session's own check is for models called through torch.compile later;
+        # this one is called right here (`compiled_run` checks a compiled one)
+        s.stale_checked = True
         recorder = Recorder(
             s,
             inputs=record_inputs,
@@ -202,10 +213,13 @@ def run(
             max_bytes=max_bytes,
             teacher=teacher,
             keep_dtype=side.autocast is not None,
+            traced=traced,
         )
         try:
             with grad, autocast:
                 output = model(*args, **kwargs)
+            if traced:
+                recorder.finish(call_inputs(args, kwargs))
             if backward:
                 (loss_fn or default_loss)(output).backward()
         except HookError as exc:

@@ -25,7 +25,7 @@ from torch import nn
 
 from hookscope._interrupts import critical, setup_interrupted
 from hookscope.errors import CaptureOverflowError, HookError, UsageError
-from hookscope.hooks.selection import ModuleSelector
+from hookscope.hooks.selection import ModuleSelector, nothing_selected, select_modules
 from hookscope.hooks.session import HookSession, session
 from hookscope.names import CleanNames
 
@@ -120,6 +120,10 @@ class ActivationCapture(Mapping[str, torch.Tensor]):
         self._released = False
         self._overflow = None
         self._names = CleanNames(self.model, keep_wrappers=self.keep_wrappers)
+        if not select_modules(self.model, self.modules, leaves_only=self.leaves_only):
+            raise UsageError(
+                nothing_selected(self.model, self.modules, leaves_only=self.leaves_only)
+            )
         self._session = session(self.model, on_error="raise", keep_wrappers=True)
         self._session.__enter__()
         try:

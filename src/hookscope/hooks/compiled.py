@@ -17,6 +17,7 @@ process. `stale_graphs` detects it and `warn_stale` says what to do.
 
 from __future__ import annotations
 
+import gc
 import sys
 import warnings
 from types import CodeType
@@ -29,6 +30,7 @@ from hookscope.errors import HookWarning
 __all__ = [
     "StaleGraphWarning",
     "compiled_root",
+    "compiled_wrapper_of",
     "stale_graphs",
     "tracing",
     "unwrap_compiled",
@@ -60,6 +62,24 @@ def compiled_root(model: nn.Module) -> nn.Module | None:
         return inner
     if getattr(model, "_compiled_call_impl", None) is not None:
         return model
+    return None
+
+
+def compiled_wrapper_of(model: nn.Module) -> nn.Module | None:
+    """A live ``torch.compile`` wrapper that holds ``model`` (``cm`` of ``cm = torch.compile(model)``), or None.
+
+    Hooks on ``model`` do not run when it is called through such a wrapper
+    whose graphs were traced before the hooks were added, and nothing on
+    ``model`` tells. This walks the garbage collector's objects (tens of
+    milliseconds in a large process), so it is for diagnosing a step that
+    recorded nothing, not for every call; without dynamo loaded it returns at once.
+    """
+    if "torch._dynamo" not in sys.modules:
+        return None
+    for obj in gc.get_objects():
+        wrapper = type(obj).__name__ == "OptimizedModule" and isinstance(obj, nn.Module)
+        if wrapper and obj._modules.get("_orig_mod") is model:
+            return obj
     return None
 
 

@@ -7,6 +7,7 @@ primary name.
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -112,6 +113,42 @@ def select_modules(
             seen.add(key)
             selected.append(SelectedModule(all_names, module))
     return selected
+
+
+def nothing_selected(
+    model: nn.Module, modules: ModuleSelector, *, leaves_only: bool = False
+) -> str:
+    """Why ``modules`` selected nothing in ``model``, with the closest names (for an error or warning).
+
+    Globs are compared with every qualified name, module types with the types
+    in the model (`difflib`); otherwise the message lists the model's first names.
+    """
+    names = [name for name, _ in walk(model) if name]
+    types = sorted({type(module).__name__ for _, module in walk(model)})
+    items = list(modules) if isinstance(modules, (list, tuple)) else [modules]
+    hints: list[str] = []
+    for item in items:
+        if isinstance(item, str):
+            bare = item.replace("*", "").replace("?", "")
+            hints += [repr(n) for n in difflib.get_close_matches(bare, names, 3, 0.3)]
+        elif isinstance(item, type):
+            close = difflib.get_close_matches(item.__name__, types, 3, 0.3) or types[:6]
+            hints += [f"{t} (first: {_first_of(model, t)!r})" for t in close]
+    shown = ", ".join(dict.fromkeys(hints)) or ", ".join(repr(n) for n in names[:6])
+    what = ", ".join(_shown(item) for item in items)
+    leaves = " among the leaf modules" if leaves_only else ""
+    return (
+        f"modules={what} matches no module{leaves} of {type(model).__name__}; "
+        f"closest: {shown or '(it has no submodules)'}"
+    )
+
+
+def _shown(item: object) -> str:
+    return item.__name__ if isinstance(item, type) else repr(item)
+
+
+def _first_of(model: nn.Module, type_name: str) -> str:
+    return next((n for n, m in walk(model) if type(m).__name__ == type_name), "")
 
 
 def _glob_match(pattern: str, name: str, _param: Any) -> bool:

@@ -12,6 +12,7 @@ again.
 from __future__ import annotations
 
 import threading
+import warnings
 import weakref
 from collections.abc import Callable
 from types import TracebackType
@@ -22,7 +23,7 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from hookscope._interrupts import critical, guard, setup_interrupted
-from hookscope.errors import UsageError
+from hookscope.errors import SelectionWarning, UsageError
 from hookscope.hooks.compiled import warn_stale
 from hookscope.hooks.describe import callable_name
 from hookscope.hooks.handles import HandleGroup, HookFailure, HookKind, Registration
@@ -33,6 +34,7 @@ from hookscope.hooks.selection import (
     ModuleSelector,
     SelectedModule,
     module_names,
+    nothing_selected,
     select_modules,
 )
 from hookscope.hooks.sideeffects import SideEffects
@@ -357,6 +359,9 @@ class HookSession:
         if not callable(hook):
             raise UsageError(f"hook must be callable, got {hook!r}")
         selection = select_modules(self.model, modules, leaves_only=leaves_only)
+        if not selection and modules is not None:
+            message = nothing_selected(self.model, modules, leaves_only=leaves_only)
+            warnings.warn(f"{message}: no {kind} hook added", SelectionWarning, stacklevel=4)
         if not self.stale_checked:
             self.stale_checked = True
             warn_stale(self.model, "hookscope.session", eager=True, stacklevel=4)

@@ -22,7 +22,14 @@ from torch import nn
 
 from hookscope.hooks.compiled import warn_stale
 from hookscope.hooks.selection import SelectedModule
-from hookscope.monitor.coverage import missing_phases, warn_inputs, warn_missing
+from hookscope.monitor.coverage import (
+    graphs_so_far,
+    missing_phases,
+    runs_stale_graphs,
+    warn_inputs,
+    warn_missing,
+    warn_unsummarised,
+)
 from hookscope.monitor.entries import Entry
 from hookscope.monitor.records import Missing, Phase
 from hookscope.monitor.traced import TracedCollector
@@ -73,14 +80,23 @@ class CompiledSupport:
         self.expected = tuple(expected)
         self.inputs = inputs
         self._warned = self._warned_inputs = False
+        self._unsummarised = [False]
+        #: Graphs dynamo compiled before the Monitor was opened: when there were
+        #: some, a step that records nothing may run one of them without hooks.
+        self._graphs_at_open = graphs_so_far()
+        self._stale: bool | None = None  # found out at the first empty step
 
     def check(self, step: int, entries: list[Entry]) -> tuple[Missing, ...]:
         """What ``step`` missed (`missing_phases`, and ``"inputs"``); the first time, a warning.
 
+        Also warns once about complex tensors, summarised by magnitude (`warn_unsummarised`).
+
         ``inputs=True`` statistics are eager-only: when a compiled graph ran
         in the step, its modules' inputs were not reduced.
         """
-        phases = missing_phases(entries, self.expected)
+        # not about compiling, but checked with the gaps: what the records do not say
+        warn_unsummarised(step, entries, self._unsummarised)
+        phases = missing_phases(entries, self.expected) or self._empty(entries)
         if phases and not self._warned:
             self._warned = True
             warn_missing(self.model, step, phases)
@@ -91,6 +107,21 @@ class CompiledSupport:
             warn_inputs(self.model, step)
         missing: tuple[Missing, ...] = ("inputs", *phases)
         return missing
+
+    def _empty(self, entries: list[Entry]) -> tuple[Phase, ...]:
+        """``("forward",)`` for a step that recorded nothing through a stale compiled graph.
+
+        An inference step through a graph compiled and run before the Monitor
+        was opened records nothing at all, like a step in which the model did
+        not run (an ``update_ratio`` snapshot step): only the first is
+        reported, when the model is compiled (or held by a live
+        ``torch.compile`` wrapper) and dynamo had compiled graphs at open.
+        """
+        if entries or "forward" not in self.expected or not self._graphs_at_open:
+            return ()
+        if self._stale is None:  # a walk over the process's objects: once per Monitor
+            self._stale = runs_stale_graphs(self.model)
+        return ("forward",) if self._stale else ()
 
 
 def _device_of(model: nn.Module) -> torch.device:

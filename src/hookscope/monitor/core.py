@@ -15,7 +15,7 @@ from hookscope._interrupts import critical, interruptible, setup_interrupted
 from hookscope.errors import UsageError
 from hookscope.hooks.globals import TensorGradHooks
 from hookscope.hooks.handles import HookFailure
-from hookscope.hooks.selection import ModuleSelector, select_modules
+from hookscope.hooks.selection import ModuleSelector, nothing_selected, select_modules
 from hookscope.hooks.session import HookSession, OnError, session
 from hookscope.monitor.alerts import AlertRules, Thresholds
 from hookscope.monitor.collector import CollectOptions, Collector
@@ -230,6 +230,8 @@ class Monitor:
         if self._session is not None or self._closed:
             raise UsageError("a Monitor can be opened once; create a new one")
         selected = select_modules(self.model, self.modules, leaves_only=self.modules is None)
+        if not selected:
+            raise UsageError(nothing_selected(self.model, self.modules))
         plans: dict[str, Plan] = {
             sel.name: plan_for(self.stats, zero_plan(sel.module, self.zeros), fused=self.fused)
             for sel in selected

@@ -11,13 +11,19 @@ the fix.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Collection, Sequence
 
 from torch import nn
 
-from hookscope.errors import HookWarning
-from hookscope.hooks.compiled import StaleGraphWarning, compiled_root, stale_graphs
+from hookscope.errors import HookscopeWarning, HookWarning
+from hookscope.hooks.compiled import (
+    StaleGraphWarning,
+    compiled_root,
+    compiled_wrapper_of,
+    stale_graphs,
+)
 from hookscope.monitor.entries import Entry
 from hookscope.monitor.records import Phase
 
@@ -28,7 +34,8 @@ def missing_phases(entries: Sequence[Entry], expected: Collection[Phase]) -> tup
     The forward is missing when gradients were seen without it; module
     gradients when parameter gradients were seen without them; parameter
     gradients when module gradients were seen without them. An eval step
-    (forward only) misses nothing.
+    (forward only) misses nothing; nor does a step with no entries at all
+    (`CompiledSupport` decides about those).
     """
     seen = {entry.phase for entry in entries}
     missing: list[Phase] = []
@@ -45,19 +52,22 @@ def warn_missing(model: nn.Module, step: int, missing: Sequence[Phase]) -> None:
     """Warn that ``step`` recorded no ``missing`` statistics, with the likely cause and fix."""
     root = compiled_root(model) or model
     what = ", ".join(missing)
-    compiled = compiled_root(model) is not None or stale_graphs(model) > 0
+    wrapper = None if compiled_root(model) is not None else compiled_wrapper_of(model)
+    compiled = compiled_root(model) is not None or wrapper is not None or stale_graphs(model) > 0
+    name = type(root).__name__
     if compiled:
+        through = " (called through a torch.compile wrapper of it)"
         cause = (
-            f"{type(root).__name__} runs compiled graphs traced without the Monitor's hooks "
-            "(compiled before the Monitor was opened, or an identical model was compiled "
-            "earlier in this process)"
+            f"{name}{through if wrapper is not None else ''} runs compiled graphs traced "
+            "without the Monitor's hooks (compiled and run before the Monitor was opened, or "
+            "an identical model was compiled earlier in this process)"
         )
         fix = (
             "open the Monitor before the first compiled call, or call torch._dynamo.reset() "
             "(or recompile the model) after opening it"
         )
     else:
-        cause = f"the hooks on {type(root).__name__} did not run in that phase"
+        cause = f"the hooks on {name} did not run in that phase"
         fix = "call modules as module(x), not module.forward(x); run hookscope.doctor(model, x)"
     warnings.warn(
         f"Monitor step {step} recorded no {what} statistics: {cause}. Fix: {fix}. "
@@ -65,6 +75,20 @@ def warn_missing(model: nn.Module, step: int, missing: Sequence[Phase]) -> None:
         StaleGraphWarning if compiled else HookWarning,
         stacklevel=5,  # warn_missing, check, _finish_step, step, the caller
     )
+
+
+def graphs_so_far() -> int:
+    """How many graphs dynamo has compiled in this process (0 without dynamo loaded)."""
+    if "torch._dynamo" not in sys.modules:
+        return 0
+    from torch._dynamo.utils import counters
+
+    return int(counters["stats"]["unique_graphs"])
+
+
+def runs_stale_graphs(model: nn.Module) -> bool:
+    """True when ``model`` is compiled (itself, or held by a live ``torch.compile`` wrapper)."""
+    return compiled_root(model) is not None or compiled_wrapper_of(model) is not None
 
 
 def warn_inputs(model: nn.Module, step: int) -> None:
@@ -78,3 +102,28 @@ def warn_inputs(model: nn.Module, step: int) -> None:
         HookWarning,
         stacklevel=5,  # warn_inputs, check, _finish_step, step, the caller
     )
+
+
+def warn_unsummarised(step: int, entries: Sequence[Entry], warned: list[bool]) -> None:
+    """Warn once (``warned[0]`` remembers) that a complex tensor is summarised by its magnitude.
+
+    Its records look like any other's; ``TensorInfo.note`` says it too. (A
+    0-element tensor, which gets no records, is noted there only: empty
+    tensors such as unused caches are common and harmless.)
+    """
+    if warned[0]:
+        return
+    for entry in entries:
+        if entry.red.kind != "complex" or not entry.roles:
+            continue
+        warned[0] = True
+        module, path, _ = entry.roles[0]
+        warnings.warn(
+            f"Monitor step {step}: {entry.phase} tensor {path!r} of {module or '(root)'!r} is "
+            f"{str(entry.dtype).removeprefix('torch.')}: its statistics (mean, std, min, max, "
+            "rms, norm) are of the magnitude |z|, not of the real or imaginary part; "
+            "StepResult.tensors notes it. Said once per Monitor.",
+            HookscopeWarning,
+            stacklevel=5,  # warn_unsummarised, check, _finish_step, step, the caller
+        )
+        return

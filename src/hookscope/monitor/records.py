@@ -66,13 +66,29 @@ def records_from(
 
 @dataclass(frozen=True, slots=True)
 class TensorInfo:
-    """Shape and dtype of a monitored tensor (its first call in the step)."""
+    """Shape and dtype of a monitored tensor (its first call in the step).
+
+    ``note`` says when the tensor's records are not plain statistics of its
+    values: ``"empty: no statistics"`` (0 elements) or ``"complex:
+    statistics of |z|"`` (a complex tensor is summarised by its magnitude;
+    the Monitor also warns once). ``""`` otherwise.
+    """
 
     phase: Phase
     module: str
     tensor: str
     shape: tuple[int, ...]
     dtype: str
+    note: str = ""
+
+
+def note_for(shape: tuple[int, ...], dtype: str) -> str:
+    """`TensorInfo.note` of a tensor of ``shape`` and ``dtype``."""
+    if 0 in shape:
+        return "empty: no statistics"
+    if dtype.startswith("complex"):
+        return "complex: statistics of |z|"
+    return ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from dataclasses import replace
 import torch
 
 from hookscope.monitor.entries import Entry
-from hookscope.monitor.records import NonFinite, Phase, TensorInfo
+from hookscope.monitor.records import NonFinite, Phase, TensorInfo, note_for
 from hookscope.names import clean_param_name
 from hookscope.stats import Reduction, grad_summary, merge, summarize
 
@@ -58,7 +58,8 @@ def merge_entries(
                 info = memo.get(info_key)
                 if info is None:
                     dtype = str(entry.dtype).removeprefix("torch.")
-                    info = memo[info_key] = TensorInfo(*key, entry.shape, dtype)
+                    note = note_for(entry.shape, dtype)
+                    info = memo[info_key] = TensorInfo(*key, entry.shape, dtype, note)
                 infos[key] = info
     return merged, list(infos.values())
 

@@ -88,6 +88,7 @@ def encode(result: StepResult) -> str:
             "tensor": t.tensor,
             "shape": list(t.shape),
             "dtype": t.dtype,
+            **({"note": t.note} if t.note else {}),  # empty, or complex (|z|)
         }
         for t in result.tensors
     ]

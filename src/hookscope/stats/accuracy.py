@@ -12,7 +12,10 @@ they cannot be trusted:
   from the mean, or there was none and ``|mean| >> std``): again with the
   mean as the shift;
 * the mean cancelled (``|mean| < 1e-6`` of the values' scale, e.g. +1e20
-  and -1e20 mixed): again with no shift, so that no element is rounded.
+  and -1e20 mixed): again with no shift, so that no element is rounded;
+* the squares underflowed: eager float32 sums of squares lose values below
+  ~1e-19 (gradients of 1e-25 gave a norm of 0): again in float64 on
+  ``x / 2**k`` when the RMS is below `UNDERFLOW` of the accumulator's range.
 
 The kernel takes that pass where it can (one more read), else float64
 eager ops. `moment_stats` and `merge_moments` then work on the host with
@@ -36,6 +39,9 @@ if TYPE_CHECKING:
 VAR_CANCEL = 1e-2
 #: Below this fraction of the values' scale the mean has lost its digits.
 MEAN_CANCEL = 1e-6
+#: An RMS below this factor times the square root of the accumulator's smallest
+#: normal number may have lost squares to underflow (``2**20``: six decades of margin).
+UNDERFLOW = 2.0**20
 
 
 def repair(t: torch.Tensor, red: Reduction) -> None:
@@ -53,6 +59,11 @@ def repair(t: torch.Tensor, red: Reduction) -> None:
         absmax = float(t.abs().max())
         _float64_pass(t, red, math.frexp(absmax)[1] - 1, 0.0)
         total, rms = _host(red.sum), rms_of(red)
+    elif rms < _underflow_rms(t.dtype) and red.scale == 1.0:
+        absmax = float(t.abs().max())
+        if absmax > 0.0:  # squares of nonzero values were lost: scale them up first
+            _float64_pass(t, red, math.frexp(absmax)[1] - 1, 0.0)
+            total, rms = _host(red.sum), rms_of(red)
     if total is None or rms is None:
         return
     shift = _host(red.shift) or 0.0
@@ -93,6 +104,12 @@ def cancelled(n: int, total: float, rms: float, shift: float) -> float | None:
     return None
 
 
+def _underflow_rms(dtype: torch.dtype) -> float:
+    """The RMS below which the first pass's squares (float32, or float64 for float64) may have underflowed."""
+    tiny = torch.finfo(torch.float64 if dtype == torch.float64 else torch.float32).tiny
+    return math.sqrt(tiny) * UNDERFLOW
+
+
 def _float64_pass(t: torch.Tensor, red: Reduction, exponent: int, shift: float) -> None:
     """Moments of ``t / 2**exponent - shift`` in float64 (a copy of ``t``)."""
     u = t.to(torch.float64, copy=True).reshape(-1)
@@ -130,7 +147,9 @@ def moment_stats(
     """mean, std, rms and norm of ``x`` from the sum and RMS of ``d = x / scale - shift``.
 
     Uses only products, square roots and ``hypot`` of numbers in range: no
-    OverflowError, and finite input gives finite results.
+    OverflowError, and finite input gives finite results. An infinite RMS of
+    ``d`` is the RMS of ``x`` (``+inf`` and ``-inf`` together make the mean
+    NaN, but not the RMS: as NumPy, the RMS is inf).
     """
     out: dict[str, float] = {}
     m = None if total is None else total / n
@@ -141,7 +160,7 @@ def moment_stats(
     if m is not None:
         var = (rms - abs(m)) * (rms + abs(m))
         out["std"] = scale * math.sqrt(var) if var > 0 else (0.0 if var >= 0 else math.nan)
-    if shift and m is not None:
+    if shift and m is not None and math.isfinite(rms):
         out["rms"] = math.hypot(out["mean"], out["std"])
     else:
         out["rms"] = scale * rms

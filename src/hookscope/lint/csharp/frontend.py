@@ -29,7 +29,13 @@ class CSharp:
     rules: tuple[type[Rule], ...] = RULES
 
     def scan(self, data: bytes, where: str, path: str) -> Scan:
-        """The first pass over one file: its types and the pre-filter."""
+        """The first pass over one file: its types and the pre-filter; bytes that are not
+        UTF-8 are no C# source (an HS000 finding)."""
+        if not data.isascii():
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return Scan((), False, f"cannot decode: {exc}")
         candidate = b"forward" in data and bool(_DOT_FORWARD.search(data))
         return Scan(tuple(scan_csharp(data, where)), candidate, "", len(data))
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import ast
+import os
+import shutil
 from collections.abc import Iterable
+from contextlib import suppress
 from dataclasses import dataclass
 
 from hookscope.lint.engine.findings import Edit, Finding
@@ -94,9 +97,36 @@ def reparses(path: str, text: str) -> bool:
     return True
 
 
+def write_fix(file_fix: FileFix) -> str:
+    """Write one fixed file atomically (never half-written, never a link replaced).
+
+    A symbolic link is followed: the fix lands in the file it points to, written to a
+    temporary file next to that file and renamed over it, so the link stays a link.
+
+    Returns:
+        The path of the file written (the link's target for a link).
+
+    Raises:
+        OSError: the file could not be written (it is left as it was).
+        UnicodeEncodeError: the fixed text does not fit the file's encoding.
+    """
+    target = os.path.realpath(file_fix.path)
+    tmp = f"{target}.hookscope-fix.tmp"
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(file_fix.data())
+        shutil.copymode(target, tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return target
+
+
 def edit_count(findings: Iterable[Finding]) -> int:
     """How many findings carry edits."""
     return sum(1 for f in findings if f.edits)
 
 
-__all__ = ["Edit", "FileFix", "apply_edits", "edit_count", "reparses"]
+__all__ = ["Edit", "FileFix", "apply_edits", "edit_count", "reparses", "write_fix"]

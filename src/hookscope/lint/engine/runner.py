@@ -27,7 +27,7 @@ from hookscope.lint.engine.language import Language, language_of
 from hookscope.lint.engine.project import Scan, find_root, group_by_root, scan_with_cache
 from hookscope.lint.engine.registry import unreadable
 from hookscope.lint.engine.sharing import shared_map
-from hookscope.lint.engine.source import DEFAULT_MAX_FILE_SIZE, Unreadable, read_bytes
+from hookscope.lint.engine.source import DEFAULT_MAX_FILE_SIZE, Unreadable, binary, read_bytes
 
 _PARALLEL_MIN_FILES = 64
 
@@ -45,6 +45,8 @@ def _scan(
         data = read_bytes(path, max_bytes)
     except Unreadable as exc:
         return Scan((), False, str(exc))
+    if binary(data):
+        return Scan((), False, binary(data))
     return language_of(path, languages).scan(data, where or path, path)
 
 
@@ -106,6 +108,8 @@ def analyze_file(
         data = read_bytes(path, max_bytes)
     except Unreadable as exc:
         return unreadable(path, str(exc), codes)
+    if binary(data):
+        return unreadable(path, binary(data), codes)
     try:
         return language_of(path, languages).analyze(path, data, index, codes)
     except (RecursionError, MemoryError):

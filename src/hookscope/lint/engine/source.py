@@ -41,6 +41,12 @@ def read_bytes(path: str, max_bytes: int = DEFAULT_MAX_FILE_SIZE) -> bytes:
     return data
 
 
+def binary(data: bytes) -> str:
+    """Why ``data`` cannot be source text ("" when it can): a NUL byte, which no Python
+    or C# source holds (compiled output, an image, random bytes named ``.py``/``.cs``)."""
+    return "not a source file: it holds NUL bytes (binary data)" if b"\0" in data else ""
+
+
 def _read(path: str, first: int, limit: int) -> bytes:
     """Up to ``limit`` bytes of ``path``, asking for ``first`` bytes at first.
 

@@ -43,7 +43,13 @@ class Python:
     rules: tuple[type[Rule], ...] = (*forward.RULES, *self_forward.RULES, *hooks.RULES)
 
     def scan(self, data: bytes, where: str, path: str) -> Scan:
-        """The first pass over one file: its definitions and the pre-filter."""
+        """The first pass over one file: its definitions and the pre-filter; bytes that
+        the interpreter could not decode are no Python source (an HS000 finding)."""
+        if not data.isascii():
+            try:
+                decode_python(data)
+            except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
+                return Scan((), False, f"cannot decode: {exc}")
         first = data.find(b"forward")
         # Every _HOOK match holds "register_": a longer word is found (or ruled out) faster.
         candidate = (first >= 0 and calls_forward(data, first)) or (

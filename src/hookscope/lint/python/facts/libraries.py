@@ -102,11 +102,11 @@ MODEL_FUNCTIONS = frozenset(
 )
 
 
-# Packages whose every public class is a torch module: torchmetrics' metrics
-# (``Accuracy``, ``MetricCollection``), torchaudio's transforms and models,
+# Packages whose every public class is a torch module: torchaudio's transforms and models,
 # sentence-transformers' model package.
+# (torchmetrics is not here: its installed sources say which classes are modules,
+# ``Metric(Module, ABC)``, see `hookscope.lint.python.index.installed`.)
 MODULE_PACKAGES = (
-    "torchmetrics",
     "torchaudio.transforms",
     "torchaudio.models",
     "sentence_transformers.models",

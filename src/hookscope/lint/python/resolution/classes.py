@@ -19,6 +19,7 @@ from hookscope.lint.python.parse.pyfile import PyFile
 from hookscope.lint.python.resolution.bodies import module_evidence
 from hookscope.lint.python.resolution.crossfile import class_def_of
 from hookscope.lint.python.resolution.kinds import Kind
+from hookscope.lint.python.resolution.third_party import installed_kind
 
 _DOTTED_CLASS = re.compile(r"(?:[A-Za-z_]\w*\.)+[A-Z]\w*")
 
@@ -42,6 +43,8 @@ class ClassKinds:
         # class name -> what in its body shows it is a module, when its bases could not
         self.by_body: dict[str, str] = {}
         self.missed = False  # a class the masked parse dropped was needed (`Resolver`)
+        # ``module.Name`` -> how an installed package's source shows what the class is
+        self.installed: dict[str, str] = {}
 
     @property
     def where(self) -> str:
@@ -139,6 +142,8 @@ class ClassKinds:
                 result = (Kind.UNKNOWN, False)  # not the project's same-named Python class
             if result is None:  # (``nn.Module``: torch's, whatever the file calls ``Module``)
                 result = self._class_kind(last, qualified=bool(module))
+            if result[0] is Kind.UNKNOWN and module and not variants:
+                result = self._installed(module, last) or result
         finally:
             self._computing.discard(key)
         # A result that met a cycle depends on where the look-up started: kept only for the
@@ -147,6 +152,15 @@ class ClassKinds:
             self._class_kinds[key] = result
         self._cycle = outer or (self._cycle and bool(self._computing))
         return result
+
+    def _installed(self, module: str, name: str) -> tuple[Kind, bool] | None:
+        """The kind of ``module``'s class ``name`` read from an installed package
+        (`third_party`); its evidence is kept in ``installed`` under ``module.name``."""
+        found = installed_kind(self.index.root, self.file.path, module, name)
+        if found is None:
+            return None
+        kind, self.installed[f"{module}.{name}"] = found
+        return kind
 
     def _ambiguous(self, last: str) -> bool:
         """Whether the project defines several classes ``last`` that torch does not name."""

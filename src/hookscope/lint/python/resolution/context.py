@@ -29,6 +29,7 @@ class Context(Protocol):
         missed: set when a resolution gave up for want of what the masked text dropped.
         class_attrs: bindings of instance attributes by class, filled by `attributes`.
         by_body: class name -> what in its body shows it is a module.
+        installed: ``module.Name`` -> what an installed package's source shows the class is.
     """
 
     file: PyFile
@@ -37,6 +38,7 @@ class Context(Protocol):
     missed: bool
     class_attrs: dict[str, dict[str, list[Binding]]]
     by_body: dict[str, str]
+    installed: dict[str, str]
 
     @property
     def where(self) -> str:

@@ -185,7 +185,8 @@ def imported_name(resolver: Context, origin: str, depth: int) -> Resolved:
             value = imported_value(resolver, module, name, depth)
             if value.kind is not Kind.UNKNOWN:
                 return value
-        return Resolved(kind, is_class=True, container=container, name=name)
+        via = resolver.installed.get(origin, "")  # read from an installed package
+        return Resolved(kind, is_class=True, container=container, name=name, via=via)
     if name in index.functions:
         return Resolved(Kind.OTHER, name=name, factory=f"{module}:{name}")
     value = imported_value(resolver, module, name, depth)  # a module-level value

@@ -22,6 +22,7 @@ from hookscope.lint.python.resolution.callers.passing import given_by_callers
 from hookscope.lint.python.resolution.callers.passing import passed as passed
 from hookscope.lint.python.resolution.calls.calls import call_result, entered
 from hookscope.lint.python.resolution.calls.library_attributes import library_attribute
+from hookscope.lint.python.resolution.calls.picked import picked_class
 from hookscope.lint.python.resolution.calls.rewriters import rewriter_self
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import fixture
@@ -142,10 +143,16 @@ BINDINGS: dict[str, Bound] = {
 }
 VALUE: Bound = _value
 
+
 # What an expression of each node type is (names and attributes: the resolver's own).
+def _call(ctx: Context, expr: ast.Call, scope: Scope, depth: int) -> Resolved:
+    """What a call gives: a class picked by name from a module of modules, else `call_result`."""
+    return picked_class(ctx, expr, scope, depth) or call_result(ctx, expr, scope, depth)
+
+
 EXPRESSIONS: dict[type[ast.AST], Expression] = {
     ast.Subscript: subscript,
-    ast.Call: call_result,
+    ast.Call: _call,
     **dict.fromkeys(COLLECTIONS, collection),
     ast.IfExp: branches,  # ``A() if c else B()``
     ast.BoolOp: branches,  # ``net or Net()``

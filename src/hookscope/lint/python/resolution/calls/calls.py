@@ -7,6 +7,7 @@ import ast
 from dataclasses import replace
 
 from hookscope.lint.python.facts import known, libraries
+from hookscope.lint.python.index.installed import EVIDENCE_PREFIX
 from hookscope.lint.python.parse.bindings import dotted, returned
 from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.context import Context
@@ -167,6 +168,7 @@ def call_result(resolver: Context, expr: ast.Call, scope: Scope, depth: int) -> 
     if callee.is_class:
         return Resolved(
             callee.kind,
+            via=callee.via if callee.via.startswith(EVIDENCE_PREFIX) else "",
             container=callee.container,
             elem=contents(resolver, expr, scope, depth) if callee.container else None,
             name=callee.name,

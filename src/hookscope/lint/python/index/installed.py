@@ -1,0 +1,314 @@
+"""Classes of installed packages, read from their sources in the running environment.
+
+When a project imports a class from a package that is not part of the project, the
+package's own source (or its ``.pyi`` stub) says what the class is: its bases are
+followed through the package's modules (and the packages those import from) until they
+reach ``torch`` (decided by the hand-written torch facts), ``object``, or something that
+cannot be read. Nothing is imported or run: files are found on the search path and
+parsed. Only the modules a look-up needs are read, each at most once per process.
+
+The search path is the running interpreter's ``sys.path`` without the entries inside
+the project (those are the project's own code) and without the current folder.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from hookscope.lint.python.facts import known
+from hookscope.lint.python.index.installed_cache import ModuleNames, ModuleStore
+
+MAX_DEPTH = 8  # bases followed through at most this many classes
+MAX_FILE_BYTES = 2_000_000  # a larger module is not read
+EVIDENCE_PREFIX = "installed package "
+_INSTALLED = frozenset({"site-packages", "dist-packages"})
+
+# torch's own classes are decided by the hand-written torch facts (``TorchKind``):
+# "module", "hookless", "container", "other" or "" (not known).
+TorchKind = Callable[[str], str]
+_BUILTIN_CLASSES = frozenset(n for n, v in vars(builtins).items() if isinstance(v, type))
+
+
+def torch_kind(target: str) -> str:
+    """What the torch class spelled ``target`` (``torch.nn.Module``) is, by the hand-written
+    torch facts of `known` (torch itself is never read from the environment)."""
+    last = target.rpartition(".")[2]
+    if last in known.HOOKLESS_MODULES:
+        return "hookless"
+    if last in known.CONTAINERS:
+        return "container"
+    if last in known.TORCH_NN_MODULES or last in known.EXTERNAL_MODULES:
+        return "module"
+    return "other" if last in known.NON_MODULE_BASES else ""
+
+
+_PATHS: dict[str, tuple[str, ...]] = {}  # project root -> its search path
+_ENVIRONMENTS: dict[tuple[str, ...], Environment] = {}  # (root, *search path) -> reader
+
+
+def environment(root: str, keep: bool = True) -> Environment:
+    """The environment of the running interpreter, seen from the project ``root``
+    (one per root and process: what it has read is kept; with ``keep``, also on disk
+    in the project's cache folder, see `installed_cache`)."""
+    paths = _PATHS.get(root)
+    if paths is None:
+        paths = _PATHS[root] = search_path(root)
+    found = _ENVIRONMENTS.get((root, *paths))
+    if found is None:
+        store = ModuleStore(root, paths) if keep and os.path.isdir(root) else None
+        found = _ENVIRONMENTS[(root, *paths)] = Environment(paths, torch_kind, store)
+    return found
+
+
+@dataclass(frozen=True)
+class InstalledClass:
+    """What an installed package's class is.
+
+    Attributes:
+        kind: ``"module"`` (an ``nn.Module`` subclass), ``"hookless"`` (a module whose
+            ``__call__`` runs no hooks), ``"container"`` (a module container) or ``"other"``.
+        evidence: ``installed package X: class Y(nn.Module)``, the class and its bases as
+            written in the package, then the base chain that reached torch.
+    """
+
+    kind: str
+    evidence: str
+
+
+def search_path(root: str, paths: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The folders installed packages are looked for in: ``paths`` (default ``sys.path``)
+    without the current folder and without folders inside the project ``root`` (but for
+    a ``site-packages`` there: a virtual environment kept in the project folder)."""
+    root = os.path.realpath(root) if root else ""
+    out = []
+    for entry in sys.path if paths is None else paths:
+        if not entry or not os.path.isdir(entry):
+            continue
+        real = os.path.realpath(entry)
+        installed = bool(_INSTALLED.intersection(real.split(os.sep)))  # a venv in the project
+        if real == os.path.realpath(os.getcwd()) or (
+            root and not installed and (real == root or real.startswith(root + os.sep))
+        ):
+            continue
+        out.append(real)
+    return tuple(dict.fromkeys(out))
+
+
+class Environment:
+    """Reads classes of the packages installed on a search path (see `search_path`)."""
+
+    def __init__(
+        self, paths: Sequence[str], torch_kind: TorchKind, store: ModuleStore | None = None
+    ) -> None:
+        self.paths = tuple(paths)
+        self.torch_kind = torch_kind
+        self.store = store  # what earlier runs read (`installed_cache`), if kept
+        self._modules: dict[str, ModuleNames | None] = {}
+        self._classes: dict[tuple[str, str], InstalledClass | None] = {}
+
+    def find(self, module: str) -> str:
+        """The source file of ``module`` on the search path ("" if none): the first
+        folder holding its top-level package decides, as for the interpreter."""
+        parts = module.split(".")
+        for entry in self.paths:
+            for top in (parts[0], f"{parts[0]}-stubs"):
+                if not (
+                    os.path.isdir(os.path.join(entry, top))
+                    or os.path.isfile(os.path.join(entry, f"{top}.py"))
+                    or os.path.isfile(os.path.join(entry, f"{top}.pyi"))
+                ):
+                    continue
+                base = os.path.join(entry, top, *parts[1:])
+                for candidate in (
+                    f"{base}.py",
+                    os.path.join(base, "__init__.py"),
+                    f"{base}.pyi",
+                    os.path.join(base, "__init__.pyi"),
+                ):
+                    if os.path.isfile(candidate):
+                        return candidate
+                if top == parts[0]:
+                    return ""  # the package is here, that module is not (compiled, or none)
+        return ""
+
+    def installed_class(self, module: str, name: str) -> InstalledClass | None:
+        """What the class ``name`` of the installed module ``module`` is; ``None`` when
+        the module is not installed, does not define it, or its bases cannot be told."""
+        found = self._class(module, name, 0)
+        if self.store is not None:
+            self.store.save()  # (only when something new was read)
+        return found
+
+    def _class(self, module: str, name: str, depth: int) -> InstalledClass | None:
+        key = (module, name)
+        if key in self._classes:
+            return self._classes[key]
+        self._classes[key] = None  # a cycle of bases tells nothing
+        result = self._lookup(module, name, depth) if depth <= MAX_DEPTH else None
+        self._classes[key] = result
+        return result
+
+    def _lookup(self, module: str, name: str, depth: int) -> InstalledClass | None:
+        read = self._module(module)
+        if read is None:
+            return None
+        bases = read.classes.get(name)
+        if bases is None:  # re-exported (``from .models import Net``), or an alias
+            target = read.names.get(name) or next(
+                (f"{star}.{name}" for star in read.stars if self._defines(star, name)), ""
+            )
+            kind, chain = self._named(target, depth + 1) if target else ("", "")
+            if not kind:
+                return None
+            return InstalledClass(kind, f"{EVIDENCE_PREFIX}{module.partition('.')[0]}: {chain}")
+        kinds = []
+        for base in bases:
+            kind, chain = self._base(read, module, base, depth)
+            if not kind:
+                return None  # one base that cannot be told: the class cannot be either
+            kinds.append((kind, chain))
+        kind, chain = _strongest(kinds) if kinds else ("other", "")
+        package = module.partition(".")[0]
+        shown = f"class {name}({', '.join(bases)})"
+        evidence = f"{EVIDENCE_PREFIX}{package}: {shown}" + (f" <- {chain}" if chain else "")
+        return InstalledClass(kind, evidence)
+
+    def _defines(self, module: str, name: str) -> bool:
+        read = self._module(module)
+        return read is not None and (name in read.classes or name in read.names)
+
+    def _base(self, read: ModuleNames, module: str, base: str, depth: int) -> tuple[str, str]:
+        """The kind of one base as written in ``module`` and the chain behind it."""
+        first, dot, rest = base.partition(".")
+        if first in read.classes and not dot:
+            target = f"{module}.{base}"
+        elif first in read.names:
+            target = read.names[first] + (f".{rest}" if dot else "")
+        elif not dot and base in _BUILTIN_CLASSES:
+            return "other", ""  # ``object``, ``dict``, ``Exception``: never a module
+        else:
+            return "", ""
+        return self._named(target, depth + 1)
+
+    def _named(self, target: str, depth: int) -> tuple[str, str]:
+        """The kind of the class spelled ``target`` in full (``torch.nn.Module``)."""
+        if target == "torch" or target.startswith("torch."):
+            kind = self.torch_kind(target)
+            return (kind, "") if kind else ("", "")
+        owner, _, last = target.rpartition(".")
+        found = self._class(owner, last, depth) if owner else None
+        if found is None:
+            return "", ""
+        return found.kind, found.evidence.partition(": ")[2]
+
+    def _module(self, module: str) -> ModuleNames | None:
+        if module not in self._modules:
+            kept = self.store.get(module) if self.store is not None else None
+            read = kept or _read(self.find(module), module)
+            if read is not None and kept is None and self.store is not None:
+                self.store.put(module, read)
+            self._modules[module] = read
+        return self._modules[module]
+
+
+def _strongest(kinds: list[tuple[str, str]]) -> tuple[str, str]:
+    """A hookless base wins over a module base (it comes first in the MRO), a module
+    base over plain classes."""
+    for wanted in ("hookless", "module", "container"):
+        for kind, chain in kinds:
+            if kind == wanted:
+                return kind, chain
+    return "other", ""
+
+
+def _read(path: str, module: str) -> ModuleNames | None:
+    """The classes and names at the top of the module file ``path`` (also under ``if``
+    and ``try``: ``if TYPE_CHECKING:`` re-exports, ``try: import x`` fallbacks)."""
+    if not path:
+        return None
+    try:
+        if os.path.getsize(path) > MAX_FILE_BYTES:
+            return None
+        with open(path, "rb") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, SyntaxError, ValueError, RecursionError):
+        return None
+    package = (
+        module if os.path.basename(path).startswith("__init__.") else module.rpartition(".")[0]
+    )
+    classes: dict[str, tuple[str, ...]] = {}
+    names: dict[str, str] = {}
+    stars: list[str] = []
+    for node in _top_level(tree.body):
+        if isinstance(node, ast.ClassDef):
+            classes.setdefault(node.name, tuple(n for n in map(_dotted, node.bases) if n))
+        elif isinstance(node, ast.ImportFrom):
+            source = _absolute(node.module or "", node.level, package)
+            for alias in node.names:
+                if alias.name == "*":
+                    stars.append(source)
+                else:
+                    names.setdefault(alias.asname or alias.name, f"{source}.{alias.name}")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    names.setdefault(alias.asname, alias.name)
+                else:
+                    top = alias.name.partition(".")[0]
+                    names.setdefault(top, top)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], _dotted(node.value)
+            if isinstance(target, ast.Name) and value and target.id not in names:
+                names[target.id] = _spelled(value, names, classes, module)
+    return ModuleNames(path, classes, names, tuple(stars))
+
+
+def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:
+    out: list[ast.stmt] = []
+    for node in body:
+        if isinstance(node, ast.If):
+            out.extend(_top_level(node.body))
+            out.extend(_top_level(node.orelse))
+        elif isinstance(node, ast.Try):
+            out.extend(_top_level(node.body))
+        else:
+            out.append(node)
+    return out
+
+
+def _spelled(
+    value: str, names: dict[str, str], classes: dict[str, tuple[str, ...]], module: str
+) -> str:
+    """An assigned dotted value in full (``Base = nn.Module`` -> ``torch.nn.Module``)."""
+    first, dot, rest = value.partition(".")
+    if first in names:
+        return names[first] + (f".{rest}" if dot else "")
+    if first in classes and not dot:
+        return f"{module}.{first}"
+    return value
+
+
+def _absolute(module: str, level: int, package: str) -> str:
+    if not level:
+        return module
+    parts = package.split(".") if package else []
+    parts = parts[: len(parts) - (level - 1)] if level > 1 else parts
+    return ".".join([*parts, module] if module else parts)
+
+
+def _dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return ""
+    parts.append(node.id)
+    return ".".join(reversed(parts))

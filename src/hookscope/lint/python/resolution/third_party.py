@@ -1,0 +1,44 @@
+"""Kinds of classes imported from installed packages (`hookscope.lint.python.index.installed`).
+
+Asked by `classes.ClassKinds` only for a class that the project index and the facts
+leave unknown, imported from a module that is neither the project's own nor torch's
+(torch is decided by the hand-written torch facts alone).
+"""
+
+from __future__ import annotations
+
+import os
+
+from hookscope.lint.python.index.installed import environment
+from hookscope.lint.python.resolution.kinds import Kind
+
+_KINDS = {
+    "module": (Kind.MODULE, False),
+    "container": (Kind.MODULE, True),
+    "hookless": (Kind.HOOKLESS, False),
+    "other": (Kind.OTHER, False),
+}
+
+
+def installed_kind(
+    root: str, path: str, module: str, name: str
+) -> tuple[tuple[Kind, bool], str] | None:
+    """``((kind, is_container), evidence)`` of ``module``'s class ``name`` as its installed
+    package's source shows it; ``None`` when it is not installed or cannot be told.
+
+    ``root`` is the project root ("" outside a project: then the folder of the linted
+    file ``path`` is the project, as ``sys.path[0]`` is for a script, and nothing is
+    kept on disk).
+    """
+    project = root or os.path.dirname(os.path.abspath(path))
+    top = module.partition(".")[0]
+    if not top or top == "torch" or _in_project(project, top):
+        return None
+    found = environment(project, keep=bool(root)).installed_class(module, name)
+    return None if found is None else (_KINDS[found.kind], found.evidence)
+
+
+def _in_project(root: str, top: str) -> bool:
+    """Whether the project defines the top-level package or module ``top`` itself."""
+    path = os.path.join(root, top)
+    return os.path.isdir(path) or os.path.isfile(f"{path}.py")
