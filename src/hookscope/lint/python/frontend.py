@@ -10,7 +10,10 @@ the rules; the whole file is parsed when that fails or a rule was unsure without
 from __future__ import annotations
 
 import ast
+import contextlib
+import gc
 import re
+from collections.abc import Iterator
 
 from hookscope.lint.engine.findings import Finding, in_order
 from hookscope.lint.engine.index import ClassIndex
@@ -117,8 +120,9 @@ def analyze_text(path: str, text: str, index: ClassIndex, codes: frozenset[str])
             tree = None  # parsed again in full below, which reports the error
         if tree is not None:
             pyfile = PyFile.from_tree(path, text, tree, lines=lines, mentions=mentions)
-            analysis = Analysis.of(pyfile, index, partial=True)
-            findings = check(analysis, codes)
+            with _frozen_heap():
+                analysis = Analysis.of(pyfile, index, partial=True)
+                findings = check(analysis, codes)
             if not analysis.needs_full and not analysis.resolver.missed:
                 return findings
     try:
@@ -133,7 +137,20 @@ def analyze_text(path: str, text: str, index: ClassIndex, codes: frozenset[str])
             codes,
             getattr(exc, "lineno", 1) or 1,
         )
-    return check(Analysis.of(pyfile, index), codes)
+    with _frozen_heap():
+        return check(Analysis.of(pyfile, index), codes)
+
+
+@contextlib.contextmanager
+def _frozen_heap() -> Iterator[None]:
+    """Leave the objects alive so far (above all the file's syntax tree) out of the
+    garbage collector's scans while the file is analysed: every full collection would
+    walk the whole tree again, a cost that grows with the square of the file's size."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def check(analysis: Analysis, codes: frozenset[str]) -> list[Finding]:

@@ -14,6 +14,7 @@ import re
 import sys
 
 from hookscope.lint.engine.index import ClassEntry, FunctionEntry, absolute_module
+from hookscope.lint.python.index.aliases import class_aliases
 from hookscope.lint.python.index.functions import Lines, scan_functions
 
 # No "^" anchor: a literal-prefixed pattern is ten times faster; the line start is checked by hand.
@@ -73,6 +74,12 @@ def _scan_classes(data: bytes, path: str) -> tuple[list[ClassEntry], Lines]:
     bare = {base for entry in entries for base in entry[1] if "." not in base}
     if bare:
         imported = _from_imports(data, path, bare)
+        defined = {entry[0] for entry in entries}
+        aliases = class_aliases(data, path, bare - defined - set(imported))
+        if aliases:  # ``MyModule = torch.jit.ScriptModule``: a pseudo class with that base
+            values = {b[0] for _, b, _, _ in aliases if "." not in b[0]}
+            imported.update(_from_imports(data, path, values) if values else {})
+            entries.extend((n, b, [], w) for n, b, _, w in aliases)
         entries = [
             (n, tuple(imported.get(b, b) for b in bases), a, w) for n, bases, a, w in entries
         ]

@@ -88,6 +88,8 @@ class PyFile:
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)
     scopes: dict[int, Scope] = field(default_factory=dict)
     imports_torch: bool = False
+    declares_global: bool = False
+    _by_name: dict[int, dict[str, list[ast.stmt]]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def parse(
@@ -119,8 +121,27 @@ class PyFile:
         """
         pyfile = cls(path, text, tree, lines if lines is not None else text.split("\n"))
         pyfile.imports_torch = "torch" in text
+        # Asked for every name resolved: a scan of the text each time is quadratic.
+        pyfile.declares_global = "global " in text
         _Walker(pyfile, mentions if mentions is not None else mention_lines(text)).run()
         return pyfile
+
+    def body_by_name(self, owner: ast.AST) -> dict[str, list[ast.stmt]]:
+        """The statements of ``owner``'s own body (a module, class or function of this
+        file) by the name they bind: a ``def``'s name, or the name an assignment's value
+        is (``Cls.forward = name``), in order; built once per body (rules ask for each call
+        site, and a scan of the body each time would be quadratic on a large file)."""
+        key = id(owner)
+        if key not in self._by_name:
+            named: dict[str, list[ast.stmt]] = {}
+            body = getattr(owner, "body", [])
+            for stmt in body if isinstance(body, list) else []:
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    named.setdefault(stmt.name, []).append(stmt)
+                elif isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name):
+                    named.setdefault(stmt.value.id, []).append(stmt)
+            self._by_name[key] = named
+        return self._by_name[key]
 
     def char_col(self, lineno: int, byte_col: int) -> int:
         """The 0-based character column of a byte offset on a 1-based line."""

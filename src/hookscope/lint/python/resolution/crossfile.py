@@ -91,14 +91,13 @@ def _local_fixture(
     resolver: Context, name: str, scope: Scope
 ) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The fixture ``name`` of the test class around ``scope``, else of this file."""
-    owners = [*([scope.cls.body] if scope.cls is not None else []), resolver.file.tree.body]
-    for stmt in (stmt for body in owners for stmt in body):
-        if (
-            isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and stmt.name == name
-            and any(_is_fixture(d) for d in stmt.decorator_list)
-        ):
-            return stmt
+    owners = [*([scope.cls] if scope.cls is not None else []), resolver.file.tree]
+    for owner in owners:
+        for stmt in resolver.file.body_by_name(owner).get(name, ()):
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                _is_fixture(d) for d in stmt.decorator_list
+            ):
+                return stmt
     return None
 
 

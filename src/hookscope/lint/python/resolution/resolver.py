@@ -144,7 +144,7 @@ class Resolver(ClassKinds):
 
     def _globals_of(self, node: ast.AST | None) -> frozenset[str]:
         """The names the function ``node`` declares ``global`` (none in most files)."""
-        if node is None or "global " not in self.file.text:
+        if node is None or not self.file.declares_global:
             return frozenset()
         if id(node) not in self._globals:
             self._globals[id(node)] = declared_global(node)
@@ -246,7 +246,7 @@ class Resolver(ClassKinds):
         key = id(owner)
         if key not in self._scope_bindings:
             made = scope_bindings(owner)
-            if owner is self.file.tree and "global " in self.file.text:
+            if owner is self.file.tree and self.file.declares_global:
                 for name, more in global_bindings(self.file.tree).items():
                     made[name] = [*made.get(name, []), *more]
             self._scope_bindings[key] = made

@@ -44,7 +44,7 @@ def given_by_callers(resolver: Context, func: Function, name: str, depth: int) -
     callee = _called_as(func, scope)
     if scope is None or not callee:
         return None
-    mentioned = resolver.file.text.count(callee) >= 2  # more than its ``def``
+    mentioned = _mentioned_twice(resolver.file.text, callee)  # more than its ``def``
     if (mentioned or callee == "__call__") and not resolver.complete:
         resolver.missed = True  # the calls may be in what a masked parse dropped
         return None
@@ -138,3 +138,11 @@ def passed(
         return result
     site = CallSite(call, call, caller, (), None)
     return resolver.submodule(argument, site) or result
+
+
+def _mentioned_twice(text: str, word: str) -> bool:
+    """``text.count(word) >= 2``, reading only up to the second occurrence (its ``def``
+    and a call are usually close: a count of the whole file for each parameter would be
+    quadratic on a large file)."""
+    first = text.find(word)
+    return first >= 0 and text.find(word, first + len(word)) >= 0

@@ -65,13 +65,8 @@ def rewriter_self(resolver: Context, scope: Scope, name: str) -> Resolved | None
 def _patched_onto(resolver: Context, func_name: str, outer: Scope) -> Resolved | None:
     """An instance of the module class that a statement of ``outer``'s own body (not
     nested ones) assigns the function ``func_name`` to: ``Cls.forward = func_name``."""
-    body = getattr(outer.node, "body", [])
-    for stmt in body if isinstance(body, list) else []:
-        if not (
-            isinstance(stmt, ast.Assign)
-            and isinstance(stmt.value, ast.Name)
-            and stmt.value.id == func_name
-        ):
+    for stmt in resolver.file.body_by_name(outer.node).get(func_name, ()):
+        if not isinstance(stmt, ast.Assign):
             continue
         for target in stmt.targets:
             if not isinstance(target, ast.Attribute):
