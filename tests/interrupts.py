@@ -39,8 +39,11 @@ def count_calls(fn: Callable[[], Any]) -> int:
     return seen[0]
 
 
-def interrupt_at_call(fn: Callable[[], Any], n: int) -> bool:
-    """Run ``fn()`` with SIGINT raised at the start of its ``n``-th function; True if interrupted."""
+def interrupt_at_call(fn: Callable[[], Any], n: int, signum: int = signal.SIGINT) -> bool:
+    """Run ``fn()`` with ``signum`` raised at the start of its ``n``-th function; True if interrupted.
+
+    For a signal other than SIGINT, its handler must raise ``KeyboardInterrupt``.
+    """
     seen = [0]
 
     def profile(_frame: FrameType, event: str, _arg: Any) -> None:
@@ -48,7 +51,7 @@ def interrupt_at_call(fn: Callable[[], Any], n: int) -> bool:
             seen[0] += 1
             if seen[0] == n:
                 sys.setprofile(None)
-                _thread.interrupt_main()  # the handler runs at the next check point
+                _thread.interrupt_main(signum)  # the handler runs at the next check point
 
     try:
         sys.setprofile(profile)

@@ -104,7 +104,7 @@ CALLS: dict[str, tuple[bool, Callable[[nn.Module, torch.Tensor], Any]]] = {
 lost_in_gc = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 
 
-def _trials(name: str, points: int, seed: int) -> None:
+def _trials(name: str, points: int, seed: int, signum: int = signal.SIGINT) -> None:
     train, call = CALLS[name]
     model, x = make()
     model.train(train)
@@ -118,9 +118,11 @@ def _trials(name: str, points: int, seed: int) -> None:
     picked = set(rng.sample(range(1, total + 1), min(points // 2, total)))
     picked |= set(rng.sample(tail, min(points - points // 2, len(tail))))
     for n in sorted(picked):
-        interrupt_at_call(run, n)
+        interrupt_at_call(run, n, signum)
         found = differences(before, snapshot(model))
-        assert not found, f"{name}: SIGINT at call {n} of {total} (seed {seed}) left: {found[:6]}"
+        assert not found, (
+            f"{name}: signal {signum} at call {n} of {total} (seed {seed}) left: {found[:6]}"
+        )
         run()  # the next call works
         assert not differences(before, snapshot(model)), f"{name}: next call after call {n}"
 
@@ -129,6 +131,22 @@ def _trials(name: str, points: int, seed: int) -> None:
 @pytest.mark.parametrize("name", sorted(CALLS))
 def test_interrupt_leaves_everything_as_it_was(name: str) -> None:
     _trials(name, points=12, seed=1)
+
+
+def _raise_interrupt(_signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+@lost_in_gc
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_a_timer_handler_that_raises(name: str) -> None:
+    """A watchdog's SIGALRM handler that raises KeyboardInterrupt is held like Ctrl-C."""
+    previous = signal.signal(signal.SIGALRM, _raise_interrupt)
+    try:
+        _trials(name, points=12, seed=1, signum=signal.SIGALRM)
+        assert signal.getsignal(signal.SIGALRM) is _raise_interrupt
+    finally:
+        signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.mark.slow

@@ -23,8 +23,13 @@ both: when an interrupt arrived during its set-up, it runs its own tear-down
 before raising, since ``with`` never calls ``__exit__`` after a failed
 ``__enter__``.
 
-Outside the main thread (where no signal handler runs) and where SIGINT is
-ignored or left to the OS, nothing is installed and `critical` costs one call.
+Other signals whose Python handler may raise (a timer's SIGALRM, a
+trainer's SIGTERM handler) are held the same way while a guard is active:
+`_handler` stands in for their handlers too and hands each signal on to the
+handler it replaced, at once or when the outermost critical function returns.
+
+Outside the main thread (where no signal handler runs) and where no signal
+has a Python handler, nothing is installed and `critical` costs one call.
 """
 
 from __future__ import annotations
@@ -57,8 +62,25 @@ class _State:
     """The handler's state (only the main thread touches it)."""
 
     depth = 0  # active guards
-    previous: Handler | None = None  # the handler `_handler` stands in for
-    pending = False  # an interrupt noted inside a critical function
+    previous: dict[int, Handler] = {}  # signal -> the handler `_handler` stands in for
+    pending: tuple[int, ...] = ()  # signals noted inside a critical function
+
+
+#: The signals `_handler` stands in for: SIGINT, and others whose Python handler may raise.
+_SIGNALS: tuple[int, ...] = tuple(
+    getattr(signal, name)
+    for name in (
+        "SIGINT",
+        "SIGALRM",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGTERM",
+        "SIGHUP",
+        "SIGUSR1",
+        "SIGUSR2",
+    )
+    if hasattr(signal, name)
+)
 
 
 _STATE = _State()
@@ -81,20 +103,24 @@ def _inside_critical(frame: FrameType | None) -> bool:
 
 def _handler(signum: int, frame: FrameType | None) -> None:
     if _inside_critical(frame):
-        _STATE.pending = True
+        _STATE.pending += (signum,)
         return
     _forward(signum, frame)
 
 
 def _forward(signum: int, frame: FrameType | None) -> None:
-    previous = _STATE.previous
-    (previous if previous is not None else signal.default_int_handler)(signum, frame)
+    previous = _STATE.previous.get(signum)
+    if previous is None and signum == signal.SIGINT:
+        previous = signal.default_int_handler
+    if previous is not None:
+        previous(signum, frame)
 
 
 def _deliver_if_outermost(caller: FrameType | None) -> None:
     if _STATE.pending and not _inside_critical(caller):
-        _STATE.pending = False
-        _forward(signal.SIGINT, caller)
+        signums, _STATE.pending = _STATE.pending, ()
+        for signum in signums:
+            _forward(signum, caller)
 
 
 def critical(fn: Callable[P, T]) -> Callable[P, T]:
@@ -158,23 +184,28 @@ _setsignal: Callable[[int, Any], Any] = _c_signal.signal
 def _install() -> bool:
     if threading.current_thread() is not threading.main_thread():
         return False
-    current = _getsignal(signal.SIGINT)
-    if current is not _handler:
-        if not callable(current):  # SIG_IGN, SIG_DFL or not set from Python: leave it
-            return False
-        _STATE.previous = current
-        _setsignal(signal.SIGINT, _handler)
-    _STATE.depth += 1
-    return True
+    ours = False
+    for signum in _SIGNALS:
+        current = _getsignal(signum)
+        if current is _handler:
+            ours = True
+        elif callable(current):  # SIG_IGN, SIG_DFL or not set from Python: leave it
+            _STATE.previous[signum] = current  # recorded before it is replaced
+            _setsignal(signum, _handler)
+            ours = True
+    if ours:
+        _STATE.depth += 1
+    return ours
 
 
 @critical
 def _uninstall() -> None:
     _STATE.depth -= 1
     if _STATE.depth or threading.current_thread() is not threading.main_thread():
-        return  # (closed from another thread: the handler stays, handing every SIGINT on)
-    if _getsignal(signal.SIGINT) is _handler:
-        _setsignal(signal.SIGINT, _STATE.previous or signal.default_int_handler)
+        return  # (closed from another thread: the handler stays, handing every signal on)
+    for signum in _SIGNALS:
+        if _getsignal(signum) is _handler:
+            _setsignal(signum, _STATE.previous.get(signum, signal.default_int_handler))
 
 
 class guard:
