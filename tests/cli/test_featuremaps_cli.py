@@ -52,7 +52,7 @@ def test_load_image_scales_pixels_to_unit_range(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--modules", "nothing.*"], "matched no module"),
+        (["--modules", "nothing.*"], "matches no module"),
         (["--modules", "flatten"], "no selected module produced a 4-D"),
         (["--top-k", "0"], "--top-k must be at least 1"),
         (["--input-size", "1,3,32"], "N,C,H,W"),

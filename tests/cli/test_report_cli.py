@@ -40,7 +40,7 @@ def test_default_output_is_inside_the_run(tmp_path: Path) -> None:
     ("make", "message"),
     [
         (lambda p: p / "missing", "run directory not found"),
-        (lambda p: p, "holds none of monitor.jsonl"),
+        (lambda p: p, "holds none of monitor, summary.json"),
     ],
 )
 def test_bad_run_dir_is_exit_2(
