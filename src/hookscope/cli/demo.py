@@ -30,6 +30,7 @@ from hookscope.zoo import SmallCNN
 
 #: What the demo writes into ``--out`` (removed first, so reruns start clean).
 _OUTPUTS = (
+    "monitor",
     "monitor.jsonl",
     "summary.json",
     "doctor.json",
@@ -105,11 +106,11 @@ def _summary(demo: _Demo, model: torch.nn.Module) -> None:
 
 
 def _train(demo: _Demo, model: torch.nn.Module, steps: int, batch: int) -> None:
-    from hookscope.sinks import JsonlSink, Sink, TensorBoardSink
+    from hookscope.sinks import Sink, StoreSink, TensorBoardSink
 
     generator = torch.Generator().manual_seed(0)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-    sinks: list[Sink] = [JsonlSink(demo.out / "monitor.jsonl")]  # needs no extra
+    sinks: list[Sink] = [StoreSink(demo.out / "monitor")]  # the run store: needs no extra
     try:
         sinks.append(TensorBoardSink(demo.out / "tensorboard"))
     except MissingExtraError as exc:
@@ -200,7 +201,7 @@ def _print_where(demo: _Demo, report: Path, seconds: float) -> None:
     if _written(report):
         print(f"  {'report:':<21}{report}  (open file://{report.resolve()} in a browser)")
     for name, what in (
-        ("monitor.jsonl", "per-step statistics"),
+        ("monitor", "per-step statistics"),
         ("summary.json", "model summary"),
         ("doctor.json", "doctor findings"),
         ("featuremaps", "feature-map PNGs"),
