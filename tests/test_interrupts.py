@@ -199,3 +199,28 @@ def test_handler_is_the_users_again() -> None:
     with hookscope.session(model) as s:
         s.add_forward_hook(lambda *_: None)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_compare_puts_dynamo_limits_back() -> None:
+    """Ctrl-C while compare raises or restores dynamo's recompile limits leaves them as they were."""
+    from hookscope.compare.compiled import compiled_run
+
+    compiled = torch.compile(nn.Linear(2, 2))
+    config = torch._dynamo.config
+
+    def limits() -> tuple[Any, ...]:
+        return (
+            config.recompile_limit,
+            config.accumulated_recompile_limit,
+            config.skip_nnmodule_hook_guards,
+        )
+
+    def run() -> None:
+        with compiled_run(compiled, traced=True):
+            len(())
+
+    before = limits()
+    total = count_calls(run)
+    for n in range(1, total + 1):
+        interrupt_at_call(run, n)
+        assert limits() == before, f"interrupt at call {n} of {total} left {limits()}"

@@ -30,6 +30,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from hookscope._interrupts import critical_contextmanager
 from hookscope.errors import HookscopeWarning
 from hookscope.hooks.compiled import compiled_root, warn_stale
 
@@ -81,9 +82,12 @@ def quiet_torch_deprecations() -> Iterator[None]:
         yield
 
 
-@contextmanager
+@critical_contextmanager
 def compiled_run(model: nn.Module, *, traced: bool = False) -> Iterator[None]:
     """Run ``model`` (compiled or not) with recompile limits that fit it; warn if it still fell back.
+
+    Raising the limits and putting them back are critical (`critical_contextmanager`):
+    a Ctrl-C meanwhile is raised once dynamo's configuration is whole again.
 
     Warns `StaleGraphWarning` first when the model's ``forward`` already has
     compiled graphs traced without the comparison's hooks (they would run
@@ -96,7 +100,7 @@ def compiled_run(model: nn.Module, *, traced: bool = False) -> Iterator[None]:
         yield
         return
     if not traced:  # traced: the hook guards below recompile a graph traced without them
-        warn_stale(model, "compare", stacklevel=6)
+        warn_stale(model, "compare", stacklevel=7)  # (two frames of critical_contextmanager)
     config = torch._dynamo.config
     modules = sum(1 for _ in model.modules())
     limit = max(config.recompile_limit, 2 * modules)
@@ -120,5 +124,5 @@ def compiled_run(model: nn.Module, *, traced: bool = False) -> Iterator[None]:
             "code, not compiled code. Raise torch._dynamo.config.recompile_limit (and "
             "accumulated_recompile_limit) before calling compare.",
             CompileFallbackWarning,
-            stacklevel=5,
+            stacklevel=7,  # (three frames of critical_contextmanager's tear-down)
         )
