@@ -38,7 +38,6 @@ import json
 import math
 import os
 import threading
-import time
 import warnings
 from dataclasses import asdict
 from pathlib import Path
@@ -47,6 +46,7 @@ from typing import IO, Any
 from hookscope import dist
 from hookscope.errors import HookscopeWarning, UsageError
 from hookscope.monitor.records import StepResult
+from hookscope.store.locks import try_lock
 
 
 def _number(value: float) -> float | str:
@@ -132,7 +132,7 @@ class JsonlSink:
 
     def _open_locked(self, append: bool) -> IO[str]:
         file = self.path.open("a", encoding="utf-8")
-        if not _try_lock(file):
+        if not try_lock(file):
             file.close()
             taken, self.path = (
                 self.path,
@@ -144,7 +144,7 @@ class JsonlSink:
                 stacklevel=3,
             )
             file = self.path.open("a", encoding="utf-8")
-            _try_lock(file)
+            try_lock(file)
         if not append and self.path.is_file():  # not a device such as /dev/full
             file.truncate(0)
         return file
@@ -166,46 +166,6 @@ class JsonlSink:
             file, self._file = self._file, None
             if os.getpid() == self._pid:
                 file.close()
-
-
-def wait_closed(paths: list[Path], timeout: float) -> list[Path]:
-    """Wait until every file in ``paths`` exists and no `JsonlSink` holds it; returns the late ones.
-
-    Used by rank 0 before merging the ranks' files: their writers release
-    the lock when they close (or die).
-    """
-    deadline = time.monotonic() + timeout
-    waiting = list(paths)
-    while waiting:
-        waiting = [path for path in waiting if not _closed(path)]
-        if not waiting or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
-    return waiting
-
-
-def _closed(path: Path) -> bool:
-    try:
-        with path.open("a", encoding="utf-8") as file:
-            return _try_lock(file)
-    except OSError:
-        return False
-
-
-def _try_lock(file: IO[str]) -> bool:
-    """An exclusive advisory lock on ``file`` (released when the process ends); True if held.
-
-    Where ``fcntl`` does not exist (Windows) no lock is taken.
-    """
-    try:
-        import fcntl
-    except ImportError:
-        return True
-    try:
-        fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return False
-    return True
 
 
 _NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
