@@ -10,6 +10,7 @@ script under torchrun needs no spawn: see docs/guides/distributed.md.
 
 from __future__ import annotations
 
+import gc
 import os
 import socket
 from pathlib import Path
@@ -26,9 +27,7 @@ from hookscope.viz import write_report
 OUT = Path("runs/distributed")
 
 
-def train(rank: int, port: int) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=2)
+def train(rank: int) -> None:
     torch.manual_seed(0)
     model = nn.parallel.DistributedDataParallel(
         nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 4))
@@ -46,6 +45,15 @@ def train(rank: int, port: int) -> None:
         frame = mon.to_pandas()
         print(frame.query("phase == 'param' and stat == 'norm'").tail(4))
         print("first NaN/Inf:", mon.first_nonfinite)
+
+
+def worker(rank: int, port: int) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    train(rank)
+    # The model is gone with train()'s frame; collecting its reference cycles
+    # frees the process group's gloo threads before the interpreter's teardown.
+    gc.collect()
     dist.destroy_process_group()
 
 
@@ -53,6 +61,6 @@ if __name__ == "__main__":
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         free = sock.getsockname()[1]
-    mp.spawn(train, args=(free,), nprocs=2, join=True)
+    mp.spawn(worker, args=(free,), nprocs=2, join=True)
     print(sorted(p.name for p in OUT.glob("*.jsonl")))
     print("report:", write_report(OUT).path)
