@@ -9,7 +9,8 @@ always win over these names. The module names are TorchSharp's ``torch.nn`` and
 from __future__ import annotations
 
 
-def _names(text: str) -> frozenset[str]:
+def names(text: str) -> frozenset[str]:
+    """The names in ``text``, separated by white space."""
     return frozenset(text.split())
 
 
@@ -18,7 +19,7 @@ MODULE_ROOTS = frozenset({"HookableModule", "IModule", "HookableScriptModule"})
 # Only their generic forms have hooks: ``Module<T, TResult>``, ``ScriptModule<T, TResult>``;
 # plain ``Module`` (``ModuleList``, ``ParameterList``) and ``ScriptModule<TResult>`` have none.
 GENERIC_ROOTS = frozenset({"Module", "ScriptModule"})
-MODULES = _names(
+MODULES = names(
     """
     AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d AdaptiveMaxPool1d
     AdaptiveMaxPool2d AdaptiveMaxPool3d AlexNet AlphaDropout AvgPool1d AvgPool2d
@@ -50,7 +51,7 @@ MODULES = _names(
 # Containers (modules without hooks), distributions.transforms (``forward`` is not a
 # module call), exported programs,
 # tensors and the .NET types a receiver commonly has.
-NOT_MODULES = _names(
+NOT_MODULES = names(
     """
     ModuleDict ModuleList ParameterDict ParameterList
     AbsTransform Action AffineTransform CompilationUnit ComposeTransform Console
@@ -64,7 +65,7 @@ NOT_MODULES = _names(
     """
 )
 # Static classes that qualify factories: ``torch.nn.Linear(...)``, ``torch.jit.load(...)``.
-STATIC_CLASSES = _names(
+STATIC_CLASSES = names(
     """
     distributions export functional jit models nn optim torch torchaudio
     torchvision transforms utils
@@ -82,7 +83,7 @@ CALLS = {
 # Methods whose result has the receiver's type (``m.to(device)``, ``m.cuda()``).
 SAME_TYPE = frozenset({"to", "cuda", "cpu", "eval", "train", "half", "float", "double", "bfloat16"})
 # Collections: ``x[i]`` and ``foreach`` give the last type argument.
-SEQUENCES = _names(
+SEQUENCES = names(
     """
     Collection ConcurrentBag ConcurrentQueue HashSet IAsyncEnumerable ICollection
     IEnumerable IList IReadOnlyCollection IReadOnlyList ISet ImmutableArray
@@ -91,7 +92,7 @@ SEQUENCES = _names(
     """
 )
 # Maps: ``x[k]`` gives the value type, ``foreach`` a key/value pair.
-MAPS = _names(
+MAPS = names(
     """
     ConcurrentDictionary Dictionary IDictionary IReadOnlyDictionary
     ImmutableDictionary OrderedDictionary SortedDictionary SortedList

@@ -18,36 +18,19 @@ from hookscope.lint.csharp import known as known
 from hookscope.lint.csharp.index import PREFIX
 from hookscope.lint.csharp.types import CsType, Hierarchy, deconstruct, element_type, parse_type
 
-_SCOPES = frozenset(
-    {
-        "block",
-        "for_statement",
-        "foreach_statement",
-        "using_statement",
-        "fixed_statement",
-        "catch_clause",
-        "switch_section",
-        "lambda_expression",
-        "anonymous_method_expression",
-        "method_declaration",
-        "constructor_declaration",
-        "local_function_statement",
-        "accessor_declaration",
-        "operator_declaration",
-        "conversion_operator_declaration",
-        "destructor_declaration",
-        "indexer_declaration",
-        "compilation_unit",
-    }
+_SCOPES = known.names(
+    """
+    block for_statement foreach_statement using_statement fixed_statement catch_clause
+    switch_section lambda_expression anonymous_method_expression method_declaration
+    constructor_declaration local_function_statement accessor_declaration operator_declaration
+    conversion_operator_declaration destructor_declaration indexer_declaration compilation_unit
+    """
 )
-_TYPE_DECLARATIONS = frozenset(
-    {
-        "class_declaration",
-        "struct_declaration",
-        "record_declaration",
-        "record_struct_declaration",
-        "interface_declaration",
-    }
+_TYPE_DECLARATIONS = known.names(
+    """
+    class_declaration struct_declaration record_declaration record_struct_declaration
+    interface_declaration
+    """
 )
 _MEMBER_PARENTS = frozenset({"declaration_list", "compilation_unit"})
 _DEPTH = 12  # how many declarations one resolution may follow

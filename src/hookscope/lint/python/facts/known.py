@@ -1,93 +1,85 @@
-"""Facts about names the linter cannot see in the scanned tree.
-
-The ``torch.nn`` list is generated data and lives in `torch_nn`.
-"""
+"""Facts about names the linter cannot see in the scanned tree."""
 
 from __future__ import annotations
 
 import re
 
-from hookscope.lint.python.facts.torch_nn import TORCH_NN_CLASSES
 
-TORCH_NN_MODULES = TORCH_NN_CLASSES  # every class of ``torch.nn`` (`torch_nn`)
+def words(text: str) -> tuple[str, ...]:
+    """The names in ``text``, in order, separated by white space; ``#`` comments to the
+    line's end."""
+    return tuple(re.sub(r"#.*", "", text).split())
+
+
+def names(text: str) -> frozenset[str]:
+    """The set of `words` in ``text``."""
+    return frozenset(words(text))
+
+
+# Every name of ``torch.nn.modules.__all__`` (torch 2.13), copied from that list so that
+# linting never imports torch.
+TORCH_NN_MODULES = names(
+    """
+    AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d AdaptiveLogSoftmaxWithLoss
+    AdaptiveMaxPool1d AdaptiveMaxPool2d AdaptiveMaxPool3d AlphaDropout AvgPool1d AvgPool2d
+    AvgPool3d BCELoss BCEWithLogitsLoss BatchNorm1d BatchNorm2d BatchNorm3d Bilinear CELU
+    CTCLoss ChannelShuffle CircularPad1d CircularPad2d CircularPad3d ConstantPad1d ConstantPad2d
+    ConstantPad3d Container Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d
+    CosineEmbeddingLoss CosineSimilarity CrossEntropyLoss CrossMapLRN2d Dropout Dropout1d
+    Dropout2d Dropout3d ELU Embedding EmbeddingBag FeatureAlphaDropout Flatten Fold
+    FractionalMaxPool2d FractionalMaxPool3d GELU GLU GRU GRUCell GaussianNLLLoss GroupNorm
+    Hardshrink Hardsigmoid Hardswish Hardtanh HingeEmbeddingLoss HuberLoss Identity
+    InstanceNorm1d InstanceNorm2d InstanceNorm3d KLDivLoss L1Loss LPPool1d LPPool2d LPPool3d
+    LSTM LSTMCell LayerNorm LazyBatchNorm1d LazyBatchNorm2d LazyBatchNorm3d LazyConv1d
+    LazyConv2d LazyConv3d LazyConvTranspose1d LazyConvTranspose2d LazyConvTranspose3d
+    LazyInstanceNorm1d LazyInstanceNorm2d LazyInstanceNorm3d LazyLinear LeakyReLU Linear
+    LinearCrossEntropyLoss LocalResponseNorm LogSigmoid LogSoftmax MSELoss MarginRankingLoss
+    MaxPool1d MaxPool2d MaxPool3d MaxUnpool1d MaxUnpool2d MaxUnpool3d Mish Module ModuleDict
+    ModuleList MultiLabelMarginLoss MultiLabelSoftMarginLoss MultiMarginLoss MultiheadAttention
+    NLLLoss NLLLoss2d PReLU PairwiseDistance ParameterDict ParameterList PixelShuffle
+    PixelUnshuffle PoissonNLLLoss RMSNorm RNN RNNBase RNNCell RNNCellBase RReLU ReLU ReLU6
+    ReflectionPad1d ReflectionPad2d ReflectionPad3d ReplicationPad1d ReplicationPad2d
+    ReplicationPad3d SELU Sequential SiLU Sigmoid SmoothL1Loss SoftMarginLoss Softmax Softmax2d
+    Softmin Softplus Softshrink Softsign SyncBatchNorm Tanh Tanhshrink Threshold Transformer
+    TransformerDecoder TransformerDecoderLayer TransformerEncoder TransformerEncoderLayer
+    TripletMarginLoss TripletMarginWithDistanceLoss Unflatten Unfold Upsample
+    UpsamplingBilinear2d UpsamplingNearest2d ZeroPad1d ZeroPad2d ZeroPad3d
+
+    """
+)
 
 # Module base classes of popular libraries, for trees that do not contain them.
-EXTERNAL_MODULES = frozenset(
-    [
-        "GraphModule",
-        "ScriptModule",
-        "RecursiveScriptModule",
-        "OptimizedModule",
-        "DistributedDataParallel",
-        "DataParallel",
-        "FullyShardedDataParallel",
-        "FSDPModule",
-        "PreTrainedModel",
-        "ModelMixin",
-        "LightningModule",
-        "InterpreterModule",
-        # torch.optim.swa_utils' averaged copy, timm's EMA copies (``ModelEma`` is a plain class)
-        "AveragedModel",
-        "ModelEmaV2",
-        "ModelEmaV3",
-        # torch_geometric's message-passing base (an nn.Module), subclassed by many projects
-        "MessagePassing",
-        # fbgemm_gpu's table-batched embedding kernels (nn.Module subclasses)
-        "SplitTableBatchedEmbeddingBagsCodegen",
-        "IntNBitTableBatchedEmbeddingBagsCodegen",
-        "DenseTableBatchedEmbeddingBagsCodegen",
-        "PermutePooledEmbeddingsSplit",
-        # torch.nn's private bases (torch.nn.modules.*), which projects subclass too
-        "_Loss",
-        "_WeightedLoss",
-        "_ConvNd",
-        "_ConvTransposeNd",
-        "_NormBase",
-        "_BatchNorm",
-        "_InstanceNorm",
-        "_DropoutNd",
-        "_MaxPoolNd",
-        "_AvgPoolNd",
-        "_AdaptiveAvgPoolNd",
-        "_AdaptiveMaxPoolNd",
-        # torch.ao.quantization's observers and fake-quantizers (nn.Module subclasses)
-        "ObserverBase",
-        "_ObserverBase",
-        "UniformQuantizationObserverBase",
-        "AffineQuantizedObserverBase",
-        "MinMaxObserver",
-        "MovingAverageMinMaxObserver",
-        "PerChannelMinMaxObserver",
-        "MovingAveragePerChannelMinMaxObserver",
-        "HistogramObserver",
-        "FixedQParamsObserver",
-        "PlaceholderObserver",
-        "RecordingObserver",
-        "NoopObserver",
-        "ReuseInputObserver",
-        "FakeQuantizeBase",
-        "FakeQuantize",
-        "FixedQParamsFakeQuantize",
-        "FusedMovingAvgObsFakeQuantize",
-    ]
+EXTERNAL_MODULES = names(
+    """
+    GraphModule ScriptModule RecursiveScriptModule OptimizedModule DistributedDataParallel
+    DataParallel FullyShardedDataParallel FSDPModule PreTrainedModel ModelMixin LightningModule
+    InterpreterModule
+    # torch.optim.swa_utils' averaged copy, timm's EMA copies (``ModelEma`` is a plain class)
+    AveragedModel ModelEmaV2 ModelEmaV3
+    # torch_geometric's message-passing base (an nn.Module), subclassed by many projects
+    MessagePassing
+    # fbgemm_gpu's table-batched embedding kernels (nn.Module subclasses)
+    SplitTableBatchedEmbeddingBagsCodegen IntNBitTableBatchedEmbeddingBagsCodegen
+    DenseTableBatchedEmbeddingBagsCodegen PermutePooledEmbeddingsSplit
+    # torch.nn's private bases (torch.nn.modules.*), which projects subclass too
+    _Loss _WeightedLoss _ConvNd _ConvTransposeNd _NormBase _BatchNorm _InstanceNorm _DropoutNd
+    _MaxPoolNd _AvgPoolNd _AdaptiveAvgPoolNd _AdaptiveMaxPoolNd
+    # torch.ao.quantization's observers and fake-quantizers (nn.Module subclasses)
+    ObserverBase _ObserverBase UniformQuantizationObserverBase AffineQuantizedObserverBase
+    MinMaxObserver MovingAverageMinMaxObserver PerChannelMinMaxObserver
+    MovingAveragePerChannelMinMaxObserver HistogramObserver FixedQParamsObserver
+    PlaceholderObserver RecordingObserver NoopObserver ReuseInputObserver FakeQuantizeBase
+    FakeQuantize FixedQParamsFakeQuantize FusedMovingAvgObsFakeQuantize
+    """
 )
 
 # Functions that return a torch module (a model, a traced or scripted module).
-MODULE_FACTORIES = frozenset(
-    {
-        "torch.hub.load",
-        "hub.load",
-        "create_feature_extractor",
-        "symbolic_trace",
-        "torch.fx.symbolic_trace",
-        "torch.jit.script",
-        "torch.jit.trace",
-        "torch.jit.load",
-        "jit.script",
-        "jit.trace",
-        "jit.load",
-        "timm.create_model",
-    }
+MODULE_FACTORIES = names(
+    """
+    torch.hub.load hub.load create_feature_extractor symbolic_trace torch.fx.symbolic_trace
+    torch.jit.script torch.jit.trace torch.jit.load jit.script jit.trace jit.load
+    timm.create_model
+    """
 )
 
 # Functions whose qualified name ends so: ``torchvision.models.feature_extraction.
@@ -115,34 +107,15 @@ CONSTRUCTOR_PREFIXES = ("from_", "__new__", "load_from_checkpoint")
 HOOKLESS_MODULES = frozenset({"RemoteModule", "_RemoteModule", "@torch.jit.interface"})
 
 # Base classes known not to be torch modules.
-NON_MODULE_BASES = frozenset(
-    [
-        "object",
-        "Function",
-        "FunctionCtx",
-        "InplaceFunction",
-        "Enum",
-        "IntEnum",
-        "Exception",
-        "ABC",
-        "Protocol",
-        "NamedTuple",
-        "dict",
-        "list",
-        "tuple",
-        "set",
-        "str",
-        "int",
-        "float",
-        "Generic",
-        "TypedDict",
-        # unittest's and pytest-style test case bases: a test class is not a module
-        "TestCase",
-        "IsolatedAsyncioTestCase",
-        # huggingface_hub's mixins: a class built on them alone wraps a model, it is not one
-        "ModelHubMixin",
-        "PyTorchModelHubMixin",
-    ]
+NON_MODULE_BASES = names(
+    """
+    object Function FunctionCtx InplaceFunction Enum IntEnum Exception ABC Protocol NamedTuple
+    dict list tuple set str int float Generic TypedDict
+    # unittest's and pytest-style test case bases: a test class is not a module
+    TestCase IsolatedAsyncioTestCase
+    # huggingface_hub's mixins: a class built on them alone wraps a model, it is not one
+    ModelHubMixin PyTorchModelHubMixin
+    """
 )
 
 CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
@@ -172,84 +145,40 @@ MODULE_NAME = re.compile(
 # ``x.parameters()`` next to ``x.forward(...)`` says ``x`` is a module (`evidence`).
 # Left out: ``train``/``state_dict``/``to``/``cuda``, which trainers and tensors have
 # too (optimizers have ``zero_grad`` and ``load_state_dict`` but no ``forward``).
-MODULE_ONLY_METHODS = frozenset(
-    {
-        "parameters",
-        "named_parameters",
-        "buffers",
-        "named_buffers",
-        "modules",
-        "named_modules",
-        "children",
-        "named_children",
-        "register_forward_hook",
-        "register_forward_pre_hook",
-        "register_full_backward_hook",
-        "register_full_backward_pre_hook",
-        "register_backward_hook",
-        "register_buffer",
-        "register_parameter",
-        "register_module",
-        "add_module",
-        "get_submodule",
-        "get_parameter",
-        "requires_grad_",
-        "load_state_dict",
-        "eval",
-        "zero_grad",
-        "_call_impl",  # the private body of ``Module.__call__``
-    }
+MODULE_ONLY_METHODS = names(
+    """
+    parameters named_parameters buffers named_buffers modules named_modules children
+    named_children register_forward_hook register_forward_pre_hook
+    register_full_backward_hook register_full_backward_pre_hook register_backward_hook
+    register_buffer register_parameter register_module add_module get_submodule
+    get_parameter requires_grad_ load_state_dict eval zero_grad
+    _call_impl  # the private body of ``Module.__call__``
+    """
 )
 
 # Callables whose first argument is a module: ``DDP(model)`` says ``model`` is one.
-MODULE_WRAPPERS = frozenset(
-    {
-        "DistributedDataParallel",
-        "DDP",
-        "DataParallel",
-        "FullyShardedDataParallel",
-        "FSDP",
-        "fully_shard",
-        "compile",
-        "symbolic_trace",
-        # wrappers and converters that take a module and nothing else
-        "checkpoint_wrapper",
-        "offload_wrapper",
-        "convert_sync_batchnorm",
-        "revert_sync_batchnorm",
-        "AveragedModel",
-        "ModelEmaV2",
-        "ModelEmaV3",
-        "MMDistributedDataParallel",
-        "get_peft_model",
-        "prepare_model_for_kbit_training",
-        "quantize_dynamic",
-        "prepare_fx",
-        "prepare_qat_fx",
-    }
+MODULE_WRAPPERS = names(
+    """
+    DistributedDataParallel DDP DataParallel FullyShardedDataParallel FSDP fully_shard compile
+    symbolic_trace
+    # wrappers and converters that take a module and nothing else
+    checkpoint_wrapper offload_wrapper convert_sync_batchnorm revert_sync_batchnorm
+    AveragedModel ModelEmaV2 ModelEmaV3 MMDistributedDataParallel get_peft_model
+    prepare_model_for_kbit_training quantize_dynamic prepare_fx prepare_qat_fx
+    """
 )
 
 # Library functions whose first argument is a torch module, by the qualified name they are
 # imported from (`hookscope.lint.python.resolution.evidence.uses`): a model summary, a FLOP counter, an exporter or
 # tracer, an experiment tracker's gradient watch.
-MODULE_TAKERS = frozenset(
-    {
-        "torchsummary.summary",
-        "torchinfo.summary",
-        "thop.profile",
-        "ptflops.get_model_complexity_info",
-        "fvcore.nn.FlopCountAnalysis",
-        "fvcore.nn.flop_count",
-        "fvcore.nn.parameter_count",
-        "fvcore.nn.parameter_count_table",
-        "wandb.watch",
-        "torch.onnx.export",
-        "torch.export.export",
-        "torch.jit.trace",
-        "torch.jit.script",
-        "torch.nn.utils.prune.global_unstructured",
-        "torch.nn.utils.fusion.fuse_conv_bn_eval",
-    }
+MODULE_TAKERS = names(
+    """
+    torchsummary.summary torchinfo.summary thop.profile ptflops.get_model_complexity_info
+    fvcore.nn.FlopCountAnalysis fvcore.nn.flop_count fvcore.nn.parameter_count
+    fvcore.nn.parameter_count_table wandb.watch torch.onnx.export torch.export.export
+    torch.jit.trace torch.jit.script torch.nn.utils.prune.global_unstructured
+    torch.nn.utils.fusion.fuse_conv_bn_eval
+    """
 )
 
 # ``torch.distributed.rpc.RRef`` methods that give back the value the RRef holds.

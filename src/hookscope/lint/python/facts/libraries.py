@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from hookscope.lint.python.facts.frameworks import OTHER_FRAMEWORKS
+from hookscope.lint.python.facts.known import names, words
 
 # Libraries whose module base overrides ``__call__`` without running torch hooks
 # (``gpytorch.Module.__call__`` calls ``self.forward`` itself): a ``.forward`` call on
@@ -24,21 +25,9 @@ HOOKLESS_LIBRARIES = frozenset({"gpytorch"})
 # sessions, MuJoCo simulators (``sim.forward()``) and the environments that hold them,
 # scikit-learn estimators.
 NOT_MODULE_PACKAGES = (
-    "torch.legacy",
-    "torch.utils.serialization",
-    "torchfile",
-    "torch.utils.cpp_extension",
+    *words("torch.legacy torch.utils.serialization torchfile torch.utils.cpp_extension"),
     *sorted(OTHER_FRAMEWORKS),
-    "paddle",
-    "cv2",
-    "onnxruntime",
-    "openvino",
-    "mujoco_py",
-    "mujoco",
-    "gym",
-    "gymnasium",
-    "dm_control",
-    "sklearn",
+    *words("paddle cv2 onnxruntime openvino mujoco_py mujoco gym gymnasium dm_control sklearn"),
 )
 # Classes of libraries that mix torch modules and plain wrappers, told apart by name:
 # skorch's estimators (``NeuralNet``, ``NeuralNetClassifier``; ``skorch.toy.MLPModule`` is a
@@ -79,14 +68,12 @@ AUTO_LOADERS = frozenset({"from_pretrained", "from_config"})
 
 # Packages whose public lowercase functions build models: ``torchvision.models.resnet50()``,
 # ``torchvision.models.detection.fasterrcnn_resnet50_fpn()``, ``get_model("vit_b_16")``.
-MODEL_FUNCTION_PACKAGES = (
-    "torchvision.models",
-    "torchvision.models.detection",
-    "torchvision.models.segmentation",
-    "torchvision.models.video",
-    "torchvision.models.optical_flow",
-    "torchvision.models.quantization",
-    "torchaudio.models",
+MODEL_FUNCTION_PACKAGES = words(
+    """
+    torchvision.models torchvision.models.detection torchvision.models.segmentation
+    torchvision.models.video torchvision.models.optical_flow torchvision.models.quantization
+    torchaudio.models
+    """
 )
 # Packages whose public classes are torch modules, so ``getattr(nn, name)(...)`` builds one.
 MODULE_CLASS_PACKAGES = frozenset({"torch.nn", "torch.nn.modules"})
@@ -106,45 +93,30 @@ MODEL_FUNCTIONS = frozenset(
 # sentence-transformers' model package.
 # (torchmetrics is not here: its installed sources say which classes are modules,
 # ``Metric(Module, ABC)``, see `hookscope.lint.python.index.installed`.)
-MODULE_PACKAGES = (
-    "torchaudio.transforms",
-    "torchaudio.models",
-    "sentence_transformers.models",
+MODULE_PACKAGES = words(
+    """
+    torchaudio.transforms torchaudio.models sentence_transformers.models
     # nflows: ``Transform``, ``Distribution`` and ``Flow`` (a ``Distribution``) are
     # ``nn.Module``s, and so are the MADE and the nets of ``nflows.nn``.
-    "nflows.transforms",
-    "nflows.distributions",
-    "nflows.flows",
-    "nflows.nn.nde",
-    "nflows.nn.nets",
+    nflows.transforms nflows.distributions nflows.flows nflows.nn.nde nflows.nn.nets
     # TransformerLens' layers (``Attention``, ``MLP``, ``TransformerBlock``, ``Unembed``)
-    "transformer_lens.components",
+    transformer_lens.components
     # torchvision's layers (``RoIAlign``, ``FeaturePyramidNetwork``, ``MLP``; the box
     # helpers there are functions), einops' layers (``Rearrange``, ``Reduce``, ``EinMix``),
     # MONAI's networks, mamba_ssm's blocks (``Mamba``, ``Mamba2``) and
     # segmentation_models_pytorch's losses and decoders
-    "torchvision.ops",
-    "torchvision.transforms.v2",
-    "einops.layers.torch",
-    "monai.networks.nets",
-    "mamba_ssm.modules",
-    "segmentation_models_pytorch.losses",
-    "segmentation_models_pytorch.decoders",
+    torchvision.ops torchvision.transforms.v2 einops.layers.torch monai.networks.nets
+    mamba_ssm.modules segmentation_models_pytorch.losses segmentation_models_pytorch.decoders
     # stable-baselines3's policies and feature extractors (``BaseFeaturesExtractor``,
     # ``ActorCriticPolicy``; the algorithms, ``PPO``, are plain classes elsewhere),
     # vit-pytorch's models, ultralytics' networks, DGL's PyTorch layers
-    "stable_baselines3.common.policies",
-    "stable_baselines3.common.torch_layers",
-    "stable_baselines3.dqn.policies",
-    "stable_baselines3.sac.policies",
-    "stable_baselines3.td3.policies",
-    "vit_pytorch",
-    "ultralytics.nn",
-    "dgl.nn.pytorch",
+    stable_baselines3.common.policies stable_baselines3.common.torch_layers
+    stable_baselines3.dqn.policies stable_baselines3.sac.policies stable_baselines3.td3.policies
+    vit_pytorch ultralytics.nn dgl.nn.pytorch
     # vLLM's layers whose every public class is a ``CustomOp`` (an ``nn.Module``)
-    "vllm.model_executor.layers.rotary_embedding",
-    "vllm.model_executor.layers.layernorm",
-    "vllm.model_executor.layers.activation",
+    vllm.model_executor.layers.rotary_embedding vllm.model_executor.layers.layernorm
+    vllm.model_executor.layers.activation
+    """
 )
 _NOT_MODULE_SUBPACKAGES = (".functional", ".utilities")
 # Classes of those packages that are exceptions (``nflows.transforms.InverseNotAvailable``).
@@ -160,30 +132,19 @@ _TENSORDICT_NN = re.compile(r"Module|Sequential")
 # of it too: ``mmengine.model.base_module``): OpenMMLab's ``BaseModule``/``BaseModel``
 # (mmengine, and mmcv before 2.0) and layers that projects build on.
 LIBRARY_MODULE_CLASSES: dict[str, frozenset[str]] = {
-    "mmengine.model": frozenset(
-        {
-            "BaseModule",
-            "BaseModel",
-            "BaseDataPreprocessor",
-            "ImgDataPreprocessor",
-            "BaseTTAModel",
-            "ModuleList",
-            "ModuleDict",
-            "Sequential",
-            "BaseAveragedModel",
-            "ExponentialMovingAverage",
-            "MomentumAnnealingEMA",
-            "StochasticWeightAverage",
-            "MMDistributedDataParallel",
-            "MMSeparateDistributedDataParallel",
-            "MMFullyShardedDataParallel",
-        }
+    "mmengine.model": names(
+        """
+        BaseModule BaseModel BaseDataPreprocessor ImgDataPreprocessor BaseTTAModel ModuleList
+        ModuleDict Sequential BaseAveragedModel ExponentialMovingAverage MomentumAnnealingEMA
+        StochasticWeightAverage MMDistributedDataParallel MMSeparateDistributedDataParallel
+        MMFullyShardedDataParallel
+        """
     ),
     "mmcv.runner": frozenset({"BaseModule", "ModuleList", "ModuleDict", "Sequential"}),
     # diffusers' autoencoders and transformers whose names do not end in "Model"
-    "diffusers": frozenset(
-        {"AutoencoderKL", "AutoencoderTiny", "AsymmetricAutoencoderKL", "PriorTransformer"}
-        | {"AutoencoderKLTemporalDecoder", "ConsistencyDecoderVAE"}
+    "diffusers": names(
+        "AutoencoderKL AutoencoderTiny AsymmetricAutoencoderKL PriorTransformer"
+        " AutoencoderKLTemporalDecoder ConsistencyDecoderVAE"
     ),
     "sentence_transformers": frozenset({"SentenceTransformer"}),
     "mmcv.cnn": frozenset(
@@ -207,40 +168,42 @@ LIBRARY_MODULE_CLASSES: dict[str, frozenset[str]] = {
     # ``allennlp.models.archival.Archive`` next to it is a tuple), NeMo's model and module
     # bases, Pyro's module classes and nets
     "allennlp.models": frozenset({"Model", "BasicClassifier", "SimpleTagger"}),
-    "allennlp.modules": frozenset(
-        {"TimeDistributed", "FeedForward", "Highway", "Seq2SeqEncoder", "Seq2VecEncoder"}
-        | {"TextFieldEmbedder", "TokenEmbedder", "ConditionalRandomField", "Elmo"}
+    "allennlp.modules": names(
+        "TimeDistributed FeedForward Highway Seq2SeqEncoder Seq2VecEncoder TextFieldEmbedder"
+        " TokenEmbedder ConditionalRandomField Elmo"
     ),
     "nemo.core": frozenset({"ModelPT", "NeuralModule"}),
-    "pyro.nn": frozenset(
-        {"PyroModule", "DenseNN", "AutoRegressiveNN", "ConditionalDenseNN"}
-        | {"ConditionalAutoRegressiveNN"}
+    "pyro.nn": names(
+        "PyroModule DenseNN AutoRegressiveNN ConditionalDenseNN ConditionalAutoRegressiveNN"
     ),
     # segmentation_models_pytorch's models (``smp.Unet(...)``); its ``utils`` hold plain
     # training loops and meters
-    "segmentation_models_pytorch": frozenset(
-        {"Unet", "UnetPlusPlus", "MAnet", "Linknet", "FPN", "PSPNet", "DeepLabV3"}
-        | {"DeepLabV3Plus", "PAN", "UPerNet", "Segformer", "DPT"}
+    "segmentation_models_pytorch": names(
+        "Unet UnetPlusPlus MAnet Linknet FPN PSPNet DeepLabV3 DeepLabV3Plus PAN UPerNet"
+        " Segformer DPT"
     ),
     # torchvision's image transforms that are ``nn.Module``s (since torchvision 0.8);
     # ``Compose``, ``ToTensor``, ``PILToTensor``, ``ToPILImage``, ``Lambda``, ``RandomOrder``
     # and ``RandomChoice`` are plain classes. (Every public class of ``transforms.v2`` is a
     # ``Transform``, an ``nn.Module``: `MODULE_PACKAGES`.)
-    "torchvision.transforms": frozenset(
-        {"Normalize", "Resize", "CenterCrop", "Pad", "RandomApply", "RandomCrop"}
-        | {"RandomHorizontalFlip", "RandomVerticalFlip", "RandomPerspective", "FiveCrop"}
-        | {"RandomResizedCrop", "TenCrop", "LinearTransformation", "ColorJitter", "Grayscale"}
-        | {"RandomRotation", "RandomAffine", "RandomGrayscale", "RandomErasing", "GaussianBlur"}
-        | {"RandomInvert", "RandomPosterize", "RandomSolarize", "RandomAdjustSharpness"}
-        | {"RandomAutocontrast", "RandomEqualize", "ElasticTransform", "ConvertImageDtype"}
-        | {"AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix"}
+    "torchvision.transforms": names(
+        """
+        Normalize Resize CenterCrop Pad RandomApply RandomCrop RandomHorizontalFlip
+        RandomVerticalFlip RandomPerspective FiveCrop RandomResizedCrop TenCrop
+        LinearTransformation ColorJitter Grayscale RandomRotation RandomAffine RandomGrayscale
+        RandomErasing GaussianBlur RandomInvert RandomPosterize RandomSolarize
+        RandomAdjustSharpness RandomAutocontrast RandomEqualize ElasticTransform
+        ConvertImageDtype AutoAugment RandAugment TrivialAugmentWide AugMix
+        """
     ),
     # detectron2's layers (``from detectron2.layers import ROIAlign``), used by the many
     # projects built on it; ``ShapeSpec`` and the autograd functions are left out.
-    "detectron2.layers": frozenset(
-        {"ASPP", "FrozenBatchNorm2d", "NaiveSyncBatchNorm", "CycleBatchNormList", "LayerNorm"}
-        | {"CNNBlockBase", "DepthwiseSeparableConv2d", "DeformConv", "ModulatedDeformConv"}
-        | {"ROIAlign", "ROIAlignRotated", "Conv2d", "ConvTranspose2d", "BatchNorm2d", "Linear"}
+    "detectron2.layers": names(
+        """
+        ASPP FrozenBatchNorm2d NaiveSyncBatchNorm CycleBatchNormList LayerNorm CNNBlockBase
+        DepthwiseSeparableConv2d DeformConv ModulatedDeformConv ROIAlign ROIAlignRotated Conv2d
+        ConvTranspose2d BatchNorm2d Linear
+        """
     ),
 }
 
@@ -310,14 +273,15 @@ def _torchvision_model(module: str, name: str) -> bool:
 # OpenMMLab model packages, and their subpackages that hold only modules (``from
 # mmdet.models.backbones import ResNet``); ``mmdet.models`` itself re-exports
 # non-module helpers (assigners, coders), so only these subpackages count.
-OPENMMLAB_PACKAGES = frozenset(
-    {"mmdet", "mmseg", "mmpretrain", "mmcls", "mmdet3d", "mmpose", "mmocr", "mmaction"}
-    | {"mmagic", "mmedit", "mmrotate", "mmyolo", "mmtrack", "mmselfsup"}
+OPENMMLAB_PACKAGES = names(
+    "mmdet mmseg mmpretrain mmcls mmdet3d mmpose mmocr mmaction mmagic mmedit mmrotate mmyolo"
+    " mmtrack mmselfsup"
 )
-OPENMMLAB_MODULE_SUBPACKAGES = frozenset(
-    {"backbones", "necks", "dense_heads", "roi_heads", "detectors", "losses", "heads"}
-    | {"segmentors", "decode_heads", "classifiers", "recognizers", "data_preprocessors"}
-    | {"seg_heads", "pose_estimators", "voxel_encoders"}
+OPENMMLAB_MODULE_SUBPACKAGES = names(
+    """
+    backbones necks dense_heads roi_heads detectors losses heads segmentors decode_heads
+    classifiers recognizers data_preprocessors seg_heads pose_estimators voxel_encoders
+    """
 )
 
 
@@ -334,8 +298,8 @@ def _openmmlab_module(module: str, name: str) -> bool:
 
 def library_model_class(module: str, name: str) -> bool:
     """Whether ``name`` imported from ``module`` is a module class of a known library."""
-    for package, names in LIBRARY_MODULE_CLASSES.items():
-        if (module == package or module.startswith(f"{package}.")) and name in names:
+    for package, classes in LIBRARY_MODULE_CLASSES.items():
+        if (module == package or module.startswith(f"{package}.")) and name in classes:
             return True
     if _openmmlab_module(module, name) or _torchvision_model(module, name):
         return True
