@@ -130,8 +130,7 @@ class _ForwardRule(CSharpRule):
             end_col=end_col + 1,
             code=self.code,
             message=self.message.format(
-                receiver=short if len(short) <= 40 else short[:37] + "...",
-                how=_how(typed),
+                receiver=short if len(short) <= 40 else short[:37] + "...", how=_how(typed)
             ),
             severity=self.severity,
             fixable=self.fixable,

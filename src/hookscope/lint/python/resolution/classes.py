@@ -354,11 +354,7 @@ def _through_imports(text: str, base: str) -> str:
         elif (
             words[:1] == ["from"]
             and words[2:3] == ["import"]
-            and words[3:]
-            in (
-                [head],
-                [words[3], "as", head],
-            )
+            and words[3:] in ([head], [words[3], "as", head])
         ):
             origin = f"{words[1]}.{words[3]}"
         if origin:

@@ -27,10 +27,7 @@ from hookscope.lint.python.resolution.calls.rewriters import rewriter_self
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import fixture
 from hookscope.lint.python.resolution.evidence.aliases import alias_used_as_module, attribute_alias
-from hookscope.lint.python.resolution.evidence.evidence import (
-    in_submodule,
-    used_by_siblings,
-)
+from hookscope.lint.python.resolution.evidence.evidence import in_submodule, used_by_siblings
 from hookscope.lint.python.resolution.evidence.evidence import submodule as submodule
 from hookscope.lint.python.resolution.evidence.evidence import used_as_module as used_as_module
 from hookscope.lint.python.resolution.evidence.getattrs import picked_by_name
@@ -174,9 +171,7 @@ ATTRIBUTES: list[Attribute] = [
 NARROWING: list[Narrowing] = [narrowed_here]  # ``isinstance`` guards
 
 
-def _in_scope(
-    strategy: Callable[[Context, ast.expr, Scope], Resolved | None],
-) -> Evidence:
+def _in_scope(strategy: Callable[[Context, ast.expr, Scope], Resolved | None]) -> Evidence:
     return lambda ctx, receiver, site: strategy(ctx, receiver, site.scope)
 
 

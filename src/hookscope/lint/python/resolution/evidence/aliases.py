@@ -37,9 +37,7 @@ def alias_used_as_module(resolver: Context, receiver: ast.expr, scope: Scope) ->
                 if used is None or used.kind is not Kind.MODULE:
                     return None
                 return Resolved(
-                    Kind.MODULE,
-                    name=receiver.id,
-                    via=f"{receiver.id} = {value.id}, and {used.via}",
+                    Kind.MODULE, name=receiver.id, via=f"{receiver.id} = {value.id}, and {used.via}"
                 )
         current = current.parent
     return None

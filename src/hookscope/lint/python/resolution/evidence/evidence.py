@@ -35,10 +35,7 @@ from hookscope.lint.python.parse.pyfile import CallSite, Scope
 from hookscope.lint.python.resolution.classes import base_names
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import import_origin, imported_file
-from hookscope.lint.python.resolution.evidence.getattrs import (
-    is_getattr,
-    picked_submodule,
-)
+from hookscope.lint.python.resolution.evidence.getattrs import is_getattr, picked_submodule
 from hookscope.lint.python.resolution.evidence.plain_tables import (
     from_plain_tables,
     self_attribute_calls,
@@ -50,11 +47,7 @@ from hookscope.lint.python.resolution.evidence.uses import (
     torch_loaded,
 )
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
-from hookscope.lint.python.resolution.signatures import (
-    callee_of,
-    declared_by_callee,
-    parameter_of,
-)
+from hookscope.lint.python.resolution.signatures import callee_of, declared_by_callee, parameter_of
 
 
 def _module_only(resolver: Context, method: str) -> bool:
