@@ -1,12 +1,10 @@
 """The C# half of the project class index, read from raw bytes without parsing.
 
-Every ``.cs`` file of a scanned tree contributes its type declarations (class,
-struct, interface, record) with their base lists and the declared types of their
-members: fields and properties (``name``), methods (``name()``, the return type)
-and indexers (``[]``). One regular expression finds the braces, semicolons,
-strings and comments; a stack of frames tells a class body from a method body.
-Entries share the Python index (`hookscope.lint.engine.index`), under ``cs:Name`` keys
-that no Python class name can collide with.
+Every ``.cs`` file contributes its type declarations with their base lists and the
+declared types of their members: fields and properties (``name``), methods (``name()``)
+and indexers (``[]``). One regular expression finds braces, semicolons, strings and
+comments; a stack of frames tells a class body from a method body. Entries live in the
+engine's index under ``cs:Name`` keys, which no Python class name can collide with.
 """
 
 from __future__ import annotations

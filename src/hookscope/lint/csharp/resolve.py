@@ -1,11 +1,9 @@
 """The declared type of a C# expression, from a tree-sitter tree and the project index.
 
-Locals (``var x = new T(...)``, ``T x``, ``using var``), parameters, ``foreach``
-variables (element types of arrays, lists, ``ModuleList<T>``, tuples), ``is T x``
-patterns and ``out T x`` are read from the enclosing member; fields, properties,
-method return types and indexers come from the project index (`index`),
-through the class hierarchy. Only declarations are read: a later assignment does
-not change a variable's type, as in C# itself.
+Locals, parameters, ``foreach`` variables, ``is T x`` and ``out T x`` are read from the
+enclosing member; fields, properties, method return types and indexers from the project
+index, through the class hierarchy. Only declarations are read: a later assignment does
+not change a variable's type, as in C#.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """TorchSharp (C#) sources: HS201/HS202, parsed with tree-sitter (the ``csharp`` extra).
 
-The receiver of ``x.forward(...)`` is resolved by declared types (`resolve`)
-and the class hierarchy of the scanned tree (`types`): a module with hooks
-gives HS201, fixable to ``x.call(...)``; any other type gives nothing; a receiver
-whose type cannot be resolved gives HS202, a guess (``confidence="guess"``) that
-is never fixed and runs only when selected by its full code. tree-sitter is
-imported on first use only, so Python-only users never need it."""
+A receiver of ``x.forward(...)`` resolved (`resolve`, `types`) to a module with hooks gives
+HS201, fixable to ``x.call(...)``; an unresolved one gives HS202, a guess that is never
+fixed and runs only when selected by its full code. tree-sitter is imported on first use.
+"""
 
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
 """C# type names and the class hierarchy: is a declared type a TorchSharp module?
 
 A type is read from its source text (``torch.nn.Module<Tensor, Tensor>?``) into a
-`CsType` that keeps only what matters here: the simple name, the type arguments,
-whether it is an array. `Hierarchy` answers three questions against the project
-index (every ``.cs`` file of the scanned tree) and the known TorchSharp types:
-is a type a module (yes / no / unknown), what is the declared type of a member,
-what does a method return.
+`CsType` (simple name, type arguments, array or not). `Hierarchy` tells, from the project
+index and the known TorchSharp types, whether a type is a module, a member's declared
+type and a method's return type.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
-"""The project-wide index: classes (bases, annotated attributes) and factory functions.
+"""The project-wide index: classes (bases, annotated attributes) and top-level functions.
 
-The front ends fill it from each file's bytes in the first pass (their entries are
-plain tuples); resolution looks classes and functions up in it by name, narrowed to
-the module an import names. C# classes share it under ``cs:`` keys.
-Top-level functions are recorded with their return annotation and, when every
-``return`` of their body returns a call, the names called (``return Net(...)``):
-enough to resolve ``model = build_model(...)`` in another file.
+The front ends fill it from each file's bytes in the first pass (plain tuples);
+resolution looks names up in it, narrowed to the module an import names. C# classes
+share it under ``cs:`` keys. A function is kept with its return annotation and, when
+every ``return`` returns a call, the names called (``return Net(...)``).
 """
 
 from __future__ import annotations

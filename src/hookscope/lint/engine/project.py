@@ -1,16 +1,11 @@
 """The project index: every file of the project scanned once, cached on disk.
 
-Whatever is linted — a folder, one file, the files the pre-commit hook passes, the
-one file flake8 hands its plugin — classes are resolved against the same index:
-the scans of every ``.py`` file under the project root (the nearest folder above
-the linted path holding ``pyproject.toml``, ``setup.cfg``, ``setup.py`` or
-``.git``). So a file gets the same findings however it is linted.
-
-Scans are cached in ``<root>/.hookscope_cache/lint-index.json`` (ignored by git
-through its own ``.gitignore``), keyed by path and invalidated by modification
-time and size; only changed files are read again. The cache is JSON, never
-pickle: it sits in the project folder, and loading it must not run code. A cache
-that cannot be read or written is rebuilt or skipped silently.
+However a file is linted (a folder, one file, pre-commit, flake8), its classes are
+resolved against the scans of every file under its project root (the nearest folder
+holding ``pyproject.toml``, ``setup.cfg``, ``setup.py`` or ``.git``), so it gets the same
+findings. Scans are cached in ``<root>/.hookscope_cache/lint-index.json`` by path,
+modification time and size. The cache is JSON, never pickle (loading it must not run
+code); one that cannot be read or written is rebuilt or skipped silently.
 """
 
 from __future__ import annotations

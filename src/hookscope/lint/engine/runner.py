@@ -1,12 +1,8 @@
 """Find files, pre-filter them cheaply, index classes, run the rules in parallel.
 
-Two passes, each spread over ``jobs`` processes (this one and ``jobs - 1`` workers,
-see `hookscope.lint.engine.sharing`):
-
-1. every file is read as bytes and handed to its front end's `Language.scan`: its
-   definitions go into the project-wide class index (regular expressions, no parsing)
-   and a substring test decides whether it can hold a finding at all;
-2. only those candidates are analyzed (`Language.analyze`) against the merged index.
+Two passes over ``jobs`` processes (`sharing`): every file's bytes go to its front end's
+`Language.scan` (definitions for the class index, and whether it can hold a finding);
+then only the candidates are analyzed (`Language.analyze`) against the merged index.
 """
 
 from __future__ import annotations

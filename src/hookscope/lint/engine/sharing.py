@@ -1,18 +1,11 @@
 """Share a list of tasks between this process and forked workers.
 
-With ``jobs`` processes, ``jobs - 1`` workers are forked and the caller is the
-last one: it does not sit idle while they work. Every process claims one task at
-a time from a pipe of task numbers ("tickets"), so all of them stay busy until the
-list is empty: no task waits in a queue of a process that is still busy with
-another. The workers send each result back through a second pipe, which the
-caller reads between its own tasks; the caller's own results are never pickled.
-
-A forked worker starts in a few milliseconds, needs no import of
-`multiprocessing`, and inherits the caller's memory: what the caller built (a
-class index) costs nothing to hand over. Where ``os.fork`` is missing or unsafe
-(Windows; macOS, where system libraries may not survive a fork), a
-`concurrent.futures` process pool does the same work instead, without the
-sharing of tasks with the caller.
+With ``jobs`` processes, ``jobs - 1`` workers are forked and the caller works too. Every
+process claims one task at a time from a pipe of task numbers ("tickets"), so no task
+waits behind a busy process; workers send results back through a second pipe, read by
+the caller between its own tasks. A fork starts in milliseconds and inherits the caller's
+memory (the class index costs nothing to hand over). Where ``os.fork`` is missing or
+unsafe (Windows; macOS), a `concurrent.futures` process pool does the work instead.
 """
 
 from __future__ import annotations

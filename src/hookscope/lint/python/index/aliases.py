@@ -1,15 +1,10 @@
 """Module-level aliases of classes used as bases: ``MyModule = torch.jit.ScriptModule``.
 
-``class RWKV_RNN(MyModule)`` names no class: ``MyModule`` is a variable bound to one,
-often chosen at import time (``MyModule = nn.Module`` and then ``if JIT:
-MyModule = torch.jit.ScriptModule``, or ``Base = A if cond else B``). For a bare base
-that the file neither imports nor defines as a class, each assignment of a class-like
-name to it (``Name`` or ``pkg.Name``, capitalised, or a conditional expression of
-such) becomes one definition of a pseudo class of that name whose base is the value
-(not when the value has the alias's own name, ``ABC = abc.ABC``: nothing to add):
-the index then answers as for ``class MyModule(torch.jit.ScriptModule)``. With
-several values the definitions must agree for the kind to be known (the index's rule
-for a name defined several times).
+For a bare base that the file neither imports nor defines as a class, each assignment of
+a class-like name to it (``Name``, ``pkg.Name``, or a conditional expression of such;
+not ``ABC = abc.ABC``) becomes one definition of a pseudo class with that value as base,
+so ``class RWKV_RNN(MyModule)`` resolves as ``class MyModule(torch.jit.ScriptModule)``
+would. Several values must agree for the kind to be known.
 """
 
 from __future__ import annotations

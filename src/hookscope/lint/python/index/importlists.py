@@ -1,9 +1,7 @@
-"""The ``from ... import`` lists of a file, read from its bytes with the class index.
+"""The ``from ... import`` lists of a file, read from its bytes in the first pass.
 
-`callers` asks which project files import a name (``from pkg.nets import Net``) or a
-module (``from .losses import init_loss``). The first pass, which reads every file of
-the tree anyway, records each file's lists in its `project.Scan`, and the class index
-carries them (`index.ClassIndex.import_lists`); an index built without them (one
+`callers` asks which project files import a name or a module; the class index carries
+every file's lists (`index.ClassIndex.import_lists`). An index built without them (one
 file's, the flake8 plugin's) leaves `callers` to read the files again, once.
 """
 

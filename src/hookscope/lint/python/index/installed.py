@@ -1,14 +1,11 @@
 """Classes of installed packages, read from their sources in the running environment.
 
-When a project imports a class from a package that is not part of the project, the
-package's own source (or its ``.pyi`` stub) says what the class is: its bases are
-followed through the package's modules (and the packages those import from) until they
-reach ``torch`` (decided by the hand-written torch facts), ``object``, or something that
-cannot be read. Nothing is imported or run: files are found on the search path and
-parsed. Only the modules a look-up needs are read, each at most once per process.
-
-The search path is the running interpreter's ``sys.path`` without the entries inside
-the project (those are the project's own code) and without the current folder.
+A class imported from a package outside the project is decided by that package's source
+(or ``.pyi`` stub): its bases are followed through the package's modules (and those they
+import from) to ``torch`` (the hand-written torch facts), ``object``, or something
+unreadable. Nothing is imported or run; only the modules a look-up needs are read, once
+per process. The search path is ``sys.path`` without the project's entries and the
+current folder.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Plain classes that look like modules: a ``forward`` and module-only methods of their own.
 
-A multi-agent controller or a critic with no base class (``class Controller:``) may define
-``forward``, ``parameters``, ``load_state_dict`` and ``cuda`` that hand the work on to the
-real modules it holds. ``mac.parameters()`` next to ``mac.forward(...)`` then says nothing
-about ``mac``: in a project that defines such a class, the module-only methods it defines
-are no longer evidence of a module (`evidence`). Found from raw bytes in the first pass,
-like the rest of the index (`index`), so that every file of the tree can contribute.
+A controller with no base class may define ``forward``, ``parameters`` and ``cuda`` that
+hand the work on to the modules it holds; in a project that defines such a class, the
+module-only methods it defines are no evidence of a module (`evidence`). Found from raw
+bytes in the first pass, like the rest of the index.
 """
 
 from __future__ import annotations

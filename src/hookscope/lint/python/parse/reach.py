@@ -1,11 +1,9 @@
 """Which bindings of a name reach a use: flow within one function, for `Resolver`.
 
-Bindings are collected per scope without order (`bindings`); these helpers drop the ones
-that cannot hold the value at a given line: an assignment every path to the use runs
-hides those above it, a use inside a binding's own value sees the earlier value, and an
-instance attribute assigned several times at the top of ``__init__`` holds its last value
-in the other methods; seen from an inner scope, ``name = name.to(device)`` keeps what
-``name`` held.
+Bindings are collected per scope without order (`bindings`); these helpers drop those
+that cannot hold the value at a line: an assignment every path to the use runs hides
+those above it, a binding's own value sees the earlier one, and an attribute assigned
+several times at the top of ``__init__`` holds its last value in the other methods.
 """
 
 from __future__ import annotations

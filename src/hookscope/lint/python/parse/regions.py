@@ -1,17 +1,11 @@
 """Parse less: keep only the statements that can hold a finding.
 
-A statement starts on a line whose first character (at the block's indentation)
-is not blank, a comment or a closing bracket, and whose first word is not
-``else``/``elif``/``except``/``finally``/``case``. Kept: every import; every
-top-level statement that calls ``.forward`` (not ``super().forward``), registers
-a hook or compiles; inside a kept class, its header, its class-level statements,
-``__init__``/``forward``/``__call__``, methods that assign ``self.x``, and the
-members that are themselves of interest (a nested class: the same, recursively). Other lines are blanked, so line and
-column numbers stay those of the file.
-
-A wrong guess (a column-0 line inside a string) makes the masked text fail to
-parse; the runner then parses the whole file, as it does when a rule needed
-something the mask may have dropped (`Analysis.needs_full`).
+Kept: every import; every top-level statement that calls ``.forward``, registers a hook or
+compiles; inside a kept class, its header, class-level statements,
+``__init__``/``forward``/``__call__``, methods that assign ``self.x`` and nested members
+of interest. Other lines are blanked, so line and column numbers stay the file's. A wrong
+guess (a column-0 line inside a string) fails to parse, and the whole file is parsed, as
+when a rule needed something the mask may have dropped (`Analysis.needs_full`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Attributes of instances of a class: where ``obj.x`` was bound, for the resolver.
 
-``x`` is found among the class's ``self.x = ...`` assignments and annotations and its
-body's ``x = ...`` (`bindings.class_attributes`), then in its bases (same file, an
-aliased import, or another file through the project index), and for a mixin that
-assigns none, in its same-file subclasses (`in_subclasses`: in those of other files).
-``self.__class__.x`` and ``type(self).x``
-name the same class attribute as ``self.x`` (`bindings.on_instance`).
+``x`` is looked up in the class's ``self.x = ...`` assignments, annotations and body
+(`attributes.class_attributes`), then in its bases (same file, an import, or another file
+through the project index), and for a mixin that assigns none, in its subclasses.
+``self.__class__.x`` and ``type(self).x`` name the same attribute as ``self.x``.
 """
 
 from __future__ import annotations

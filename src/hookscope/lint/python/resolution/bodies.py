@@ -1,20 +1,12 @@
 """A class whose bases cannot be resolved, told a module by its own body.
 
-A project class built on a base from a package outside the scanned tree (a fairseq
-model, an SDK's wrapper layer) has no kind from its bases. Its body can still prove
-it: only an ``nn.Module`` subclass can
-
-- in ``__init__``, after calling the base ``__init__``, assign a ``torch.nn`` layer
-  or parameter to ``self`` (``self.fc = nn.Linear(...)``, ``self.w = nn.Parameter(...)``,
-  ``self.blocks = nn.ModuleList(...)``; losses left out: trainers hold those too);
-- call a method on ``self`` that only modules have and the class does not define
-  itself (``self.register_buffer(...)``, ``self.parameters()``, ``self.named_modules()``,
-  ``self.register_forward_hook(...)``);
-- read ``self.training`` in its own ``forward`` without ever setting it (the flag
-  ``nn.Module.train()``/``eval()`` set).
-
-A ``forward`` method alone is no evidence: OpenVINO and ONNX Runtime model wrappers
-have one and are not modules.
+A class built on a base from outside the scanned tree (a fairseq model, an SDK's layer)
+is still proved a module when only an ``nn.Module`` subclass could do what it does: in
+``__init__``, after the base ``__init__``, assign a ``torch.nn`` layer or parameter to
+``self`` (losses left out: trainers hold those too); call a module-only method on
+``self`` that it does not define (``self.register_buffer(...)``); read ``self.training``
+in ``forward`` without setting it. A ``forward`` alone is no evidence (OpenVINO and ONNX
+Runtime wrappers have one).
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
 """Registries filled by class decorators: what ``REG.build(cfg)``, ``REG.get(name)`` and
 ``REG[name]`` give.
 
-Three shapes are common in model code:
-
-- a registry object (mmengine/mmcv ``Registry``, fvcore/detectron2 ``Registry``):
-  classes are registered with ``@MODELS.register_module()`` / ``@REG.register()`` /
-  ``@REG.register``; ``MODELS.build(cfg)`` and ``build_from_cfg(cfg, MODELS)`` build an
-  instance of one of them, ``REG.get(name)`` gives one of the classes;
-- a registry whose methods pair up by name (``@registry.register_model("blip")``
-  fills what ``registry.get_model_class(name)`` reads);
-- a dict filled by a decorator function (``MODEL_REGISTRY[name] = cls`` inside
-  ``register_model(name)``'s inner function, used as ``@register_model("resnet")``):
-  ``MODEL_REGISTRY[name]`` is one of the classes so decorated.
-
-Every class registered that way anywhere in the project is found by a text scan of the
-project files that define classes (once per index and process). When all of them are
-of one kind (all modules, say), so is whatever the registry gives; when they differ,
-or none is found, nothing is said.
+Three shapes: a registry object (mmengine/detectron2 ``Registry``: ``@MODELS.register_module()``,
+then ``MODELS.build(cfg)``, ``build_from_cfg(cfg, MODELS)`` or ``REG.get(name)``); a registry
+whose methods pair up by name (``@registry.register_model("blip")`` fills
+``registry.get_model_class(name)``); a dict filled by a decorator function
+(``MODEL_REGISTRY[name] = cls`` inside ``register_model(name)``). The registered classes are
+found by a text scan of the project files that define classes (once per index and process);
+when all are of one kind, so is whatever the registry gives.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """Decide whether an expression is a torch module, without running anything.
 
-Resolution, in order: ``self.x`` from the class's ``self.x = ...`` assignments and
-annotations (also in base classes; for a mixin that assigns none, in its same-file
-subclasses); local and module-level assignments,
-parameters' annotations, ``for`` loops over ``ModuleList``/``Sequential``/
-``ModuleDict``/``.modules()``/``.children()``; imports; class hierarchies through
-the same file, the project-wide class index and the ``torch.nn`` classes. Everything
-else (calls, containers, parameters, narrowing, what the code around says) is asked of
-the strategies, in the order `strategies` registers them.
-
-When the type stays unknown, the documented heuristic `looks_like_module` decides
-from the receiver's last identifier (``self.encoder`` → ``encoder``): names of RPC
-proxies, pipelines, compiled extensions, autograd contexts and function objects
-are not modules; any other name is a module when the file mentions ``torch``,
-and otherwise only when it reads like one (``model``, ``layer``, ``encoder``...).
+The resolver follows names and ``self`` attributes to their bindings (`reach`,
+`attributes`), imports and class hierarchies (`classes`); everything else (calls,
+containers, parameters, narrowing, evidence) is asked of the strategies, in the order
+`strategies` registers them. When the type stays unknown, `looks_like_module` decides
+from the receiver's last identifier (``self.encoder`` → ``encoder``), a documented guess.
 """
 
 from __future__ import annotations

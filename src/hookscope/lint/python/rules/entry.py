@@ -1,13 +1,10 @@
 """Which methods of a class run inside its call machinery (HS102's entry methods).
 
-``self.forward(...)`` inside ``forward``, inside ``__call__`` and inside what those call on
-``self`` skips nothing: the module was already entered through ``Module.__call__``
-(``nn.Module._call_impl`` → ``_slow_forward``). Elsewhere it skips the module's own hooks.
-
-One exception: a torch module class whose own ``def __call__`` never runs
-``Module.__call__`` (no ``super().__call__(...)``, ``nn.Module.__call__(self, ...)`` or
-``_call_impl``) replaces the hook machinery. Calling such a module runs that ``__call__``,
-and its ``self.forward(...)`` skips every hook registered on the module.
+``self.forward(...)`` inside ``forward``, ``__call__`` and what those call on ``self``
+skips nothing: the module was entered through ``Module.__call__``. Elsewhere it skips the
+module's hooks. Exception: a module class whose own ``__call__`` never runs
+``Module.__call__`` (no ``super().__call__``, ``nn.Module.__call__(self, ...)`` or
+``_call_impl``) replaces the hook machinery, and its ``self.forward(...)`` skips them all.
 """
 
 from __future__ import annotations

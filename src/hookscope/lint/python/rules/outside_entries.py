@@ -1,15 +1,11 @@
 """Methods that are entry points of their own: run from outside the class as well.
 
-A helper that ``forward`` reaches through ``self`` runs inside ``Module.__call__`` when
-it is reached that way, so its ``self.forward(...)`` skips nothing new. A public method
-that other code runs directly (``policy.sample_actions(...)``, or by name:
-``getattr(model, "sample_actions")``, ``EMA(model, forward_method_names=("sample_actions",))``)
-is also entered without ``Module.__call__``: there ``self.forward(...)`` skips the hooks.
-
-A method is so entered when, in its own file or in a project file that imports its class
-or its module by name, its name is a string, is used other than in calls on something
-other than ``self``/``super()``/a class, or is called on something that does not resolve
-to a plain object or to another class.
+A helper that ``forward`` reaches through ``self`` runs inside ``Module.__call__``; one
+that other code also runs directly (``policy.sample_actions(...)``, or by name:
+``getattr(model, "sample_actions")``) is entered without it, and there
+``self.forward(...)`` skips the hooks. A method is so entered when, in its file or in one
+importing its class or module, its name is a string, or is used other than in calls on
+``self``/``super()``/a class or on something resolved to another class or plain object.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """Arguments forwarded through ``*args``: ``def run(*args): return helper(*args)``.
 
-A wrapper that hands its positional arguments on (``helper(*args)``, ``helper(x,
-*args)``) passes to ``helper``'s parameter what its own callers pass at the matching
-place of ``*args``: ``run(Net(), batch)`` gives ``helper(model, batch)`` a module. The
-wrapper's calls are those of its own file (and, for a module-level function, of the files
-importing it), and they must all be seen and agree.
+A wrapper that hands its positional arguments on passes to ``helper``'s parameter what
+its own callers pass at the matching place: ``run(Net(), batch)`` gives ``helper(model,
+batch)`` a module. The wrapper's calls (in its file, and for a module-level function in
+the files importing it) must all be seen and agree.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """Functions that torch calls with a module: hooks registered on modules.
 
 ``m.register_full_backward_hook(fn)`` makes torch call ``fn(module, grad_input,
-grad_output)`` with the hooked module, so the first parameter of ``fn`` (after ``self``
-for a method registered as ``self.fn``) is a module: ``module.forward(...)`` there skips
-that module's hooks. In a *forward* hook (``register_forward_hook``/``_pre_hook``) the
-same call is the only way to run the module without running the hook again, so that
-parameter is given no module kind that a finding would rest on (it is hookless there).
-Only a function the file never calls itself, and whose every other use in the file is
-such a registration, counts. The function may be handed over as ``hook=fn``, wrapped in
-``partial(fn, key=value)`` (keywords only), or registered for every module with
-``torch.nn.modules.module.register_module_forward_hook(fn)`` and its backward siblings.
+grad_output)``, so the first parameter of ``fn`` (after ``self`` for ``self.fn``) is a
+module. In a *forward* hook ``module.forward(...)`` is the only way to run the module
+without the hook again, so there the parameter is hookless. Only a function the file
+never calls itself, whose every other use is such a registration, counts (also as
+``hook=fn``, ``partial(fn, key=value)``, or ``register_module_forward_hook(fn)``).
 """
 
 from __future__ import annotations

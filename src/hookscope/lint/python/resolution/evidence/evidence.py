@@ -1,23 +1,15 @@
-"""What the code around a ``.forward(...)`` call says about its receiver.
+"""What the code around a ``.forward(...)`` call says about a receiver of unknown type.
 
-Used when the receiver's declared type cannot be resolved (the resolver gives
-``UNKNOWN``); each piece of evidence is one a reader would accept as proof (``isinstance``
-narrowing, the other kind, is part of resolution: `narrowing`):
+Each piece of evidence is one a reader would accept as proof:
 
-- **use**: the same function (for ``self.x``, any method of the class or of its
-  same-file bases) calls a method
-  that only ``torch.nn.Module`` has on it (``x.parameters()``, ``x.eval()``,
-  ``x.load_state_dict(...)``, ``x.register_forward_hook(...)``...) or wraps it in
-  ``DistributedDataParallel``/``torch.compile``/..., hands it to a library function that
-  takes a module or moves a ``torch.load`` result to a device (`uses`), or passes it to a
-  parameter the callee declares a module (``eval_mode(net)`` with ``def eval_mode(*nets:
-  nn.Module)``, `passing`);
-- **submodule**: ``owner.x.forward(...)`` (or ``getattr(owner, name).forward(...)``
-  when ``owner``'s class is not known) where ``owner`` is a module instance: an
-  attribute of a module that has a ``forward`` is one of its submodules
-  (``nn.Module.__setattr__`` registers them), unless its name reads like an RPC
-  proxy, an extension or a function object (`known.NOT_MODULE_NAME`); an element of
-  such a submodule, indexed or iterated (``model.model.layers[i]``), is a module too.
+- **use**: the same function (for ``self.x``, any method of the class or of its same-file
+  bases) calls a method only ``torch.nn.Module`` has on it (``x.parameters()``), wraps it
+  (``DDP(x)``), hands it to a library function that takes a module (`uses`), or passes it
+  to a parameter the callee declares or uses as a module;
+- **submodule**: ``owner.x.forward(...)`` (or ``getattr(owner, name)``) with ``owner`` a
+  module instance: ``nn.Module.__setattr__`` registers such attributes as submodules,
+  unless the name reads like an RPC proxy, an extension or a function object
+  (`known.NOT_MODULE_NAME`); an indexed or iterated submodule's element is one too.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
-"""Submodules reached through ``getattr(self, "prefix" + name)`` (#15).
+"""Submodules reached through ``getattr(self, "prefix" + name)``.
 
-A multi-task model keeps one head per task (``self._tagger_ner = CrfTagger(...)``,
-``self._tagger_pos = ...``) and picks one by name: ``tagger = getattr(self,
-"_tagger_%s" % task)``, ``tagger.forward(**batch)``. `containers.getattr_value` resolves
-such a call when every attribute the prefix matches resolves alike; when some of them
-are library objects it cannot type, they are still attributes of a module with a
-``forward``, so submodules (`evidence.submodule`), as ``self._tagger_ner.forward(...)``
-would be. Any attribute the prefix matches that resolves to something else (a plain
-object, a string) leaves the call unresolved.
+A multi-task model keeps one head per task (``self._tagger_ner = CrfTagger(...)``) and
+picks one by name (``getattr(self, "_tagger_%s" % task).forward(...)``). When some of the
+attributes the prefix matches are library objects `containers.getattr_value` cannot
+type, they are still attributes of a module, so submodules (`evidence.submodule`); any
+that resolves to something else (a plain object, a string) leaves the call unresolved.
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
 """Entries of a dict that the methods of one class family hand each other.
 
-Meta-learning and GAN code often keeps its networks in one dict: a method builds it
-(``model = dict.fromkeys(["net", "optimizer"])``, ``model["net"] = Net(...)``), returns
-it, and the other methods take it as a parameter (``def adapt(self, x, model: dict)``)
-and call ``model["net"].forward(x)``. Nothing types the parameter, but the family's own
-methods say what the entry holds: a module-only method called on the same spelling
-(``model["net"].parameters()``, ``model["net"].eval()``) in a method of the class or of
-one of its project bases, or an assignment of a module to it
-(``model["net"] = Net(...)``). An assignment of anything else to the entry
-(``model["net"] = Plain()``, ``model["net"] = "name"``) anywhere in the family vetoes it.
+Meta-learning and GAN code often keeps its networks in one dict that one method builds
+(``model["net"] = Net(...)``) and the others take as a parameter and call
+(``model["net"].forward(x)``). The family's own methods say what the entry holds: a
+module-only method called on the same spelling (``model["net"].eval()``) in a method of
+the class or of a project base, or an assignment of a module to it; an assignment of
+anything else anywhere in the family vetoes it.
 """
 
 from __future__ import annotations

@@ -1,20 +1,13 @@
 """Calls that show what they are given is a torch module, beyond its own methods.
 
-`evidence` reads a receiver's use: a method only modules have (``x.parameters()``), or a
-wrapper that takes a module (``DDP(x)``). This module adds the uses that need more than
-the method's name:
-
-- ``x.apply(fn)`` with ``fn`` a function (a ``def`` of the project, a lambda, a
-  ``partial``): ``Module.apply`` runs ``fn`` on every submodule; an autograd
-  ``Function``'s ``apply`` takes tensors, a pandas ``apply`` has no ``forward`` next to it;
-- a library function that takes a module as its first argument, by the name it was
-  imported under (``torchsummary.summary(x, (3, 224, 224))``, ``torch.onnx.export(x, ...)``,
-  ``wandb.watch(x)``, ``thop.profile(x, inputs=...)``): a project function of the same
-  name says nothing;
-- on a name every binding of which is ``torch.load(...)``, the methods modules share with
-  tensors (``x.to(device)``, ``x.cuda()``, ``x.train()``, ``x.state_dict()``): what
-  ``torch.load`` gives is a tensor, a container or a pickled object, and of those only a
-  pickled module has a ``forward`` and moves to a device.
+- ``x.apply(fn)`` with ``fn`` a function (a ``def``, a lambda, a ``partial``):
+  ``Module.apply`` runs ``fn`` on every submodule (an autograd ``Function.apply`` takes
+  tensors, a pandas ``apply`` has no ``forward`` next to it);
+- a library function that takes a module first, by the name it was imported under
+  (``torchsummary.summary(x, ...)``, ``torch.onnx.export(x, ...)``, ``wandb.watch(x)``);
+- on a name bound only to ``torch.load(...)``, the methods modules share with tensors
+  (``x.to(device)``, ``x.train()``): of what ``torch.load`` gives, only a pickled module
+  has a ``forward`` and moves to a device.
 """
 
 from __future__ import annotations
