@@ -12,17 +12,8 @@ from hookscope.errors import LintError, UsageError
 from hookscope.lint.engine.project import CACHE_DIR
 
 DEFAULT_EXCLUDE = (
-    ".git",
-    ".hg",
-    ".venv",
-    "venv",
-    "__pycache__",
-    ".tox",
-    ".nox",
-    ".mypy_cache",
-    "node_modules",
-    "*.egg-info",
-    CACHE_DIR,
+    *(".git", ".hg", ".venv", "venv", "__pycache__", ".tox", ".nox", ".mypy_cache"),
+    *("node_modules", "*.egg-info", CACHE_DIR),
 )
 SUFFIXES = (".py", ".pyi", ".cs")
 

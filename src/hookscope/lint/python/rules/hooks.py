@@ -6,6 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from hookscope.lint.engine.findings import Finding
+from hookscope.lint.python.facts import known
 from hookscope.lint.python.parse.bindings import child_nodes, dotted, walk
 from hookscope.lint.python.parse.pyfile import CallSite, Scope
 from hookscope.lint.python.rules.analysis import Analysis, PythonRule, attribute_name_edit
@@ -13,29 +14,18 @@ from hookscope.lint.python.rules.analysis import Analysis, PythonRule, attribute
 # Registration functions that return a RemovableHandle (module, global, tensor,
 # autograd and optimizer hooks). Others named alike return nothing and are left
 # alone: DDP's ``register_comm_hook``, Tensor's ``register_hook`` (dies with the tensor).
+_MODULE_HOOKS = ("forward", "forward_pre", "full_backward", "full_backward_pre", "backward")
+_OTHER_HOOKS = known.words(
+    """
+    state_dict_pre state_dict_post load_state_dict_pre load_state_dict_post
+    post_accumulate_grad multi_grad step_pre step_post
+    module_buffer_registration module_module_registration module_parameter_registration
+    """
+)
 HANDLE_RETURNING = frozenset(
-    {
-        *(
-            f"register_{kind}_hook"
-            for kind in ("forward", "forward_pre", "full_backward", "full_backward_pre", "backward")
-        ),
-        *(
-            f"register_module_{kind}_hook"
-            for kind in ("forward", "forward_pre", "full_backward", "full_backward_pre", "backward")
-        ),
-        *(
-            f"register_module_{kind}_registration_hook"
-            for kind in ("buffer", "module", "parameter")
-        ),
-        "register_state_dict_pre_hook",
-        "register_state_dict_post_hook",
-        "register_load_state_dict_pre_hook",
-        "register_load_state_dict_post_hook",
-        "register_post_accumulate_grad_hook",
-        "register_multi_grad_hook",
-        "register_step_pre_hook",
-        "register_step_post_hook",
-    }
+    {f"register_{kind}_hook" for kind in _MODULE_HOOKS}
+    | {f"register_module_{kind}_hook" for kind in _MODULE_HOOKS}
+    | {f"register_{kind}_hook" for kind in _OTHER_HOOKS}
 )
 _APPENDERS = frozenset({"append", "add", "extend", "insert", "appendleft", "setdefault", "update"})
 _DEPRECATED = {

@@ -34,14 +34,8 @@ def drop_forward(pyfile: PyFile, func: ast.Attribute) -> tuple[Edit, ...]:
 
 
 _SCRIPT_DECORATORS = frozenset(
-    {
-        "script",
-        "jit.script",
-        "torch.jit.script",
-        "script_method",
-        "jit.script_method",
-        "torch.jit.script_method",
-    }
+    {"script", "jit.script", "torch.jit.script"}
+    | {"script_method", "jit.script_method", "torch.jit.script_method"}
 )
 
 

@@ -35,21 +35,8 @@ from hookscope.lint.python.resolution.values.containers import (
 )
 from hookscope.lint.python.resolution.values.copies import copied_elements, picks_from
 
-_SELF_RETURNING = frozenset(
-    {
-        "to",
-        "cuda",
-        "cpu",
-        "eval",
-        "train",
-        "half",
-        "float",
-        "double",
-        "bfloat16",
-        "requires_grad_",
-        "to_empty",
-        "share_memory",
-    }
+_SELF_RETURNING = known.names(
+    "to cuda cpu eval train half float double bfloat16 requires_grad_ to_empty share_memory"
 )
 # Calls that return their first argument (or a copy of it): ``weight_norm(m)`` is ``m``.
 _PASS_THROUGH = frozenset(
