@@ -47,11 +47,9 @@ def discover(paths: Sequence[str | os.PathLike[str]], exclude: Sequence[str] = (
 def _walk(folder: str, prefix: str, excluded: Callable[[str, str], bool], found: list[str]) -> None:
     """Add the files of ``folder`` and, recursively, of its sub-folders to ``found``.
 
-    What ``os.walk`` top-down with sorted, pruned sub-folders gives, in the same
-    order, with the same paths; ``prefix`` is ``folder`` relative to the given root
-    (``""`` or ``"a/b/"``). Sub-folders and links are told apart by ``os.scandir``'s
-    entries, which know their type without a ``stat``; an unreadable folder is
-    skipped, as ``os.walk`` skips it.
+    What ``os.walk`` top-down with sorted, pruned sub-folders gives, in that order, but
+    typed by ``os.scandir``'s entries (no ``stat``); ``prefix`` is ``folder`` relative to
+    the given root (``""`` or ``"a/b/"``). An unreadable folder is skipped.
     """
     dirs: list[str] = []
     files: list[str] = []
@@ -84,9 +82,8 @@ def _walk(folder: str, prefix: str, excluded: Callable[[str, str], bool], found:
 def _exclusion(patterns: Iterable[str]) -> Callable[[str, str], bool]:
     """``excluded(name, rel)``: whether a glob matches the name or the relative path.
 
-    The same test as ``fnmatch.fnmatch`` per pattern, with all patterns compiled into
-    one expression: calling fnmatch for every pattern, file and folder took most of
-    the time of a walk over a large tree.
+    ``fnmatch.fnmatch``'s test with all patterns compiled into one expression (a call per
+    pattern, file and folder took most of the time of a walk over a large tree).
     """
     match = re.compile("|".join(fnmatch.translate(os.path.normcase(p)) for p in patterns)).match
     normcase = os.path.normcase if os.name == "nt" else str  # identity elsewhere: skip the call

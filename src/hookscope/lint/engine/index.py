@@ -108,12 +108,10 @@ _T = TypeVar("_T")
 def nearest(
     found: tuple[_T, ...], wheres: list[str], module: str, importer: str, root: str
 ) -> tuple[_T, ...]:
-    """The entries of ``found`` (``path:line`` each in ``wheres``) in the very file that
-    ``import module`` reaches from the project file ``importer``, when several files
-    are named like ``module`` (``networks.py`` in six folders): the importer's sibling
-    first, as a script's own folder is ``sys.path[0]``, unless that folder is a package
-    (then the module named from the project root comes first). Unchanged when no entry
-    lies in either file."""
+    """The entries of ``found`` (``path:line`` each in ``wheres``) in the file that ``import
+    module`` reaches from ``importer`` when several files are named like ``module``: the
+    importer's sibling first (a script's folder is ``sys.path[0]``) unless that folder is a
+    package; unchanged when no entry lies in either file."""
     if len(found) < 2 or not importer or module.startswith("."):
         return found
     here = posixpath.dirname(importer.replace("\\", "/"))
@@ -161,11 +159,8 @@ def merge(
 
 
 class IndexBuilder:
-    """A `ClassIndex` put together piece by piece, in file order (what `merge` returns).
-
-    A parallel scan adds each chunk of files as soon as it and every chunk before it
-    are in, so that little merging is left when the last chunk arrives.
-    """
+    """A `ClassIndex` put together chunk by chunk, in file order (what `merge` returns),
+    so that little merging is left when a parallel scan's last chunk arrives."""
 
     def __init__(self) -> None:
         # Tuples from the start (most names have one definition): `build` converts nothing.

@@ -57,9 +57,8 @@ def find_root(
 ) -> Path | None:
     """The nearest folder at or above ``path`` holding a project marker, or ``None``.
 
-    Installed code (under ``site-packages``) belongs to no project: the folder that
-    holds the virtual environment is not its project. ``known`` (folder → root) is
-    filled on the way, so that the folders of a tree are each looked at once.
+    Installed code (under ``site-packages``) belongs to no project. ``known`` (folder →
+    root) is filled on the way, so that each folder of a tree is looked at once.
     """
     folder = os.path.abspath(path)
     if not os.path.isdir(folder):
@@ -110,9 +109,8 @@ def scan_with_cache(
 ) -> tuple[dict[str, Scan], ClassIndex]:
     """The scans of ``given`` and the index of ``files`` (absolute paths), cached.
 
-    ``scan`` is called once with every file whose cached entry is missing or stale.
-    When nothing changed, the merged index is read back as it was saved: a warm run
-    costs a ``stat`` per file and one JSON read.
+    ``scan`` is called once with every file whose cached entry is missing or stale; when
+    nothing changed, a warm run costs a ``stat`` per file and one JSON read.
     """
     raw, saved_index = _load(root)
     stamps: dict[str, tuple[int, int]] = {}

@@ -63,14 +63,10 @@ def _init_worker(
 def _gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while files are parsed and checked.
 
-    Parsing allocates millions of AST nodes, which triggers collections that walk
-    the whole heap; ASTs and the linter's records hold no reference cycles, so
-    reference counting frees them anyway. This halves the time of a big run.
-
-    What the run keeps (the class index: about a million objects on a big tree) is
-    moved to the oldest generation before the collector is turned back on;
-    otherwise the first young collection after the run would walk all of it
-    (40-100 ms), as if it were new.
+    Parsing allocates millions of AST nodes, whose collections walk the whole heap; ASTs
+    and the linter's records hold no cycles, so reference counting frees them anyway (this
+    halves a big run). What the run keeps (the class index) then goes to the oldest
+    generation, or the first young collection would walk all of it (40-100 ms).
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -141,13 +137,11 @@ def run_lint(
     exclude: Sequence[str] = (),
     max_bytes: int = DEFAULT_MAX_FILE_SIZE,
 ) -> LintRun:
-    """Scan, index and check ``files`` with up to ``jobs`` processes (0 = one per CPU).
+    """Scan, index and check ``files`` with up to ``jobs`` processes (0 = one per CPU,
+    capped at the number of CPUs and of files) and the front ends ``languages``.
 
-    With ``project``, classes are resolved against the project index of each file's
-    project root (see `hookscope.lint.engine.project`; a nested project has its own), so
-    that a file gets the same findings whether it is linted alone or with its tree.
-    ``jobs`` is capped at the number of CPUs and of files; ``languages`` are the front
-    ends, each reading the files of its suffixes.
+    With ``project``, classes are resolved against the index of each file's project root
+    (`project`; a nested project has its own).
     """
     cpus = os.cpu_count() or 1
     jobs = min(jobs or cpus, cpus)
@@ -259,9 +253,8 @@ def _scan_all(
 ) -> dict[str, Scan]:
     """Scan ``files`` in consecutive chunks; their classes and functions go ``into`` an index.
 
-    Small chunks keep the processes busy until the end (each takes the next chunk
-    when it is done with one); a chunk joins the index as soon as every chunk before
-    it has (the index keeps the file order), while the other processes still scan.
+    Small chunks keep the processes busy until the end; a chunk joins the index (in file
+    order) as soon as every chunk before it has, while the others still scan.
     """
     jobs = _workers(jobs, len(files))
     size = max(1, len(files) // (jobs * 32))

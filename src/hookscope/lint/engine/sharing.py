@@ -39,13 +39,10 @@ def shared_map(
 ) -> Iterator[tuple[int, R]]:
     """``(i, result)`` for every ``items[i]``, in the order the results come.
 
-    ``local`` runs in this process and in forked workers (which share this
-    process's memory). Without ``os.fork``, ``remote`` runs in the workers of a
-    process pool (a picklable function; ``initializer(*initargs)`` prepares each
-    worker) and this process only collects; both must compute the same thing.
-    With ``jobs <= 1`` everything runs here, in order, and no process starts.
-
-    An exception in any task is raised here; the tasks nobody started then never
+    ``local`` runs here and in forked workers. Without ``os.fork``, ``remote`` (picklable;
+    ``initializer(*initargs)`` prepares each worker) runs in a process pool and this
+    process only collects; both must compute the same thing. With ``jobs <= 1`` all runs
+    here, in order. An exception in a task is raised here; the tasks nobody started never
     run, and the workers are ended.
     """
     if jobs <= 1 or len(items) < 2:
@@ -90,9 +87,8 @@ def _forked(work: Callable[[T], R], items: Sequence[T], jobs: int) -> Iterator[t
 def _tickets(count: int) -> tuple[int, Callable[[int], range]]:
     """A pipe holding a ticket for each run of tasks, and the tasks of a ticket.
 
-    One ticket per task, unless the pipe cannot hold that many; then each ticket
-    stands for a run of consecutive tasks. The pipe is filled before any process
-    reads it and its write end closed, so a read finds a ticket or the end.
+    One ticket per task, or per run of consecutive tasks when the pipe cannot hold that
+    many. It is filled and its write end closed first: a read finds a ticket or the end.
     """
     out, into = os.pipe()
     per = -(-count * _TICKET // _capacity(into))  # tasks per ticket, rounded up

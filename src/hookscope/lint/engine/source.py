@@ -50,11 +50,9 @@ def binary(data: bytes) -> str:
 def _read(path: str, first: int, limit: int) -> bytes:
     """Up to ``limit`` bytes of ``path``, asking for ``first`` bytes at first.
 
-    Plain ``os.read`` calls: ``open(...).read(limit)`` allocates ``limit`` bytes (the
-    10 MB default) for every file and goes through two layers of file objects, which
-    cost more than the reading itself over a tree of small files. ``first`` is the
-    size ``stat`` gave plus one: a first read that returns less than that has met
-    the end of the (regular) file, and the file is whole without a second call.
+    Plain ``os.read``: ``open(...).read(limit)`` allocates ``limit`` bytes for every file
+    and costs more than the reading itself over a tree of small files. ``first`` is the
+    ``stat`` size plus one, so a shorter first read has met the end of the file.
     """
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
     try:
