@@ -11,8 +11,8 @@ import pytest
 
 from hookscope.errors import LintError, UsageError
 from hookscope.lint import all_rules, discover, lint, select_codes
+from hookscope.lint.engine.findings import line_codes
 from hookscope.lint.engine.formats import render, to_sarif
-from hookscope.lint.engine.suppress import line_codes
 from tests.lint.conftest import FIXTURES, expected_codes
 
 ALL_CODES = {

@@ -8,7 +8,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from hookscope.lint.python.index.lookalikes import scan_lookalikes
+from hookscope.lint.python.index.classes import scan_lookalikes
 from tests.lint.conftest import expected_codes, findings_of, found, write_source
 
 

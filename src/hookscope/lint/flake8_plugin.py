@@ -22,8 +22,7 @@ from hookscope.lint.engine.project import find_root
 from hookscope.lint.engine.runner import project_index
 from hookscope.lint.languages import LANGUAGES, select_codes
 from hookscope.lint.python.frontend import check
-from hookscope.lint.python.index.classes import scan_classes
-from hookscope.lint.python.index.lookalikes import scan_lookalikes
+from hookscope.lint.python.index.classes import scan_classes, scan_lookalikes
 from hookscope.lint.python.parse.pyfile import PyFile
 from hookscope.lint.python.rules.analysis import Analysis
 

@@ -11,12 +11,11 @@ import re
 
 from hookscope.lint.csharp.index import scan_csharp
 from hookscope.lint.csharp.rules import RULES, CSharpRule, file_index, parse_csharp
-from hookscope.lint.engine.findings import Finding, in_order
+from hookscope.lint.engine.findings import Finding, in_order, is_suppressed
 from hookscope.lint.engine.index import ClassIndex
 from hookscope.lint.engine.project import Scan
 from hookscope.lint.engine.registry import Rule
 from hookscope.lint.engine.source import Source
-from hookscope.lint.engine.suppress import is_suppressed
 
 _DOT_FORWARD = re.compile(rb"\.[ \t\r\n\\]*forward\s*\(")
 

@@ -15,15 +15,13 @@ import gc
 import re
 from collections.abc import Iterator
 
-from hookscope.lint.engine.findings import Finding, in_order
+from hookscope.lint.engine.findings import Finding, in_order, is_suppressed
 from hookscope.lint.engine.index import ClassIndex
 from hookscope.lint.engine.project import Scan
 from hookscope.lint.engine.registry import Rule, unreadable
 from hookscope.lint.engine.source import Source
-from hookscope.lint.engine.suppress import is_suppressed
-from hookscope.lint.python.index.classes import scan_definitions
+from hookscope.lint.python.index.classes import scan_definitions, scan_lookalikes
 from hookscope.lint.python.index.importlists import import_lists
-from hookscope.lint.python.index.lookalikes import scan_lookalikes
 from hookscope.lint.python.parse.decode import decode_python
 from hookscope.lint.python.parse.pyfile import PyFile, mention_lines
 from hookscope.lint.python.parse.regions import mask

@@ -1,20 +1,32 @@
 """The Python half of the project index, read from raw bytes without parsing.
 
-Built from regular expressions, not from parsing, so that every file of a large tree
-can contribute for a few milliseconds each; only files that pass the pre-filter are
-parsed. Bases are kept as written (``nn.Module``); ``self.x: T = ...`` annotations are
-credited to the nearest ``class`` line above.
+Regular expressions, not parsing, so that every file of a large tree contributes for a
+few milliseconds; only files that pass the pre-filter are parsed. Bases are kept as
+written (``nn.Module``); ``self.x: T = ...`` annotations are credited to the nearest
+``class`` line above.
+
+Module-level aliases used as bases (``MyModule = torch.jit.ScriptModule``, then
+``class RWKV_RNN(MyModule)``) become pseudo classes: for a bare base the file neither
+imports nor defines, each assignment of a class-like name to it (``Name``, ``pkg.Name``,
+or a conditional expression of such; not ``ABC = abc.ABC``) is one definition with that
+value as base; several values must agree for the kind to be known.
+
+Look-alikes: a plain class (no base) that defines ``forward`` and module-only methods
+(``parameters``, ``cuda``) handing the work on to the modules it holds makes those
+methods no evidence of a module in its project (`evidence`).
 """
 
 from __future__ import annotations
 
+import ast
 import bisect
+import builtins
 import functools
 import re
 import sys
 
 from hookscope.lint.engine.index import ClassEntry, FunctionEntry, absolute_module
-from hookscope.lint.python.index.aliases import class_aliases
+from hookscope.lint.python.facts import known
 from hookscope.lint.python.index.functions import Lines, scan_functions
 
 # No "^" anchor: a literal-prefixed pattern is ten times faster; the line start is checked by hand.
@@ -134,3 +146,98 @@ def _bases(written: bytes) -> tuple[str, ...]:
         if part and "=" not in part:
             bases.append(part)
     return tuple(bases)
+
+
+def class_aliases(data: bytes, path: str, names: set[str]) -> list[ClassEntry]:
+    """``(alias, (value,), (), "path:line")`` for each assignment of a class-like name to
+    one of ``names`` at the start of a line (module level or in an ``if``/``try`` there)."""
+    entries: list[ClassEntry] = []
+    for name in sorted(names - _BUILTINS):
+        # Literal-prefixed (fast); the line start is checked by hand.
+        pattern = re.escape(name.encode()) + rb"[ \t]*=(?!=)[ \t]*([^\n]*)"
+        for match in re.finditer(pattern, data):
+            start = match.start()
+            if data[data.rfind(b"\n", 0, start) + 1 : start].strip(b" \t"):
+                continue  # not at the start of a line: ``x.MyModule = ...``, ``a, MyModule = ...``
+            values = _class_names(match.group(1).decode("utf-8", errors="replace"))
+            if any(value.rsplit(".", 1)[-1] == name for value in values):
+                continue  # ``ABC = abc.ABC``: the name already means that class
+            line = data.count(b"\n", 0, start) + 1
+            entries.extend((name, (value,), (), f"{path}:{line}") for value in values)
+    return entries
+
+
+_BUILTINS = frozenset(dir(builtins))
+
+
+def _class_names(source: str) -> list[str]:
+    """The class-like dotted names ``source`` (an expression) evaluates to, or ``[]``."""
+    try:
+        expr = ast.parse(source.split("#", 1)[0].strip(), mode="eval").body
+    except SyntaxError:
+        return []
+    arms = [expr.body, expr.orelse] if isinstance(expr, ast.IfExp) else [expr]
+    names = [_dotted(arm) for arm in arms]
+    if not all(names) or not all(n.rsplit(".", 1)[-1][:1].isupper() for n in names):
+        return []
+    return [n for n in names if n]
+
+
+def _dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return f"{inner}.{node.attr}" if inner else ""
+    return ""
+
+
+# A class with no base, or only ``object``: ``class C:``, ``class C():``, ``class C(object):``.
+_PLAIN_CLASS = re.compile(rb"class[ \t]+\w+[ \t]*(?:\([ \t]*(?:object)?[ \t]*\))?[ \t]*:")
+_DEF = re.compile(rb"(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(")
+_MODULE_ONLY_DEF = re.compile(
+    rb"def[ \t]+(?:" + b"|".join(m.encode() for m in sorted(known.MODULE_ONLY_METHODS)) + rb")\b"
+)
+
+
+def scan_lookalikes(data: bytes, first: int = 0) -> tuple[str, ...]:
+    """The module-only methods (`known.MODULE_ONLY_METHODS`) that a class of ``data`` with no
+    base defines next to a ``forward`` of its own, sorted.
+
+    ``first``: where the first ``forward`` of ``data`` starts, if known (no ``def forward``
+    starts more than four bytes before it: the search for one starts there).
+    """
+    if data.find(b"def forward", max(0, first - 4)) < 0 or not _MODULE_ONLY_DEF.search(data):
+        return ()
+    found: set[str] = set()
+    for match in _PLAIN_CLASS.finditer(data):
+        start = match.start()
+        indent = data[data.rfind(b"\n", 0, start) + 1 : start]
+        if indent.strip(b" \t"):
+            continue  # "class" not at the start of a line
+        methods = _methods(data, match.end(), len(indent))
+        if "forward" in methods:
+            found.update(methods & known.MODULE_ONLY_METHODS)
+    return tuple(sorted(found))
+
+
+def _methods(data: bytes, begin: int, outer: int) -> set[str]:
+    """The names ``def``-ined at the first indentation of the class body that starts after
+    ``begin`` (the body ends at the first line indented ``outer`` or less)."""
+    names: set[str] = set()
+    body: int | None = None
+    end = data.find(b"\n", begin)
+    while end != -1:
+        start, end = end + 1, data.find(b"\n", end + 1)
+        line = data[start : len(data) if end == -1 else end]
+        text = line.lstrip(b" \t")
+        if not text.strip() or text.startswith(b"#"):
+            continue
+        depth = len(line) - len(text)
+        if depth <= outer:
+            break
+        if body is None:
+            body = depth
+        if depth == body and (found := _DEF.match(text)) is not None:
+            names.add(found.group(1).decode("ascii", errors="replace"))
+    return names

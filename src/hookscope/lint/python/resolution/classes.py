@@ -13,7 +13,7 @@ import os
 import re
 
 from hookscope.lint.engine.index import ClassIndex, absolute_module, defined_in
-from hookscope.lint.python.facts import frameworks, known, libraries
+from hookscope.lint.python.facts import known, libraries
 from hookscope.lint.python.parse.bindings import dotted
 from hookscope.lint.python.parse.pyfile import PyFile
 from hookscope.lint.python.resolution.bodies import module_evidence
@@ -210,7 +210,7 @@ class ClassKinds:
             return Kind.HOOKLESS, False
         local_bases = self.imported(base_names(local)) if local else None
         torch_name = last in known.TORCH_NN_MODULES or last in known.EXTERNAL_MODULES
-        if local is not None and frameworks.keras_file(self.file.tree, self.file.imports_torch):
+        if local is not None and libraries.keras_file(self.file.tree, self.file.imports_torch):
             torch_name = False  # flax's or Keras's own ``Module``/``Linear``, not torch's
         if torch_name and local is None and self._dropped(last):
             return Kind.UNKNOWN, False

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from hookscope.lint.python.facts.frameworks import other_framework_file
+from hookscope.lint.python.facts.libraries import other_framework_file
 from hookscope.lint.python.parse.bindings import Binding, lambda_default
 from hookscope.lint.python.parse.pyfile import CallSite, Scope
 from hookscope.lint.python.resolution.callers.autograd import saved_on_ctx

@@ -5,14 +5,21 @@ skips nothing: the module was entered through ``Module.__call__``. Elsewhere it 
 module's hooks. Exception: a module class whose own ``__call__`` never runs
 ``Module.__call__`` (no ``super().__call__``, ``nn.Module.__call__(self, ...)`` or
 ``_call_impl``) replaces the hook machinery, and its ``self.forward(...)`` skips them all.
+
+Mixins of modules (`module_mixin`): in a class with no base but ``object``/``ABC`` whose
+every project subclass is a module (``class NetLocal(LocalMixin, Net)``), ``self`` is
+always a module, so ``self.forward(...)`` there skips hooks too.
 """
 
 from __future__ import annotations
 
 import ast
 
-from hookscope.lint.python.facts import frameworks
+from hookscope.lint.engine.index import ClassIndex
+from hookscope.lint.python.facts import libraries
 from hookscope.lint.python.parse.bindings import dotted
+from hookscope.lint.python.resolution.classes import ClassKinds
+from hookscope.lint.python.resolution.kinds import Kind
 from hookscope.lint.python.rules.analysis import Analysis
 from hookscope.lint.python.rules.outside_entries import entered_from_outside
 
@@ -36,7 +43,7 @@ def entry_methods(analysis: Analysis, cls: ast.ClassDef, *, own_call: bool = Tru
         return cached
     methods = {n.name: n for n in cls.body if isinstance(n, Method)}
     entry = {"forward", "__call__"}
-    if frameworks.keras_file(analysis.file.tree, analysis.file.imports_torch):
+    if libraries.keras_file(analysis.file.tree, analysis.file.imports_torch):
         entry.add("call")  # Keras's ``Layer.__call__`` runs ``call``: the entry point there
     for stmt in cls.body:
         target = (
@@ -142,3 +149,46 @@ def _on_self(node: ast.expr, own: frozenset[str]) -> bool:
     elif isinstance(node, ast.Call) and dotted(node.func) == "type" and len(node.args) == 1:
         node = node.args[0]
     return isinstance(node, ast.Name) and (node.id in own or node.id[:1].isupper())
+
+
+# The subclasses of every class name, for one index at a time: (index id, name -> subclasses).
+_SUBCLASSES: list[tuple[int, dict[str, list[str]]]] = [(0, {})]
+
+
+def module_mixin(
+    kinds: ClassKinds, name: str, seen: frozenset[str] = frozenset()
+) -> tuple[str, ...]:
+    """The subclasses of the project class ``name`` (defined once, with no base but
+    ``object`` or ``ABC``) when every one of them is a module, or a mixin of that kind
+    itself (``class ExportableModel(Exportable)``, used only by modules); ``()`` when
+    ``name`` is no such mixin."""
+    defs = kinds.index.defs.get(name, ())
+    if len(defs) != 1 or name in seen:
+        return ()
+    if any(base not in _NO_BASE and base.rsplit(".", 1)[-1] not in seen for base in defs[0][0]):
+        return ()  # a base that is neither plain nor the mixin this one extends
+    subclasses = _subclasses(kinds.index).get(name, [])
+    if not subclasses:
+        return ()
+    for sub in subclasses:
+        kind = kinds.class_kind(sub)[0]
+        if kind is not Kind.MODULE and not (
+            kind is Kind.OTHER and module_mixin(kinds, sub, seen | {name})
+        ):
+            return ()
+    return tuple(subclasses)
+
+
+# What a mixin's bases may be: nothing, or what makes it a plain or abstract class.
+_NO_BASE = frozenset({"object", "ABC", "abc.ABC"})
+
+
+def _subclasses(index: ClassIndex) -> dict[str, list[str]]:
+    if _SUBCLASSES[0][0] != id(index):
+        found: dict[str, list[str]] = {}
+        for sub, variants in index.defs.items():
+            for bases, _ in variants:
+                for base in bases:
+                    found.setdefault(base.rsplit(".", 1)[-1], []).append(sub)
+        _SUBCLASSES[0] = (id(index), {k: sorted(set(v)) for k, v in found.items()})
+    return _SUBCLASSES[0][1]

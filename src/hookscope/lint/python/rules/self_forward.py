@@ -10,8 +10,7 @@ from hookscope.lint.python.parse.bindings import dotted
 from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.kinds import Kind
 from hookscope.lint.python.rules.analysis import Analysis, PythonRule, self_names
-from hookscope.lint.python.rules.entry import is_super_call, replaced_call
-from hookscope.lint.python.rules.mixins import module_mixin
+from hookscope.lint.python.rules.entry import is_super_call, module_mixin, replaced_call
 from hookscope.lint.python.rules.sites import (
     drop_forward,
     forward_calls,
