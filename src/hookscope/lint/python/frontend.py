@@ -81,12 +81,8 @@ PYTHON = Python()
 
 
 def calls_forward(data: bytes, first: int = 0) -> bool:
-    """A ``.forward(`` call other than ``super().forward(`` (which no rule flags).
-
-    ``first`` is where the first ``forward`` of ``data`` starts (if known): no call
-    starts before the last ``.`` ahead of it (only blanks lie between a call's dot
-    and its name), so the search starts there.
-    """
+    """A ``.forward(`` call other than ``super().forward(`` (which no rule flags); the search
+    starts at the last ``.`` before ``first``, the first ``forward`` of ``data`` if known."""
     # _DOT_FORWARD finds exactly the "forward(" whose previous non-blank byte is ".",
     # so the Python loop below runs over method calls only, not every "forward(".
     for match in _DOT_FORWARD.finditer(data, max(0, data.rfind(b".", 0, first))):
@@ -104,11 +100,8 @@ def _registers_hook(data: bytes) -> bool:
 
 
 def analyze_text(path: str, text: str, index: ClassIndex, codes: frozenset[str]) -> list[Finding]:
-    """Findings of the Python rules ``codes`` in ``text`` (the contents of ``path``).
-
-    The statements that cannot hold a finding are masked out first (see `regions`);
-    the whole file is parsed when that fails or a rule was unsure without them.
-    """
+    """Findings of the Python rules ``codes`` in ``text`` (the contents of ``path``): the
+    masked text first (`regions`), the whole file when that fails or a rule was unsure."""
     lines, mentions = text.split("\n"), mention_lines(text)  # for the mask and the walker
     masked = mask(text, lines, mentions)
     if masked is not None:

@@ -109,12 +109,10 @@ def _scan_classes(data: bytes, path: str) -> tuple[list[ClassEntry], Lines]:
 def _from_imports(data: bytes, path: str = "", wanted: set[str] | None = None) -> dict[str, str]:
     """``{local name: "module.Name"}`` of the ``from module import Name [as local]`` lines.
 
-    Bases are recorded with the module they come from, so that ``class Net(Base)``
-    after ``from pkg.layers import Block as Base`` resolves to ``pkg/layers.py``'s
-    ``Block``, even when other files define classes called ``Block`` too. Relative
-    imports are made absolute from ``path`` (relative to the project root). With
-    ``wanted``, only the statements whose names mention one of them are read (the
-    others bind none of them): the entries of ``wanted`` are the same either way.
+    Bases are recorded with their module, so that ``class Net(Base)`` after ``from
+    pkg.layers import Block as Base`` resolves to ``pkg/layers.py``'s ``Block`` among
+    several. Relative imports are made absolute from ``path``; with ``wanted``, only the
+    statements that mention one of those names are read.
     """
     out: dict[str, str] = {}
     if b"import" not in data:
@@ -132,11 +130,8 @@ def _from_imports(data: bytes, path: str = "", wanted: set[str] | None = None) -
 
 @functools.lru_cache(maxsize=1 << 14)
 def _bases(written: bytes) -> tuple[str, ...]:
-    """The base classes in the parentheses of a ``class`` line (bytes as written).
-
-    Cached: most classes of a tree repeat a few base lists (``nn.Module``,
-    ``PreTrainedModel``), decoded and split once each.
-    """
+    """The base classes in the parentheses of a ``class`` line (bytes as written); cached,
+    as most classes of a tree repeat a few base lists."""
     raw = written.decode("utf-8", errors="replace")
     if "[" in raw:
         raw = _SUBSCRIPT.sub("", raw)
@@ -202,11 +197,8 @@ _MODULE_ONLY_DEF = re.compile(
 
 def scan_lookalikes(data: bytes, first: int = 0) -> tuple[str, ...]:
     """The module-only methods (`known.MODULE_ONLY_METHODS`) that a class of ``data`` with no
-    base defines next to a ``forward`` of its own, sorted.
-
-    ``first``: where the first ``forward`` of ``data`` starts, if known (no ``def forward``
-    starts more than four bytes before it: the search for one starts there).
-    """
+    base defines next to a ``forward`` of its own, sorted; the search starts four bytes
+    before ``first``, the first ``forward`` of ``data`` if known."""
     if data.find(b"def forward", max(0, first - 4)) < 0 or not _MODULE_ONLY_DEF.search(data):
         return ()
     found: set[str] = set()

@@ -36,11 +36,8 @@ _MAX_SIGNATURE = 4000
 
 
 def scan_functions(data: bytes, path: str = "", known: Lines | None = None) -> list[FunctionEntry]:
-    """Every top-level ``def`` of ``data`` with its return annotation and returned calls.
-
-    ``known``: offsets whose line numbers were counted already (the ``class`` lines),
-    from which counting resumes when they are nearer than the previous ``def``.
-    """
+    """Every top-level ``def`` of ``data`` with its return annotation and returned calls;
+    ``known``: offsets whose line numbers were counted already (the ``class`` lines)."""
     if b"def" not in data:
         return []
     out: list[FunctionEntry] = []
@@ -65,11 +62,8 @@ def scan_functions(data: bytes, path: str = "", known: Lines | None = None) -> l
 
 def _top_level_defs(data: bytes) -> Iterator[tuple[re.Match[bytes], int, int]]:
     """Each top-level ``def`` of ``data`` (``async`` ones too): its match, the start of its
-    line and the end of its body (where the next top-level line starts, or the end).
-
-    One pass over the top-level lines, which are where such a ``def`` starts and where
-    its body ends: what finding every ``def`` and keeping those at a line start (then
-    looking for the next top-level line) gives, without a loop over the methods.
+    line and the end of its body (where the next top-level line starts, or the end), in
+    one pass over the top-level lines, without a loop over the methods.
     """
     pending = _def_at(data, 0) if data else None
     for top in _TOP_LEVEL.finditer(data):
@@ -94,12 +88,8 @@ def _def_at(data: bytes, start: int) -> tuple[re.Match[bytes], int] | None:
 
 def _returned_calls(data: bytes, begin: int, end: int) -> tuple[str, ...]:
     """The names called by the ``return`` statements of ``data[begin:end]`` when every
-    ``return`` returns a call (``return Net(...)``), else ``()``.
-
-    One regular-expression pass over the body: each ``return`` word with the name it
-    calls or ``b""``. (A ``return`` inside another one's call, as in ``return
-    a.return(``, is never followed by a call of its own, so looking the call up at
-    every ``return`` finds what matching calls one after the other would.)
+    ``return`` returns a call (``return Net(...)``), else ``()``: one regular-expression
+    pass, each ``return`` word with the name it calls or ``b""``.
     """
     called = _RETURN.findall(data, begin, end)
     if not called or not all(called):

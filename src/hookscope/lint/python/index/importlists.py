@@ -20,11 +20,8 @@ _COMMENT = re.compile(rb"#[^\n]*")
 
 
 def import_lists(data: bytes, where: str) -> ImportLists | None:
-    """The from-import lists of the file ``where``, whose bytes are ``data``.
-
-    ``None`` for a file without the word ``import``, and for one larger than the
-    default size limit (which `callers` would not read).
-    """
+    """The from-import lists of the file ``where``, whose bytes are ``data``; ``None`` without
+    the word ``import`` or above the default size limit (which `callers` would not read)."""
     if len(data) > DEFAULT_MAX_FILE_SIZE or b"import" not in data:
         return None
     found = list(_FROM_IMPORT.finditer(data))

@@ -75,11 +75,9 @@ def _keeps_locals(call: ast.Call, self_name: str) -> bool:
 
 
 def _set_by_name(call: ast.Call, self_name: str) -> tuple[str, ast.expr] | None:
-    """``(attribute, value)`` of ``setattr(self, "name", value)`` /
-    ``self.add_module("name", value)`` / ``self.register_module(...)``. An f-string name
-    (``setattr(self, f"layer_{i}", Block())``) gives its text with the fields kept
-    (``layer_{i}``): no attribute is spelled so, but a ``getattr(self, f"layer_{j}")``
-    matches it by its prefix."""
+    """``(attribute, value)`` of ``setattr(self, "name", value)``, ``self.add_module("name",
+    value)``, ``self.register_module(...)``; an f-string name keeps its fields
+    (``layer_{i}``), which a ``getattr(self, f"layer_{j}")`` matches by its prefix."""
     func = call.func
     if isinstance(func, ast.Name) and func.id == "setattr" and len(call.args) == 3:
         owner, name, value = call.args

@@ -19,10 +19,8 @@ _INERT_CALLS = ("super", "isinstance", "issubclass")
 def calls_by_name(pyfile: PyFile) -> dict[str, list[tuple[ast.Call, Scope]]]:
     """Every call in the file by the last name of its callee, with the calling scope.
 
-    A name that is also used other than as a callee (``callbacks.append(check)``,
-    ``fn = self.check``) maps to ``None``: its calls cannot all be seen. (Such uses
-    outside annotations and ``super``/``isinstance``/``issubclass`` arguments are kept
-    for `used_here`.)
+    A name also used other than as a callee (``callbacks.append(check)``) maps to ``None``:
+    its calls cannot all be seen (such uses are kept for `used_here`).
     """
     out: dict[str, list[tuple[ast.Call, Scope]]] = {}
     escaped: set[str] = set()

@@ -114,11 +114,8 @@ class PyFile:
         lines: list[str] | None = None,
         mentions: list[int] | None = None,
     ) -> PyFile:
-        """Wrap an already parsed ``tree`` of ``text``.
-
-        ``lines`` (``text.split("\\n")``) and ``mentions`` (`mention_lines` of
-        ``text``) are computed here unless the caller has them already.
-        """
+        """Wrap an already parsed ``tree`` of ``text``; ``lines`` (``text.split("\\n")``) and
+        ``mentions`` (`mention_lines`) are computed here unless given."""
         pyfile = cls(path, text, tree, lines if lines is not None else text.split("\n"))
         pyfile.imports_torch = "torch" in text
         # Asked for every name resolved: a scan of the text each time is quadratic.
@@ -127,10 +124,9 @@ class PyFile:
         return pyfile
 
     def body_by_name(self, owner: ast.AST) -> dict[str, list[ast.stmt]]:
-        """The statements of ``owner``'s own body (a module, class or function of this
-        file) by the name they bind: a ``def``'s name, or the name an assignment's value
-        is (``Cls.forward = name``), in order; built once per body (rules ask for each call
-        site, and a scan of the body each time would be quadratic on a large file)."""
+        """The statements of ``owner``'s own body by the name they bind (a ``def``'s name, or
+        the name assigned as a value: ``Cls.forward = name``), in order; built once per body
+        (a scan per call site would be quadratic on a large file)."""
         key = id(owner)
         if key not in self._by_name:
             named: dict[str, list[ast.stmt]] = {}
@@ -186,10 +182,9 @@ _COMPOUND = (
 class _Walker:
     """Records calls with their scope, loops, parent and statement.
 
-    Statements are all visited (so every class and function gets its scope), but
-    the expressions inside a statement are walked only when their lines mention
-    ``forward``, ``_hook`` or ``compile``: the rules look at no other calls, and
-    skipping the rest makes the walk several times cheaper than the parse.
+    Every statement is visited (every class and function gets its scope), but expressions
+    only on lines that mention ``forward``, ``_hook`` or ``compile``: the rules look at no
+    other calls, and skipping them makes the walk several times cheaper than the parse.
     """
 
     def __init__(self, pyfile: PyFile, hot: list[int]) -> None:

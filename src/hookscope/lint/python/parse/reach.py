@@ -16,12 +16,9 @@ from hookscope.lint.python.parse.bindings import Binding
 def reaching(owner: ast.AST, bindings: list[Binding], line: int) -> list[Binding]:
     """The bindings of a name that can reach its use at ``line`` in the function ``owner``.
 
-    An assignment that every path to the use runs, before it (a statement of a block that
-    holds the use: the function's body, or the body of a loop, ``if`` branch, ``with`` or
-    ``try`` around the use), hides the bindings above it (``mods = {...}`` ...
-    ``mods = [a, b]`` ... ``for m in mods``); the ones after it and before the use (in
-    branches), and those later in a loop around the use that starts after it, still
-    reach it. Anywhere else, every binding counts.
+    An assignment before the use that every path to it runs (a statement of a block that
+    holds the use) hides the bindings above it; those after it (in branches, or later in
+    a loop around the use) still reach it. Anywhere else, every binding counts.
     """
     if not isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef)) or len(bindings) < 2:
         return bindings
@@ -77,8 +74,7 @@ def _block_holding(stmt: ast.stmt, line: int) -> list[ast.stmt]:
 def settled(bindings: list[Binding], user: ast.AST | None) -> list[Binding]:
     """The bindings of an instance attribute that outlive the constructor: when all were
     made in one ``__init__`` and the use (in ``user``) is elsewhere, those that `reaching`
-    finds at its end (``self.members = []`` ... ``self.members = nn.ModuleList(
-    self.members)``: only the last holds afterwards)."""
+    finds at its end (``self.m = []`` ... ``self.m = nn.ModuleList(self.m)``: the last)."""
     init = bindings[0].owner if bindings else None
     if (
         len(bindings) < 2

@@ -49,12 +49,9 @@ def _statement_starts(lines: list[str], begin: int, end: int, indent: str) -> li
 
 
 def _hot_lines(text: str, lines: list[str], mentions: list[int] | None = None) -> list[int]:
-    """The 0-based numbers of the ``lines`` of ``text`` that `_HOT` matches, ascending.
-
-    Every line `_HOT` matches holds ``forward``, ``_hook`` or ``compile``; only those
-    lines are searched (a regular expression without a literal prefix tries every
-    position of the text): ``mentions``, their 1-based numbers
-    (`pyfile.mention_lines`), found here unless given.
+    """The 0-based numbers of the ``lines`` of ``text`` that `_HOT` matches, ascending;
+    only the lines that mention ``forward``, ``_hook`` or ``compile`` are searched
+    (``mentions``: their 1-based numbers, `pyfile.mention_lines`, found here unless given).
     """
     if mentions is None:
         mentions = mention_lines(text)
@@ -70,11 +67,8 @@ def _hot(hot: list[int], begin: int, end: int) -> bool:
 def mask(
     text: str, lines: list[str] | None = None, mentions: list[int] | None = None
 ) -> str | None:
-    """The text with uninteresting statements blanked, or ``None`` if not worth it.
-
-    ``lines`` (``text.split("\\n")``) and ``mentions`` (`pyfile.mention_lines`)
-    are computed here unless the caller has them already.
-    """
+    """The text with uninteresting statements blanked, or ``None`` if not worth it;
+    ``lines`` and ``mentions`` are computed here unless given (see `PyFile.from_tree`)."""
     lines = text.split("\n") if lines is None else lines
     starts = _statement_starts(lines, 0, len(lines), "")
     if len(starts) < 2:

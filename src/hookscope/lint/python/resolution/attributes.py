@@ -101,11 +101,9 @@ def in_subclasses(
     resolver: Context, cls_name: str, attr: str, depth: int, *, placeholder: bool = False
 ) -> Resolved | None:
     """``attr`` that neither ``cls_name`` nor its bases bind, on an instance typed as
-    ``cls_name``: what the project subclasses that bind it hold (``self.decoder_obj`` of an
-    output-feature base, assigned by each feature class in its own file), when each of
-    them resolves and all agree; ``None`` otherwise (also when one cannot be read).
-    ``placeholder``: the class binds ``attr`` only to ``None`` (``self.clas = None`` in a
-    base whose subclasses build it), which no ``.forward(...)`` call can have reached."""
+    ``cls_name``: what the project subclasses that bind it hold, when each resolves and all
+    agree; ``None`` otherwise. ``placeholder``: the class binds ``attr`` only to ``None``
+    (``self.clas = None`` in a base whose subclasses build it)."""
     name = re.escape(attr)  # ``self.x = ...``, ``x: T`` or ``def x(`` in this file's text:
     bound_here = re.compile(rf"\.{name}\s*(?::[^=\n]*)?=[^=]|\b{name}\s*:[^\n]|def\s+{name}\s*\(")
     if find_method(resolver, cls_name, attr) is not None:

@@ -199,10 +199,9 @@ def returned_module(
     returns: list[ast.expr],
     lookalikes: frozenset[str],
 ) -> str:
-    """What shows that a function returns a module: every return gives one local name, and
-    the function calls a method that only modules have on it (``model.load_state_dict(sd)``,
-    ``model.eval()``) outside nested functions; ``""`` when nothing does. ``lookalikes``:
-    methods that plain classes of the project define next to a ``forward``."""
+    """What shows that a function returns a module: every return gives one local name, on
+    which it calls a module-only method (``model.eval()``; not one of ``lookalikes``)
+    outside nested functions; ``""`` when nothing does."""
     names = {r.id for r in returns if isinstance(r, ast.Name)}
     if len(names) != 1 or len(returns) != sum(isinstance(r, ast.Name) for r in returns):
         return ""

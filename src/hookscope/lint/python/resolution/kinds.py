@@ -76,9 +76,8 @@ def looks_like_module(name: str, mentions_torch: bool) -> bool:
 
 def with_elements(results: list[Resolved]) -> int:
     """Which of several results of one kind to report (its index): for collections, one
-    whose elements are known (``model = []`` then ``model = [Wrap(m) for m in model]``:
-    an empty list says nothing of its elements); ``-1`` when they hold elements of
-    several kinds (then none is known)."""
+    whose elements are known (an empty list says nothing of them); ``-1`` when they hold
+    elements of several kinds."""
     elems = {r.elem for r in results if r.elem is not None}
     if len(elems) > 1:
         return -1

@@ -91,12 +91,8 @@ def _module_of(where: str) -> str:
 
 
 def _kind_of(resolver: Context, classes: list[tuple[str, str]]) -> Kind | None:
-    """The one kind of instances of ``classes``; ``None`` when they differ.
-
-    A few classes whose bases are not resolved (a base from a library the lint knows
-    nothing of) do not hide the kind of the many others: at most one in ten may be
-    unknown, and none may be of another known kind.
-    """
+    """The one kind of instances of ``classes``; ``None`` when they differ. At most one in
+    ten may be unknown (a base from an unknown library) and none of another known kind."""
     kinds = [resolver.class_kind(name, module)[0] for name, module in classes]
     known_kinds = {k for k in kinds if k is not Kind.UNKNOWN}
     if len(known_kinds) != 1 or 10 * (len(kinds) - kinds.count(Kind.UNKNOWN)) < 9 * len(kinds):

@@ -25,11 +25,8 @@ def installed_kind(
 ) -> tuple[tuple[Kind, bool], str] | None:
     """``((kind, is_container), evidence)`` of ``module``'s class ``name`` as its installed
     package's source shows it; ``None`` when it is not installed or cannot be told.
-
-    ``root`` is the project root ("" outside a project: then the folder of the linted
-    file ``path`` is the project, as ``sys.path[0]`` is for a script, and nothing is
-    kept on disk).
-    """
+    Outside a project (``root`` is ""), the linted file's folder is the project, as
+    ``sys.path[0]`` is for a script, and nothing is kept on disk."""
     project = root or os.path.dirname(os.path.abspath(path))
     top = module.partition(".")[0]
     if not top or top == "torch" or _in_project(project, top):

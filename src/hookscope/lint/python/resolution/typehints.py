@@ -14,12 +14,9 @@ from hookscope.lint.python.resolution.kinds import UNKNOWN, Kind, Resolved
 
 
 def instance_class(pyfile: PyFile, index: ClassIndex, name: str) -> str:
-    """The class name of an instance of ``name``, for attribute look-ups; ``""`` if unknown.
-
-    A class of this file or of the project index (its attributes are looked up in
-    the file that defines it), or ``ExportedProgram``, kept for its ``.module()``,
-    which returns a GraphModule.
-    """
+    """The class name of an instance of ``name``, for attribute look-ups; ``""`` if unknown:
+    a class of this file or of the project index, or ``ExportedProgram`` (for its
+    ``.module()``, a GraphModule)."""
     last = name.rsplit(".", 1)[-1]
     if last in pyfile.classes or last in index:
         return last

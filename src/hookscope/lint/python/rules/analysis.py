@@ -14,10 +14,8 @@ from hookscope.lint.python.resolution.resolver import Resolver
 
 
 class WholeFileNeeded(Exception):
-    """Raised by `Analysis.unsure` on a masked parse; the runner parses the whole file.
-
-    Control flow inside a run, never seen by a caller of the lint.
-    """
+    """Raised by `Analysis.unsure` on a masked parse; the runner parses the whole file
+    (control flow inside a run, never seen by a caller of the lint)."""
 
 
 @dataclass(eq=False)
@@ -32,10 +30,8 @@ class Analysis:
 
     @classmethod
     def of(cls, pyfile: PyFile, index: ClassIndex, *, partial: bool = False) -> Analysis:
-        """Analysis of ``pyfile`` against the project-wide ``index``.
-
-        ``partial`` says the tree was parsed from a masked text (see `regions`).
-        """
+        """Analysis of ``pyfile`` against the project-wide ``index``; ``partial``: the tree
+        was parsed from a masked text (see `regions`)."""
         resolver = Resolver(pyfile, index)
         resolver.complete = not partial
         return cls(pyfile, resolver, partial=partial)
@@ -44,8 +40,7 @@ class Analysis:
         """A rule needed facts a masked parse may lack: the whole file must be parsed.
 
         Raises:
-            WholeFileNeeded: on a masked parse, so that the rules stop there (what they
-                would find next is thrown away with the masked tree).
+            WholeFileNeeded: on a masked parse, so that the rules stop there.
         """
         if self.partial:
             self.needs_full = True

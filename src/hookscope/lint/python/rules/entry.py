@@ -32,10 +32,9 @@ _CALL_MACHINERY = frozenset({"__call__", "_call_impl", "_wrapped_call_impl"})
 def entry_methods(analysis: Analysis, cls: ast.ClassDef, *, own_call: bool = True) -> set[str]:
     """``forward``, ``__call__``, methods aliased to ``__call__`` and what they call on self.
 
-    An own ``__call__`` that also calls ``super().__call__(...)`` is not that machinery:
-    the methods it calls on its other paths (a CUDA-graph capture) skip the hooks.
-    Without ``own_call``, a ``def __call__`` that never runs ``Module.__call__`` is no
-    entry either (see `replaced_call`), nor what only it reaches.
+    An own ``__call__`` that also calls ``super().__call__(...)`` is not that machinery
+    (what it calls on its other paths skips the hooks); without ``own_call``, neither is
+    one that never runs ``Module.__call__`` (`replaced_call`), nor what only it reaches.
     """
     key = f"entry:{id(cls)}:{own_call}"
     cached = analysis.cache.get(key)

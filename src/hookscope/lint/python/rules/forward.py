@@ -95,11 +95,8 @@ class GuessedForwardCallRule(PythonRule):
 
 
 def receivers(analysis: Analysis) -> Iterator[tuple[CallSite, ast.Attribute, Resolved]]:
-    """``x.forward(...)`` calls on receivers other than ``self``/``super()``, resolved.
-
-    Class objects are left out: ``Base.forward(self, x)`` and ``Fn.forward(ctx, x)``
-    are unbound calls, not hook bypasses.
-    """
+    """``x.forward(...)`` calls on receivers other than ``self``/``super()``, resolved; not on
+    classes (``Base.forward(self, x)``, ``Fn.forward(ctx, x)`` are unbound calls)."""
     key = "receivers"
     cached = analysis.cache.get(key)
     if isinstance(cached, list):
@@ -128,11 +125,8 @@ def receivers(analysis: Analysis) -> Iterator[tuple[CallSite, ast.Attribute, Res
 
 
 def _heuristic_applies(name: str, site: CallSite, analysis: Analysis) -> bool:
-    """The unknown-receiver heuristic, except inside TorchScript functions.
-
-    In a ``@torch.jit.script`` function a module interface can only be called through
-    ``.forward()`` (``m()`` does not compile), so unresolved receivers there are left alone.
-    """
+    """The unknown-receiver heuristic, except in ``@torch.jit.script`` functions, where a
+    module interface can only be called through ``.forward()`` (``m()`` does not compile)."""
     if in_torchscript(site):
         return False
     return looks_like_module(name, analysis.file.imports_torch)

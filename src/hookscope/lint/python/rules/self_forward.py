@@ -137,12 +137,9 @@ def _installed_on(analysis: Analysis, scope: Scope, cls_arg: ast.expr, other: as
 
 
 def _own_type_on_self(scope: Scope, cls_arg: ast.expr, other: ast.expr) -> bool:
-    """``super(type(self), self)`` in a function whose first parameter is named ``self``.
-
-    Such a function (often a ``@staticmethod`` of a helper class) is installed as the
-    ``forward`` of module classes (``forward = Helper.sp_forward``); the call runs the base
-    ``forward`` on the module itself, like ``super().forward``.
-    """
+    """``super(type(self), self)`` in a function whose first parameter is named ``self``:
+    one installed as the ``forward`` of module classes (``forward = Helper.sp_forward``),
+    so the call runs the base ``forward`` on the module itself, like ``super().forward``."""
     if not (isinstance(other, ast.Name) and other.id == "self"):
         return False
     if not (

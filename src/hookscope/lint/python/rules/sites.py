@@ -89,11 +89,9 @@ def _super_on_self(node: ast.expr, site: CallSite) -> bool:
 
 
 def self_forward_calls(analysis: Analysis) -> Iterator[tuple[CallSite, ast.Attribute, bool]]:
-    """``self.forward(...)`` (or ``super(Cls, self).forward(...)``: the parent's ``forward``,
-    run on the module without its hooks just the same) in methods other than the entry
-    methods of their class, each
-    with whether the method is an entry only through an own ``__call__`` that replaces
-    ``Module.__call__`` (`entry.replaced_call`)."""
+    """``self.forward(...)`` (or ``super(Cls, self).forward(...)``, as hookless) in methods
+    other than their class's entry methods, each with whether the method is an entry only
+    through an own ``__call__`` that replaces ``Module.__call__`` (`entry.replaced_call`)."""
     for site, func in forward_calls(analysis):
         scope = site.scope
         if scope.cls is None or scope.method is None:

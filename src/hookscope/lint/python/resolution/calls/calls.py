@@ -172,10 +172,9 @@ def _typing_cast(resolver: Context, func: ast.expr, scope: Scope) -> bool:
 def _entries_called(
     resolver: Context, func: ast.Subscript | ast.Call | ast.Name, scope: Scope, depth: int
 ) -> Resolved | None:
-    """``table[key](...)`` / ``table.get(key)(...)`` of a table written out (``models =
-    {"gcn": GCN, "gat": make_gat}``, here or in the file it is imported from): what calling
-    each entry gives (an instance of a class, what a function returns), when they all
-    agree; `UNKNOWN` when they do not, ``None`` when ``func`` is no such entry."""
+    """``table[key](...)`` / ``table.get(key)(...)`` of a table written out here or in the
+    file it is imported from (``{"gcn": GCN, "gat": make_gat}``): what calling every entry
+    gives when they agree; `UNKNOWN` when they do not, ``None`` for no such entry."""
     if isinstance(func, ast.Name):  # ``make = MODELS[name]`` ... ``make(cfg)``
         bindings = resolver.bindings_of(scope.node).get(func.id, [])
         value = bindings[0].expr if len(bindings) == 1 and bindings[0].kind == "value" else None

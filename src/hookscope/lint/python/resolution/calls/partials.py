@@ -13,10 +13,8 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def bound_by_partials(resolver: Context, func: Function, name: str, depth: int) -> Resolved | None:
-    """A parameter of a module-level function used only as ``partial(func, value, ...)``
-    (``functools.partial(_gradient, implicit_function)``): what every ``partial`` binds
-    to it, when they all bind the same kind (an argument the binding function itself uses
-    as a module counts as one, as for a call)."""
+    """A parameter of a module-level function used only as ``partial(func, value, ...)``:
+    what every ``partial`` binds to it, when they all bind the same kind."""
 
     partials = [
         (call, caller)

@@ -49,9 +49,8 @@ def _module_only(resolver: Context, method: str) -> bool:
 
 
 def used_by_siblings(resolver: Context, receiver: ast.expr, scope: Scope) -> Resolved | None:
-    """``self.x`` that a same-file base assigns (``self.model = model`` in ``Epoch``) and
-    another subclass of that base calls a module-only method on (``self.model.eval()`` in
-    ``ValidEpoch``, next to ``TrainEpoch``): the base's attribute is the same value."""
+    """``self.x`` that a same-file base assigns and another subclass of that base calls a
+    module-only method on (``self.model.eval()`` in ``ValidEpoch`` next to ``TrainEpoch``)."""
     if not (
         isinstance(receiver, ast.Attribute)
         and isinstance(receiver.value, ast.Name)
@@ -130,11 +129,10 @@ def used_as_module(resolver: Context, receiver: ast.expr, scope: Scope) -> Resol
 def _used_by_callee(
     resolver: Context, call: ast.Call, argument: ast.expr, scope: Scope
 ) -> Resolved | None:
-    """``argument`` of ``call`` is a module because the project function called uses the
-    parameter it lands in as one, unconditionally: ``register_hooks(model)`` with ``def
-    register_hooks(model): for name, m in model.named_modules(): ...``. Only calls among
-    the callee's top-level statements count (not under an ``if``/``try``, which may test
-    for the method first), and only while the parameter is not rebound."""
+    """``argument`` of ``call`` is a module because the project function called uses its
+    parameter as one in a top-level statement (not under an ``if``/``try``, which may test
+    for the method first) and never rebinds it: ``def register_hooks(model): for name, m
+    in model.named_modules(): ...``."""
     found = callee_of(resolver, call, scope)
     if found is None:
         return None
@@ -257,8 +255,7 @@ def _same(node: ast.expr, path: str, is_self_attr: bool) -> bool:
 
 
 def _spelled(node: ast.expr) -> str | None:
-    """``a.b`` for a dotted name, ``a.b[0]`` for one indexed by a constant (the same
-    element each time: ``models[0].eval()`` says ``models[0]`` is a module)."""
+    """``a.b`` for a dotted name, ``a.b[0]`` for one indexed by a constant."""
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
         inner = dotted(node.value)
         return f"{inner}[{node.slice.value!r}]" if inner is not None else None
@@ -293,9 +290,8 @@ def submodule(resolver: Context, receiver: ast.expr, site: CallSite) -> Resolved
 
 
 def in_submodule(resolver: Context, receiver: ast.expr, site: CallSite) -> Resolved | None:
-    """An element of a submodule (``model.model.layers[i]``, ``for layer in
-    model.model.layers``): a submodule that is indexed or iterated is a ``ModuleList``,
-    ``Sequential`` or ``ModuleDict``, whose elements are modules."""
+    """An element of a submodule (``model.model.layers[i]``, ``for layer in ...``): an
+    indexed or iterated submodule is a ``ModuleList``, ``Sequential`` or ``ModuleDict``."""
     holder: ast.expr | None
     if isinstance(receiver, ast.Subscript) and not isinstance(receiver.slice, ast.Slice):
         holder = receiver.value
@@ -318,8 +314,7 @@ def in_submodule(resolver: Context, receiver: ast.expr, site: CallSite) -> Resol
 
 def _iterated(bindings: list[Binding]) -> ast.expr | None:
     """What every binding of a loop variable iterates over, when that is one expression:
-    ``for x in holder`` and ``for i, x in enumerate(holder)`` (several loops of a function
-    may walk the same holder)."""
+    ``for x in holder``, ``for i, x in enumerate(holder)``."""
     spelled: set[str] = set()
     holder: ast.expr | None = None
     for binding in bindings:
@@ -343,9 +338,8 @@ def _iterated(bindings: list[Binding]) -> ast.expr | None:
 
 
 def _from_library_calls(resolver: Context, value: ast.expr, name: str, scope: Scope) -> bool:
-    """Every assignment of ``self.<name>`` in the class is the result of a function of an
-    external library that resolution cannot follow (``exec_lib._load_for_executorch(p)``,
-    a pybind program): an attribute of a module, but not shown to be a submodule."""
+    """Every assignment of ``self.<name>`` in the class is the result of an external
+    library's function (``exec_lib._load_for_executorch(p)``): not shown a submodule."""
     calls = self_attribute_calls(value, name, scope)
     return calls is not None and all(
         _library_function(resolver, call.func, resolver.scope_of(owner)) for call, owner in calls
