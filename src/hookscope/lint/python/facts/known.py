@@ -44,7 +44,6 @@ TORCH_NN_MODULES = names(
     TransformerDecoder TransformerDecoderLayer TransformerEncoder TransformerEncoderLayer
     TripletMarginLoss TripletMarginWithDistanceLoss Unflatten Unfold Upsample
     UpsamplingBilinear2d UpsamplingNearest2d ZeroPad1d ZeroPad2d ZeroPad3d
-
     """
 )
 
@@ -84,20 +83,16 @@ MODULE_FACTORIES = names(
 
 # Functions whose qualified name ends so: ``torchvision.models.feature_extraction.
 # create_feature_extractor(...)`` returns a GraphModule.
-MODULE_FACTORY_SUFFIXES = (
-    ".create_feature_extractor",
-    ".symbolic_trace",
+MODULE_FACTORY_SUFFIXES = words(
+    """
+    .create_feature_extractor .symbolic_trace
     # torch.ao.quantization's FX flow returns GraphModules; quantize_dynamic a module
-    ".prepare_fx",
-    ".prepare_qat_fx",
-    ".convert_fx",
-    ".convert_to_reference_fx",
-    ".quantize_dynamic",
+    .prepare_fx .prepare_qat_fx .convert_fx .convert_to_reference_fx .quantize_dynamic
+    """
 )
 
-# Alternate constructors: ``Cls.from_pretrained(...)``, ``Cls.__new__(Cls)`` (an
-# instance whose ``__init__`` is run by hand) and Lightning's
-# ``Cls.load_from_checkpoint(path)`` are instances of ``Cls``.
+# Alternate constructors: ``Cls.from_pretrained(...)``, ``Cls.__new__(Cls)`` and
+# Lightning's ``Cls.load_from_checkpoint(path)`` are instances of ``Cls``.
 CONSTRUCTOR_PREFIXES = ("from_", "__new__", "load_from_checkpoint")
 
 # Classes that are torch modules but refuse hooks, so ``.forward`` is their API:

@@ -22,24 +22,18 @@ LOOKALIKE_FRAMEWORKS = frozenset({"paddle", "oneflow", "mindspore", "jittor", "m
 # their classes skips nothing that calling would run.
 HOOKLESS_LIBRARIES = frozenset({"gpytorch"})
 
-# Packages whose classes and functions give no torch module whatever their names:
-# ``torch.legacy`` (the Lua-torch port of torch < 1.0; ``torch.legacy.nn.SpatialCrossMapLRN``
-# derives from ``torch.legacy.nn.Module``, a plain class with its own ``forward``) and
-# ``load_lua``; compiled extensions (``torch.utils.cpp_extension.load(...)`` gives a Python
-# module); other frameworks' models and layers (flax's ``nn.Module``, Keras, JAX, MXNet,
-# Paddle); OpenCV DNN nets (``cv2.dnn.readNet(...).forward()``), ONNX Runtime and OpenVINO
-# sessions, MuJoCo simulators (``sim.forward()``) and the environments that hold them,
-# scikit-learn estimators.
+# Packages whose classes and functions give no torch module whatever their names: the
+# Lua-torch port of torch < 1.0 (``torch.legacy.nn.Module`` is a plain class) and
+# ``load_lua``; compiled extensions; other frameworks; OpenCV DNN nets, ONNX Runtime and
+# OpenVINO sessions, MuJoCo simulators (``sim.forward()``) and their environments, sklearn.
 NOT_MODULE_PACKAGES = (
     *words("torch.legacy torch.utils.serialization torchfile torch.utils.cpp_extension"),
     *sorted(OTHER_FRAMEWORKS),
     *words("paddle cv2 onnxruntime openvino mujoco_py mujoco gym gymnasium dm_control sklearn"),
 )
 # Classes of libraries that mix torch modules and plain wrappers, told apart by name:
-# skorch's estimators (``NeuralNet``, ``NeuralNetClassifier``; ``skorch.toy.MLPModule`` is a
-# module) and optimum's exported or compiled models (``NeuronModelForCausalLM``,
-# ``OVModelForCausalLM``, ``ORTModelForSequenceClassification``: an ``OptimizedModel``,
-# not an ``nn.Module``).
+# skorch's estimators (``NeuralNetClassifier``) and optimum's exported or compiled models
+# (``ORTModelForSequenceClassification``: an ``OptimizedModel``, not an ``nn.Module``).
 _NOT_MODULE_CLASSES: dict[str, re.Pattern[str]] = {
     "skorch": re.compile(r"^NeuralNet"),
     "optimum": re.compile(r"^(?:Neuron|OV|ORT|INC|IPEX)\w*Model|^OptimizedModel$"),
@@ -60,11 +54,9 @@ def not_module_class(module: str, name: str) -> bool:
     return pattern is not None and bool(pattern.match(name))
 
 
-# Model libraries whose public model classes are torch modules and say so in their
-# names: ``BertModel``, ``GPT2LMHeadModel``, ``AutoModelForCausalLM``,
-# ``T5ForConditionalGeneration`` (transformers), ``PeftModel`` (peft),
-# ``UNet2DConditionModel`` (diffusers), ``ComposerModel``/``HuggingFaceModel``
-# (composer). Their TensorFlow/Flax twins (``TF*``, ``Flax*``) are not torch modules.
+# Model libraries whose public model classes say so in their names (``BertModel``,
+# ``T5ForConditionalGeneration``, ``PeftModel``, ``UNet2DConditionModel``,
+# ``ComposerModel``); their TensorFlow/Flax twins (``TF*``, ``Flax*``) are not torch's.
 MODEL_LIBRARIES = frozenset({"transformers", "peft", "diffusers", "composer"})
 _LIBRARY_MODEL = re.compile(r"(?:Model|ModelWith[A-Z]\w*|For[A-Z]\w*)$")
 # transformers' naming of auto classes that load a model (``AutoModelForCausalLM``), which
@@ -95,27 +87,21 @@ MODEL_FUNCTIONS = frozenset(
 )
 
 
-# Packages whose every public class is a torch module: torchaudio's transforms and models,
-# sentence-transformers' model package.
-# (torchmetrics is not here: its installed sources say which classes are modules,
-# ``Metric(Module, ABC)``, see `hookscope.lint.python.index.installed`.)
+# Packages whose every public class is a torch module (torchmetrics is not here: its
+# installed sources say which classes are modules, see `index.installed`).
 MODULE_PACKAGES = words(
     """
     torchaudio.transforms torchaudio.models sentence_transformers.models
-    # nflows: ``Transform``, ``Distribution`` and ``Flow`` (a ``Distribution``) are
-    # ``nn.Module``s, and so are the MADE and the nets of ``nflows.nn``.
+    # nflows: ``Transform``, ``Distribution``, ``Flow``, the MADE and the nets of ``nflows.nn``
     nflows.transforms nflows.distributions nflows.flows nflows.nn.nde nflows.nn.nets
     # TransformerLens' layers (``Attention``, ``MLP``, ``TransformerBlock``, ``Unembed``)
     transformer_lens.components
-    # torchvision's layers (``RoIAlign``, ``FeaturePyramidNetwork``, ``MLP``; the box
-    # helpers there are functions), einops' layers (``Rearrange``, ``Reduce``, ``EinMix``),
-    # MONAI's networks, mamba_ssm's blocks (``Mamba``, ``Mamba2``) and
-    # segmentation_models_pytorch's losses and decoders
+    # torchvision's layers (the box helpers there are functions), einops' layers, MONAI's
+    # networks, mamba_ssm's blocks, segmentation_models_pytorch's losses and decoders
     torchvision.ops torchvision.transforms.v2 einops.layers.torch monai.networks.nets
     mamba_ssm.modules segmentation_models_pytorch.losses segmentation_models_pytorch.decoders
-    # stable-baselines3's policies and feature extractors (``BaseFeaturesExtractor``,
-    # ``ActorCriticPolicy``; the algorithms, ``PPO``, are plain classes elsewhere),
-    # vit-pytorch's models, ultralytics' networks, DGL's PyTorch layers
+    # stable-baselines3's policies and feature extractors (its algorithms, ``PPO``, are
+    # plain classes elsewhere), vit-pytorch's models, ultralytics' networks, DGL's layers
     stable_baselines3.common.policies stable_baselines3.common.torch_layers
     stable_baselines3.dqn.policies stable_baselines3.sac.policies stable_baselines3.td3.policies
     vit_pytorch ultralytics.nn dgl.nn.pytorch
@@ -129,8 +115,7 @@ _NOT_MODULE_SUBPACKAGES = (".functional", ".utilities")
 _NOT_MODULE_CLASS = re.compile(r"(?:Error|Exception|Warning|NotAvailable|OutsideDomain)$")
 
 
-# tensordict's module classes say so in their names (``TensorDictModule``,
-# ``TensorDictModuleBase``, ``TensorDictSequential``); the package has enums too.
+# tensordict's module classes say so in their names; the package has enums too.
 _TENSORDICT_NN = re.compile(r"Module|Sequential")
 
 
@@ -156,23 +141,20 @@ LIBRARY_MODULE_CLASSES: dict[str, frozenset[str]] = {
     "mmcv.cnn": frozenset(
         {"ConvModule", "DepthwiseSeparableConvModule", "Scale", "ContextBlock", "NonLocal2d"}
     ),
-    # CP-Flow's flows (``SequentialFlow(torch.nn.Module)`` holds a ``ModuleList``), the
-    # rwkv package's model (an ``nn.Module``, or a ``ScriptModule`` under RWKV_JIT_ON),
-    # and the LPIPS perceptual metric (``lpips.LPIPS(net="vgg")``, an ``nn.Module``).
+    # CP-Flow's flows, the rwkv package's model (a ``ScriptModule`` under RWKV_JIT_ON),
+    # the LPIPS perceptual metric
     "cpflows": frozenset({"SequentialFlow", "DeepConvexFlow", "ActNorm"}),
     "rwkv.model": frozenset({"RWKV"}),
     "lpips": frozenset({"LPIPS"}),
     # higher's patched modules (``_MonkeyPatchBase(abc.ABC, torch.nn.Module)``)
     "higher.patch": frozenset({"_MonkeyPatchBase"}),
     "efficientnet_pytorch": frozenset({"EfficientNet"}),
-    # DeepSpeed's engines (``DeepSpeedEngine(Module)``; the pipeline and hybrid engines
-    # derive from it) and its pipeline model (``PipelineModule(nn.Module)``)
+    # DeepSpeed's engines (``DeepSpeedEngine(Module)`` and its subclasses), pipeline model
     "deepspeed": frozenset(
         {"DeepSpeedEngine", "PipelineEngine", "DeepSpeedHybridEngine", "PipelineModule"}
     ),
-    # AllenNLP's model base and layers (``allennlp.models.Model`` is an ``nn.Module``;
-    # ``allennlp.models.archival.Archive`` next to it is a tuple), NeMo's model and module
-    # bases, Pyro's module classes and nets
+    # AllenNLP's model base and layers (``allennlp.models.archival.Archive`` is a tuple),
+    # NeMo's model and module bases, Pyro's module classes and nets
     "allennlp.models": frozenset({"Model", "BasicClassifier", "SimpleTagger"}),
     "allennlp.modules": names(
         "TimeDistributed FeedForward Highway Seq2SeqEncoder Seq2VecEncoder TextFieldEmbedder"
@@ -182,16 +164,13 @@ LIBRARY_MODULE_CLASSES: dict[str, frozenset[str]] = {
     "pyro.nn": names(
         "PyroModule DenseNN AutoRegressiveNN ConditionalDenseNN ConditionalAutoRegressiveNN"
     ),
-    # segmentation_models_pytorch's models (``smp.Unet(...)``); its ``utils`` hold plain
-    # training loops and meters
+    # segmentation_models_pytorch's models (its ``utils`` hold plain loops and meters)
     "segmentation_models_pytorch": names(
         "Unet UnetPlusPlus MAnet Linknet FPN PSPNet DeepLabV3 DeepLabV3Plus PAN UPerNet"
         " Segformer DPT"
     ),
-    # torchvision's image transforms that are ``nn.Module``s (since torchvision 0.8);
-    # ``Compose``, ``ToTensor``, ``PILToTensor``, ``ToPILImage``, ``Lambda``, ``RandomOrder``
-    # and ``RandomChoice`` are plain classes. (Every public class of ``transforms.v2`` is a
-    # ``Transform``, an ``nn.Module``: `MODULE_PACKAGES`.)
+    # torchvision's image transforms that are ``nn.Module``s (since 0.8; ``Compose``,
+    # ``ToTensor``, ``Lambda``, ``RandomOrder``, ``RandomChoice`` are plain classes)
     "torchvision.transforms": names(
         """
         Normalize Resize CenterCrop Pad RandomApply RandomCrop RandomHorizontalFlip
@@ -202,8 +181,7 @@ LIBRARY_MODULE_CLASSES: dict[str, frozenset[str]] = {
         ConvertImageDtype AutoAugment RandAugment TrivialAugmentWide AugMix
         """
     ),
-    # detectron2's layers (``from detectron2.layers import ROIAlign``), used by the many
-    # projects built on it; ``ShapeSpec`` and the autograd functions are left out.
+    # detectron2's layers (``ShapeSpec`` and the autograd functions left out)
     "detectron2.layers": names(
         """
         ASPP FrozenBatchNorm2d NaiveSyncBatchNorm CycleBatchNormList LayerNorm CNNBlockBase
@@ -214,11 +192,8 @@ LIBRARY_MODULE_CLASSES: dict[str, frozenset[str]] = {
 }
 
 # Libraries whose module classes say so in their names, by the package they come from (a
-# submodule of it too). fairseq's models and layers (``FairseqEncoderModel``,
-# ``BaseFairseqModel``, ``TransformerEncoderBase``, ``MultiheadAttention``): every public
-# top-level class of ``fairseq/models`` and ``fairseq/modules`` so named is an
-# ``nn.Module`` (checked in fairseq's source). TransformerLens' hooked models and hook
-# points (its ``HookedTransformerConfig`` and ``HookedTransformerLIT`` are not modules).
+# submodule of it too), each checked in the library's source: every public top-level
+# class of ``fairseq/models`` and ``fairseq/modules`` so named is an ``nn.Module``.
 _FAIRSEQ_MODULE = re.compile(
     r"^(?:BaseFairseqModel|Fairseq\w*|[A-Z]\w*(?:Model|Encoder|Decoder|Layer|Attention|Embedding"
     r"|Norm))(?:Base)?$"
@@ -230,38 +205,30 @@ _TIMM_MODULE = re.compile(
 NAMED_MODULE_CLASSES: dict[str, re.Pattern[str]] = {
     "fairseq.models": _FAIRSEQ_MODULE,
     "fairseq.modules": _FAIRSEQ_MODULE,
-    # spconv's sparse layers (``spconv.SubMConv3d``, ``spconv.SparseSequential``), from
-    # ``spconv`` (1.x) or ``spconv.pytorch``; its ``SparseConvTensor`` is not a module.
+    # spconv's sparse layers (1.x or ``spconv.pytorch``), not its ``SparseConvTensor``
     "spconv": re.compile(
         r"^(?!.*Tensor)(?:Sparse\w*(?:Conv\w*|Sequential|Pool\w*|Module)|SubMConv\w*|ToDense)$"
     ),
-    # timm's models and layers (``timm.models.vision_transformer.VisionTransformer``,
-    # ``timm.layers.Mlp``; ``timm.models.layers`` is the old path): checked in timm's
-    # source, every public top-level class of ``timm/models`` and ``timm/layers`` is an
-    # ``nn.Module`` but the configs (``*Cfg``), autograd functions (``*Fn``),
-    # ``FeatureInfo``/``FeatureHooks``, builders, iterators, interpolators and the
-    # ``Format`` enum; ``LayerType``/``PadType`` are type aliases.
+    # timm: every public top-level class of ``timm/models`` and ``timm/layers`` but the
+    # configs (``*Cfg``), autograd functions (``*Fn``), ``FeatureInfo``/``FeatureHooks``,
+    # builders, iterators, interpolators, the ``Format`` enum and type aliases
     "timm.models": _TIMM_MODULE,
     "timm.layers": _TIMM_MODULE,
-    # PyG's layers and models (``torch_geometric.nn.GCNConv``, ``...nn.models.GAT``):
-    # checked in its source, every public top-level class of ``torch_geometric/nn`` is an
-    # ``nn.Module`` but fx transformers (``ToHeteroTransformer``), the hub mixin, LR
-    # schedulers, loaders, k-NN indexes, autograd functions and result tuples.
+    # PyG: every public top-level class of ``torch_geometric/nn`` but fx transformers, the
+    # hub mixin, LR schedulers, loaders, k-NN indexes, autograd functions, result tuples
     "torch_geometric.nn": re.compile(
         r"^(?!Child$)[A-Z]\w*(?<!Transformer)(?<!Mixin)(?<!LR)(?<!Info)(?<!Output)(?<!Index)"
         r"(?<!Loader)(?<!Function)$"
     ),
+    # TransformerLens' hooked models and hook points (not ``HookedTransformerConfig``)
     "transformer_lens": re.compile(
         r"^(?:Hooked(?:Transformer|Encoder|EncoderDecoder|AudioEncoder|RootModule|SAE"
         r"|SAETransformer)|HookPoint)$"
     ),
 }
-# torchvision's model classes (``ResNet``, ``VisionTransformer``, ``FasterRCNN``), from its
-# model packages or an architecture's module (``torchvision.models.resnet``); the
-# ``*_Weights`` enums and ``GoogLeNetOutputs``-style tuples next to them are not modules,
-# nor are the helpers of deeper modules
-# (``torchvision.models.detection._utils.BoxCoder``) or the fx tracers of
-# ``feature_extraction``.
+# torchvision's model classes (``ResNet``), from its model packages or an architecture's
+# module (``torchvision.models.resnet``); not the ``*_Weights`` enums, ``*Outputs`` tuples,
+# the helpers of private modules or the fx tracers of ``feature_extraction``.
 _TORCHVISION_NOT_MODELS = ("torchvision.models.feature_extraction", "torchvision.models._")
 
 
