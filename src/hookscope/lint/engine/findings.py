@@ -8,7 +8,7 @@ match by prefix (``# noqa: HS1`` silences HS101 and HS111). ``//`` comments work
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 Severity = Literal["error", "warning"]
@@ -70,20 +70,8 @@ class Finding:
             object.__setattr__(self, "edits", ())
 
     def to_dict(self) -> dict[str, Any]:
-        """The finding as the JSON object of ``--format json``."""
-        return {
-            "path": self.path,
-            "line": self.line,
-            "col": self.col,
-            "end_line": self.end_line,
-            "end_col": self.end_col,
-            "code": self.code,
-            "message": self.message,
-            "severity": self.severity,
-            "fixable": self.fixable,
-            "confidence": self.confidence,
-            "resolution": self.resolution,
-        }
+        """The finding as the JSON object of ``--format json``: every field but the edits."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "edits"}
 
 
 def in_order(finding: Finding) -> tuple[str, int, int, str]:

@@ -63,12 +63,7 @@ class ClassIndex:
     def in_package(self, name: str, package: str) -> tuple[tuple[tuple[str, ...], str], ...]:
         """``(bases, path:line)`` of the classes ``name`` defined anywhere under the package
         ``package`` (dotted), for a name its ``__init__`` re-exports."""
-        tail = package.strip(".").replace(".", "/")
-        return tuple(
-            d
-            for d in self.defs.get(name, ())
-            if tail and f"/{tail}/" in "/" + d[1].rsplit(":", 1)[0].replace("\\", "/")
-        )
+        return tuple(d for d in self.defs.get(name, ()) if _under(d[1], package))
 
     def functions_in(self, name: str, module: str, importer: str = "") -> tuple[FunctionEntry, ...]:
         """The top-level functions ``name`` of the module ``module`` (``conftest`` too),
@@ -80,12 +75,7 @@ class ClassIndex:
         """The top-level functions ``name`` defined anywhere under the package ``package``
         (dotted), for a name its ``__init__`` re-exports (``pkg.sub.compile`` defined in
         ``pkg/sub/_compiler.py``)."""
-        tail = package.strip(".").replace(".", "/")
-        return tuple(
-            e
-            for e in self.functions.get(name, ())
-            if tail and f"/{tail}/" in "/" + e[3].rsplit(":", 1)[0].replace("\\", "/")
-        )
+        return tuple(e for e in self.functions.get(name, ()) if _under(e[3], package))
 
     def __contains__(self, name: object) -> bool:
         return name in self.bases
@@ -103,6 +93,12 @@ def defined_in(where: str, module: str) -> bool:
 
 
 _T = TypeVar("_T")
+
+
+def _under(where: str, package: str) -> bool:
+    """Whether the file of ``where`` (``path:line``) lies under ``package`` (dotted)."""
+    tail = package.strip(".").replace(".", "/")
+    return bool(tail) and f"/{tail}/" in "/" + where.rsplit(":", 1)[0].replace("\\", "/")
 
 
 def nearest(

@@ -28,6 +28,7 @@ import sys
 from hookscope.lint.engine.index import ClassEntry, FunctionEntry, absolute_module
 from hookscope.lint.python.facts import known
 from hookscope.lint.python.index.functions import Lines, scan_functions
+from hookscope.lint.python.parse.bindings import dotted
 
 # No "^" anchor: a literal-prefixed pattern is ten times faster; the line start is checked by hand.
 _CLASS = re.compile(rb"class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?[ \t]*:")
@@ -172,19 +173,10 @@ def _class_names(source: str) -> list[str]:
     except SyntaxError:
         return []
     arms = [expr.body, expr.orelse] if isinstance(expr, ast.IfExp) else [expr]
-    names = [_dotted(arm) for arm in arms]
+    names = [dotted(arm) or "" for arm in arms]
     if not all(names) or not all(n.rsplit(".", 1)[-1][:1].isupper() for n in names):
         return []
     return [n for n in names if n]
-
-
-def _dotted(node: ast.expr) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
-        return f"{inner}.{node.attr}" if inner else ""
-    return ""
 
 
 # A class with no base, or only ``object``: ``class C:``, ``class C():``, ``class C(object):``.

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from hookscope.lint.python.facts import known
 from hookscope.lint.python.index.installed_cache import ModuleNames, ModuleStore
+from hookscope.lint.python.parse.bindings import dotted
 
 MAX_DEPTH = 8  # bases followed through at most this many classes
 MAX_FILE_BYTES = 2_000_000  # a larger module is not read
@@ -299,13 +300,4 @@ def _absolute(module: str, level: int, package: str) -> str:
 
 
 def _dotted(node: ast.expr) -> str:
-    if isinstance(node, ast.Subscript):
-        node = node.value
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return ""
-    parts.append(node.id)
-    return ".".join(reversed(parts))
+    return dotted(node.value if isinstance(node, ast.Subscript) else node) or ""

@@ -14,15 +14,8 @@ from dataclasses import dataclass, field
 from hookscope.lint.python.parse.bindings import child_nodes, dotted, walk
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
-LOOP_NODES = (
-    ast.For,
-    ast.AsyncFor,
-    ast.While,
-    ast.ListComp,
-    ast.SetComp,
-    ast.DictComp,
-    ast.GeneratorExp,
-)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+LOOP_NODES = (ast.For, ast.AsyncFor, ast.While, *_COMPREHENSIONS)
 
 
 @dataclass(eq=False)
