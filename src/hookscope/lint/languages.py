@@ -27,10 +27,7 @@ def all_rules() -> list[type[Rule]]:
 def select_codes(
     select: Iterable[str] | None = None, ignore: Iterable[str] | None = None
 ) -> frozenset[str]:
-    """Codes enabled by ``select`` minus ``ignore``; both match by prefix (``HS1`` = HS1xx).
-
-    Opt-in rules (HS104, guessed findings) are selected only by their full code:
-    ``HS1`` is HS101-HS103 and HS111-HS114, ``HS1,HS104`` adds the guesses.
+    """Codes of every rule enabled by ``select`` minus ``ignore`` (`registry.select_codes`).
 
     Raises:
         UsageError: a prefix that matches no rule, e.g. ``HS9``.
