@@ -222,7 +222,6 @@ def add_passed(
     """Add to ``results`` what the call of ``site`` (in ``other``) passes to the parameter
     ``name`` of ``func`` (``skip`` parameters not passed), unless it leaves its default
     ``None`` (that call reaches no ``.forward``); ``False`` when that is not known."""
-
     call, caller = site
     argument = argument_for(func, skip, call, name)
     if argument is None:

@@ -116,14 +116,11 @@ def _stored_in(loop: ast.AST) -> set[str]:
 
 
 def _loaded_in(root: ast.AST, sink: str) -> bool:
-    for node in ast.walk(root):
-        if (
-            isinstance(node, (ast.Name, ast.Attribute))
-            and isinstance(node.ctx, ast.Load)
-            and dotted(node) == sink
-        ):
-            return True
-    return False
+    return any(_loads(node) and dotted(node) == sink for node in ast.walk(root))
+
+
+def _loads(node: ast.AST) -> bool:
+    return isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load)
 
 
 def _used_elsewhere(sink: str, scope: Scope, analysis: Analysis) -> bool:
@@ -142,25 +139,14 @@ def _used_in_scope(sink: str, scope: Scope, analysis: Analysis) -> bool:
         root = analysis.file.tree  # a global or closure variable: look everywhere
     for parent in walk(root):
         for node in child_nodes(parent):
-            if not isinstance(node, (ast.Name, ast.Attribute)) or not isinstance(
-                node.ctx, ast.Load
-            ):
-                continue
-            if dotted(node) != sink:
-                continue
-            if isinstance(parent, ast.Attribute) and parent.attr in _APPENDERS:
-                continue
-            return True
+            appends = isinstance(parent, ast.Attribute) and parent.attr in _APPENDERS
+            if _loads(node) and not appends and dotted(node) == sink:
+                return True
     return False
 
 
 def _local_names(scope: Scope) -> set[str]:
-    node = scope.node
-    names = {a.arg for a in ast.walk(node) if isinstance(a, ast.arg)}
-    names |= {
-        n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-    }
-    return names
+    return {a.arg for a in ast.walk(scope.node) if isinstance(a, ast.arg)} | _stored_in(scope.node)
 
 
 class DeprecatedBackwardHookRule(PythonRule):

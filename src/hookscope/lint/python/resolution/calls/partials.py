@@ -15,7 +15,6 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 def bound_by_partials(resolver: Context, func: Function, name: str, depth: int) -> Resolved | None:
     """A parameter of a module-level function used only as ``partial(func, value, ...)``:
     what every ``partial`` binds to it, when they all bind the same kind."""
-
     partials = [
         (call, caller)
         for call, caller in resolver.calls_named("partial")
