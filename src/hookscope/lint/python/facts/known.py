@@ -16,6 +16,18 @@ def names(text: str) -> frozenset[str]:
     return frozenset(words(text))
 
 
+def by_package(text: str) -> dict[str, frozenset[str]]:
+    """``{package: names}`` from `words` where a word ending in ``:`` names the package of
+    the words after it (``pkg.sub: ClassA ClassB``)."""
+    out: dict[str, set[str]] = {}
+    for word in words(text):
+        if word.endswith(":"):
+            current = out.setdefault(word[:-1], set())
+        else:
+            current.add(word)
+    return {package: frozenset(found) for package, found in out.items()}
+
+
 # Every name of ``torch.nn.modules.__all__`` (torch 2.13), copied from that list so that
 # linting never imports torch.
 TORCH_NN_MODULES = names(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import re
 
-from hookscope.lint.python.facts.known import names, words
+from hookscope.lint.python.facts.known import by_package, names, words
 
 # Frameworks with layers of their own (``keras.layers.Layer``, flax's ``linen.Module``).
 OTHER_FRAMEWORKS = frozenset({"tensorflow", "keras", "tf_keras", "flax", "jax", "haiku", "mxnet"})
@@ -122,74 +122,52 @@ _TENSORDICT_NN = re.compile(r"Module|Sequential")
 # Module base classes of libraries, by the package they are imported from (a submodule
 # of it too: ``mmengine.model.base_module``): OpenMMLab's ``BaseModule``/``BaseModel``
 # (mmengine, and mmcv before 2.0) and layers that projects build on.
-LIBRARY_MODULE_CLASSES: dict[str, frozenset[str]] = {
-    "mmengine.model": names(
-        """
-        BaseModule BaseModel BaseDataPreprocessor ImgDataPreprocessor BaseTTAModel ModuleList
-        ModuleDict Sequential BaseAveragedModel ExponentialMovingAverage MomentumAnnealingEMA
-        StochasticWeightAverage MMDistributedDataParallel MMSeparateDistributedDataParallel
-        MMFullyShardedDataParallel
-        """
-    ),
-    "mmcv.runner": frozenset({"BaseModule", "ModuleList", "ModuleDict", "Sequential"}),
+LIBRARY_MODULE_CLASSES = by_package(
+    """
+    mmengine.model: BaseModule BaseModel BaseDataPreprocessor ImgDataPreprocessor BaseTTAModel
+        ModuleList ModuleDict Sequential BaseAveragedModel ExponentialMovingAverage
+        MomentumAnnealingEMA StochasticWeightAverage MMDistributedDataParallel
+        MMSeparateDistributedDataParallel MMFullyShardedDataParallel
+    mmcv.runner: BaseModule ModuleList ModuleDict Sequential
+    mmcv.cnn: ConvModule DepthwiseSeparableConvModule Scale ContextBlock NonLocal2d
     # diffusers' autoencoders and transformers whose names do not end in "Model"
-    "diffusers": names(
-        "AutoencoderKL AutoencoderTiny AsymmetricAutoencoderKL PriorTransformer"
-        " AutoencoderKLTemporalDecoder ConsistencyDecoderVAE"
-    ),
-    "sentence_transformers": frozenset({"SentenceTransformer"}),
-    "mmcv.cnn": frozenset(
-        {"ConvModule", "DepthwiseSeparableConvModule", "Scale", "ContextBlock", "NonLocal2d"}
-    ),
+    diffusers: AutoencoderKL AutoencoderTiny AsymmetricAutoencoderKL PriorTransformer
+        AutoencoderKLTemporalDecoder ConsistencyDecoderVAE
+    sentence_transformers: SentenceTransformer
     # CP-Flow's flows, the rwkv package's model (a ``ScriptModule`` under RWKV_JIT_ON),
     # the LPIPS perceptual metric
-    "cpflows": frozenset({"SequentialFlow", "DeepConvexFlow", "ActNorm"}),
-    "rwkv.model": frozenset({"RWKV"}),
-    "lpips": frozenset({"LPIPS"}),
+    cpflows: SequentialFlow DeepConvexFlow ActNorm
+    rwkv.model: RWKV
+    lpips: LPIPS
     # higher's patched modules (``_MonkeyPatchBase(abc.ABC, torch.nn.Module)``)
-    "higher.patch": frozenset({"_MonkeyPatchBase"}),
-    "efficientnet_pytorch": frozenset({"EfficientNet"}),
+    higher.patch: _MonkeyPatchBase
+    efficientnet_pytorch: EfficientNet
     # DeepSpeed's engines (``DeepSpeedEngine(Module)`` and its subclasses), pipeline model
-    "deepspeed": frozenset(
-        {"DeepSpeedEngine", "PipelineEngine", "DeepSpeedHybridEngine", "PipelineModule"}
-    ),
+    deepspeed: DeepSpeedEngine PipelineEngine DeepSpeedHybridEngine PipelineModule
     # AllenNLP's model base and layers (``allennlp.models.archival.Archive`` is a tuple),
     # NeMo's model and module bases, Pyro's module classes and nets
-    "allennlp.models": frozenset({"Model", "BasicClassifier", "SimpleTagger"}),
-    "allennlp.modules": names(
-        "TimeDistributed FeedForward Highway Seq2SeqEncoder Seq2VecEncoder TextFieldEmbedder"
-        " TokenEmbedder ConditionalRandomField Elmo"
-    ),
-    "nemo.core": frozenset({"ModelPT", "NeuralModule"}),
-    "pyro.nn": names(
-        "PyroModule DenseNN AutoRegressiveNN ConditionalDenseNN ConditionalAutoRegressiveNN"
-    ),
+    allennlp.models: Model BasicClassifier SimpleTagger
+    allennlp.modules: TimeDistributed FeedForward Highway Seq2SeqEncoder Seq2VecEncoder
+        TextFieldEmbedder TokenEmbedder ConditionalRandomField Elmo
+    nemo.core: ModelPT NeuralModule
+    pyro.nn: PyroModule DenseNN AutoRegressiveNN ConditionalDenseNN ConditionalAutoRegressiveNN
     # segmentation_models_pytorch's models (its ``utils`` hold plain loops and meters)
-    "segmentation_models_pytorch": names(
-        "Unet UnetPlusPlus MAnet Linknet FPN PSPNet DeepLabV3 DeepLabV3Plus PAN UPerNet"
-        " Segformer DPT"
-    ),
+    segmentation_models_pytorch: Unet UnetPlusPlus MAnet Linknet FPN PSPNet DeepLabV3
+        DeepLabV3Plus PAN UPerNet Segformer DPT
     # torchvision's image transforms that are ``nn.Module``s (since 0.8; ``Compose``,
     # ``ToTensor``, ``Lambda``, ``RandomOrder``, ``RandomChoice`` are plain classes)
-    "torchvision.transforms": names(
-        """
-        Normalize Resize CenterCrop Pad RandomApply RandomCrop RandomHorizontalFlip
-        RandomVerticalFlip RandomPerspective FiveCrop RandomResizedCrop TenCrop
-        LinearTransformation ColorJitter Grayscale RandomRotation RandomAffine RandomGrayscale
-        RandomErasing GaussianBlur RandomInvert RandomPosterize RandomSolarize
+    torchvision.transforms: Normalize Resize CenterCrop Pad RandomApply RandomCrop
+        RandomHorizontalFlip RandomVerticalFlip RandomPerspective FiveCrop RandomResizedCrop
+        TenCrop LinearTransformation ColorJitter Grayscale RandomRotation RandomAffine
+        RandomGrayscale RandomErasing GaussianBlur RandomInvert RandomPosterize RandomSolarize
         RandomAdjustSharpness RandomAutocontrast RandomEqualize ElasticTransform
         ConvertImageDtype AutoAugment RandAugment TrivialAugmentWide AugMix
-        """
-    ),
     # detectron2's layers (``ShapeSpec`` and the autograd functions left out)
-    "detectron2.layers": names(
-        """
-        ASPP FrozenBatchNorm2d NaiveSyncBatchNorm CycleBatchNormList LayerNorm CNNBlockBase
-        DepthwiseSeparableConv2d DeformConv ModulatedDeformConv ROIAlign ROIAlignRotated Conv2d
-        ConvTranspose2d BatchNorm2d Linear
-        """
-    ),
-}
+    detectron2.layers: ASPP FrozenBatchNorm2d NaiveSyncBatchNorm CycleBatchNormList LayerNorm
+        CNNBlockBase DepthwiseSeparableConv2d DeformConv ModulatedDeformConv ROIAlign
+        ROIAlignRotated Conv2d ConvTranspose2d BatchNorm2d Linear
+    """
+)
 
 # Libraries whose module classes say so in their names, by the package they come from (a
 # submodule of it too), each checked in the library's source: every public top-level
