@@ -6,8 +6,7 @@ import re
 
 
 def words(text: str) -> tuple[str, ...]:
-    """The names in ``text``, in order, separated by white space; ``#`` comments to the
-    line's end."""
+    """The white-space separated names of ``text``, in order; ``#`` starts a comment."""
     return tuple(re.sub(r"#.*", "", text).split())
 
 

@@ -69,8 +69,7 @@ class Context(Protocol):
         """The kind of a value annotated with ``node``."""
 
     def class_kind(self, name: str, module: str = "") -> tuple[Kind, bool]:
-        """The kind of the class ``name`` (of the module ``module``) and whether it is a
-        container."""
+        """``(kind, is_container)`` of the class ``name`` (of the module ``module``)."""
 
     def imported(self, bases: tuple[str, ...]) -> tuple[str, ...]:
         """Bare base names spelled out with the module they are imported from."""
