@@ -149,7 +149,10 @@ def run_lint(
     runs = []
     with _gc_paused():
         for root, group in groups.items():
-            scans, index = _index(group, root, exclude, jobs, max_bytes, progress, languages)
+            # Files under no project root see every file linted with them, those of
+            # nested projects too (as a project's index holds its nested projects' files).
+            indexed = group if root is not None else files
+            scans, index = _index(indexed, root, exclude, jobs, max_bytes, progress, languages)
             runs.append(
                 _check_all(group, scans, index, codes, jobs, max_bytes, progress, languages)
             )
