@@ -1,8 +1,5 @@
-"""The C# front end as the engine sees it: scan, analyze, decode (`Language`).
-
-The first pass reads a file's type declarations into the project index (`index`) and
-keeps it as a candidate when it has a ``.forward(`` call; the second parses it with
-tree-sitter and runs the rules (`rules`).
+"""The C# front end as the engine sees it: scan, analyze, decode (`Language`): type
+declarations for the index and a ``.forward(`` pre-filter, then tree-sitter and `rules`.
 """
 
 from __future__ import annotations

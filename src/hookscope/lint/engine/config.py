@@ -1,8 +1,6 @@
-"""Settings from ``[tool.hookscope.lint]`` in ``pyproject.toml``.
-
-Keys: ``select``, ``ignore``, ``exclude`` (lists of strings), ``jobs`` (int) and
-``max-file-size`` (bytes).
-Command-line options override them.
+"""Settings from ``[tool.hookscope.lint]`` in ``pyproject.toml``: ``select``, ``ignore``,
+``exclude`` (lists of strings), ``jobs`` (int) and ``max-file-size`` (bytes). Command-line
+options override them.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """What the engine needs of a language front end: one narrow protocol.
 
-The runner reads bytes and hands them to the front end that claims the file's suffix:
-`Language.scan` in the first pass (definitions for the project index, and the cheap
-pre-filter), `Language.analyze` in the second. The engine imports no front end; the
-facade (`hookscope.lint.languages`) lists them.
+The runner hands a file's bytes to the front end that claims its suffix: `Language.scan`
+in the first pass, `Language.analyze` in the second. The engine imports no front end;
+`hookscope.lint.languages` lists them.
 """
 
 from __future__ import annotations

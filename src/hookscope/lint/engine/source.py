@@ -1,9 +1,8 @@
 """Read a source file safely; `Source` keeps what is needed to write it back unchanged.
 
-Only regular files are read (a FIFO would block, ``/dev/zero`` never ends), and
-never more than ``max_bytes``. Each front end decodes the bytes its own way
-(Python: `hookscope.lint.python.parse.decode`); `Source.encode` turns a (fixed)
-text back into bytes of the same encoding, mark and line endings.
+Only regular files are read (a FIFO would block, ``/dev/zero`` never ends), never more
+than ``max_bytes``. Each front end decodes the bytes its own way; `Source.encode` turns a
+fixed text back into bytes of the same encoding, mark and line endings.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """The Python front end as the engine sees it: scan, analyze, decode (`Language`).
 
-The first pass reads a file's bytes only: its classes, top-level functions, look-alike
-methods and from-import lists go into the project index, and a substring test decides
-whether it can hold a finding (``.forward(`` or ``register_..._hook``). The second
-masks the statements that cannot hold a finding (`regions`), parses the rest and runs
-the rules; the whole file is parsed when that fails or a rule was unsure without them.
+The first pass reads bytes only (classes, top-level functions, look-alike methods and
+from-import lists for the index; ``.forward(`` or ``register_..._hook`` makes a
+candidate); the second parses and runs the rules (`analyze_text`).
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """What was read of installed modules, kept on disk next to the project index.
 
-One JSON file in the project's cache folder (``.hookscope_cache/lint-installed.json``)
-holds, per module, the top-level names read from its file, with the file's path,
-modification time and size: an entry is used only while its file is unchanged, and
-the whole file only for the same search path and format version. A run that cannot
-write it (a read-only project) reads the packages again next time.
+``.hookscope_cache/lint-installed.json`` holds, per module, the top-level names read from
+its file with the file's path, modification time and size; an entry is used only while
+its file is unchanged, the whole file only for the same search path and format version.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """What a class is, as far as hooks are concerned: a module, a hookless module, or not.
 
-A class's kind comes from its bases, followed through the same file, the
-project-wide class index (picking the definition in the module an import or a
-dotted name names) and the facts of `known` (``torch.nn`` classes, popular
-libraries' module bases, containers, hookless modules).
+A class's kind comes from its bases, followed through the same file, the project index
+(the definition in the module an import or a dotted name names), the facts of `known`
+and `libraries`, and installed packages (`third_party`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Class methods that build instances: ``Net.build(cfg)`` and ``super().build(cfg)``.
 
-A ``@classmethod`` whose returns resolve to instances (``return cls(...)``, with
-``cls`` the class it was called on) is a factory of its class: ``model =
-TransformerModel.build_model(args, task)`` is a module when the returns of
-``build_model`` are, followed through ``super().build_model(...)`` into the base
+A ``@classmethod`` whose returns resolve to instances (``return cls(...)``) is a factory of
+the class it is called on, followed through ``super().build_model(...)`` into the base
 classes, in this file or in the project files that define them.
 """
 

@@ -1,10 +1,9 @@
 """How a call binds a function's parameters, and what it hands back.
 
-The callee of a call (a same-file function or method, a project function of another
-file, a class's ``__init__``), the parameter an argument binds and the argument a
-parameter gets; a callee's annotation as evidence (``eval_mode(net)`` with ``def
-eval_mode(*nets: nn.Module)``: ``net`` is a module); an element of a returned tuple
-(``task, model = build(...)``); and the file's calls by callee name.
+The callee of a call (a function or method of this file or another, a class's
+``__init__``), the parameter an argument binds and the argument a parameter gets, a
+callee's annotation as evidence (``def eval_mode(*nets: nn.Module)``), and an element of
+a returned tuple (``task, model = build(...)``).
 """
 
 from __future__ import annotations

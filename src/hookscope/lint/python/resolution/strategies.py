@@ -1,10 +1,6 @@
-"""Every resolution strategy, registered in the order the resolver asks them.
-
-A strategy is a function of one `Context` that answers one question about an
-expression with a `Resolved` (its ``via`` says why) or ``None`` (nothing to say). It
-imports neither the resolver nor another strategy: what it needs resolved, it asks
-the context. The resolver imports this module only, and for each question walks its
-list: the first answer wins.
+"""Every resolution strategy (see `context`), registered in the order the resolver asks
+them. The resolver imports this module only; for each question it walks one list, and
+the first answer wins.
 """
 
 from __future__ import annotations

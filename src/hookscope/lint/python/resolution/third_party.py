@@ -1,8 +1,6 @@
-"""Kinds of classes imported from installed packages (`hookscope.lint.python.index.installed`).
-
-Asked by `classes.ClassKinds` only for a class that the project index and the facts
-leave unknown, imported from a module that is neither the project's own nor torch's
-(torch is decided by the hand-written torch facts alone).
+"""Kinds of classes imported from installed packages (`index.installed`), asked only for
+a class that the project index and the facts leave unknown, imported from a module that
+is neither the project's own nor torch's.
 """
 
 from __future__ import annotations

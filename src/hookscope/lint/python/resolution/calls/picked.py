@@ -1,10 +1,8 @@
 """Classes picked by name from a module: ``getattr(models, cfg.arch)(...)``.
 
-When the module is a project module (imported, or loaded with
-``importlib.import_module("pkg.models")``) whose every public top-level callable is
-a class, and every one of them is a module, whatever name is picked builds a module.
-A public function, a public name imported in lower case (a helper, a submodule) or a
-class that is not a module among the candidates leaves the call unresolved.
+When the module is a project module (imported, or ``importlib.import_module("pkg.models")``)
+whose every public top-level callable is a class, and all are modules, whatever name is
+picked builds a module; a public function or lower-case name there leaves it unresolved.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """The ``self`` of functions that replace a class's method from outside it.
 
-A function rewriter, ``@REWRITER.register_rewriter('pkg.mod.Cls.method')`` (mmdeploy's
-style), replaces ``Cls.method``; a function patched in, ``Cls.forward = fn`` in the
-statements around ``fn``, becomes one. Either receives the ``Cls`` instance as its first
-parameter: when ``Cls`` is a module of the project or of a known library, so is that
-parameter."""
+A function rewriter (``@REWRITER.register_rewriter('pkg.mod.Cls.method')``, mmdeploy's
+style) or a function patched in (``Cls.forward = fn``) receives the ``Cls`` instance first:
+when ``Cls`` is a module of the project or of a known library, so is that parameter.
+"""
 
 from __future__ import annotations
 

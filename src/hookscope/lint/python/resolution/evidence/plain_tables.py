@@ -1,8 +1,7 @@
 """Attributes built from a table of plain classes: no submodule, whatever their owner is.
 
-``self.task = instantiate(tasks.registry, cfg)`` with ``registry = {"base": BaseTask,
-"lm": LMTask}`` (here or in the project module it is named through) hands the builder a
-written-out table whose every entry is a plain class of the project: what it builds is
+``self.task = instantiate(tasks.registry, cfg)`` with ``registry = {"base": BaseTask}``
+(here or in the module it is named through), every entry a plain project class, builds
 one of them, not a module, so `evidence.submodule` says nothing about it.
 """
 
