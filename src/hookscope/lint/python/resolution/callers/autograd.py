@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 
 from hookscope.lint.python.parse.pyfile import Scope
-from hookscope.lint.python.resolution.callers.importers import MAX_IMPORTERS, importers
+from hookscope.lint.python.resolution.callsites.importers import MAX_IMPORTERS, importers
 from hookscope.lint.python.resolution.classes import base_names
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import foreign_file, import_origin

@@ -14,9 +14,9 @@ import ast
 from collections.abc import Iterable
 
 from hookscope.lint.python.parse.pyfile import Scope
-from hookscope.lint.python.resolution.callers.constructors import constructions
-from hookscope.lint.python.resolution.callers.importers import Site, function_calls, same_file
-from hookscope.lint.python.resolution.calls.forwarded import through_varargs
+from hookscope.lint.python.resolution.callsites.callees import through_varargs
+from hookscope.lint.python.resolution.callsites.constructors import constructions
+from hookscope.lint.python.resolution.callsites.importers import Site, function_calls, same_file
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.kinds import Kind, Resolved, agreed
 from hookscope.lint.python.resolution.signatures import argument_for, left_none

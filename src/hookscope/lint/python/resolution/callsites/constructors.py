@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Iterator
 
 from hookscope.lint.python.parse.pyfile import PyFile, Scope
-from hookscope.lint.python.resolution.callers.importers import (
+from hookscope.lint.python.resolution.callsites.importers import (
     MAX_IMPORTERS,
     Site,
     import_froms,
