@@ -44,19 +44,13 @@ from hookscope.lint.python.resolution.evidence.evidence import (
 )
 from hookscope.lint.python.resolution.evidence.evidence import submodule as submodule
 from hookscope.lint.python.resolution.evidence.evidence import used_as_module as used_as_module
-from hookscope.lint.python.resolution.evidence.getattrs import picked_by_name
-from hookscope.lint.python.resolution.evidence.keyed import keyed_entry
+from hookscope.lint.python.resolution.evidence.keyed import keyed_entry, picked_by_name
 from hookscope.lint.python.resolution.kinds import SETTLED, Resolved
 from hookscope.lint.python.resolution.signatures import says_nothing, unpacked
-from hookscope.lint.python.resolution.values.appends import appended
-from hookscope.lint.python.resolution.values.containers import (
-    COLLECTIONS,
-    branches,
-    collection,
-    element,
-)
+from hookscope.lint.python.resolution.values.containers import COLLECTIONS, branches, collection
+from hookscope.lint.python.resolution.values.containers import element as element
 from hookscope.lint.python.resolution.values.declared import declared_type
-from hookscope.lint.python.resolution.values.holders import holder_items
+from hookscope.lint.python.resolution.values.holders import appended, holder_items
 from hookscope.lint.python.resolution.values.narrowing import narrowed_here
 from hookscope.lint.python.resolution.values.subscripts import subscript
 

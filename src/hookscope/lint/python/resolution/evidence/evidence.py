@@ -35,25 +35,25 @@ from hookscope.lint.python.parse.pyfile import CallSite, Scope
 from hookscope.lint.python.resolution.classes import base_names
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import import_origin, imported_file
-from hookscope.lint.python.resolution.evidence.getattrs import (
+from hookscope.lint.python.resolution.getattrs import (
     is_getattr,
     picked_submodule,
 )
-from hookscope.lint.python.resolution.evidence.plain_tables import (
+from hookscope.lint.python.resolution.kinds import Kind, Resolved
+from hookscope.lint.python.resolution.plain_tables import (
     from_plain_tables,
     self_attribute_calls,
 )
-from hookscope.lint.python.resolution.evidence.uses import (
-    LOADED_MODULE_METHODS,
-    module_method,
-    module_taker,
-    torch_loaded,
-)
-from hookscope.lint.python.resolution.kinds import Kind, Resolved
 from hookscope.lint.python.resolution.signatures import (
     callee_of,
     declared_by_callee,
     parameter_of,
+)
+from hookscope.lint.python.resolution.uses import (
+    LOADED_MODULE_METHODS,
+    module_method,
+    module_taker,
+    torch_loaded,
 )
 
 

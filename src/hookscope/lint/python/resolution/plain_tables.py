@@ -15,7 +15,7 @@ from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import imported_file
 from hookscope.lint.python.resolution.kinds import Kind
-from hookscope.lint.python.resolution.values.containers import named_display
+from hookscope.lint.python.resolution.literals import named_display
 
 _DISPLAYS = (ast.Dict, ast.List, ast.Tuple)
 
