@@ -145,7 +145,7 @@ def attribute_names(
     return []
 
 
-_DISPLAYS = (ast.Dict, ast.List, ast.Tuple)
+DISPLAYS = (ast.Dict, ast.List, ast.Tuple)
 
 
 def named_display(
@@ -165,7 +165,7 @@ def named_display(
     if len(bindings) != 1:
         return None
     binding = bindings[0]
-    if binding.kind == "value" and isinstance(binding.expr, _DISPLAYS):
+    if binding.kind == "value" and isinstance(binding.expr, DISPLAYS):
         return resolver, binding.expr, binding.owner
     if binding.kind != "import":
         return None
@@ -174,7 +174,7 @@ def named_display(
     if other is None:
         return None
     found = other.bindings_of(other.file.tree).get(attr, [])
-    if len(found) == 1 and found[0].kind == "value" and isinstance(found[0].expr, _DISPLAYS):
+    if len(found) == 1 and found[0].kind == "value" and isinstance(found[0].expr, DISPLAYS):
         return other, found[0].expr, other.file.tree
     return None
 

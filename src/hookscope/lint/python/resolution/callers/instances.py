@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from hookscope.lint.python.parse.pyfile import PyFile, Scope
-from hookscope.lint.python.resolution.callsites.callees import calls_here, runs_another
+from hookscope.lint.python.resolution.callsites.callees import add_passed, calls_here, runs_another
 from hookscope.lint.python.resolution.callsites.importers import (
     MAX_IMPORTERS,
     handed_on,
@@ -31,12 +31,7 @@ from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import foreign_file
 from hookscope.lint.python.resolution.kinds import SETTLED, Kind, Resolved, agreed
 from hookscope.lint.python.resolution.methods import find_method, is_staticmethod
-from hookscope.lint.python.resolution.signatures import (
-    add_passed,
-    argument_for,
-    left_none,
-    used_here,
-)
+from hookscope.lint.python.resolution.signatures import used_here
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -76,15 +71,8 @@ def _given(
             called = owner.resolve(call.func, caller, depth + 1)
             if called.is_class or called.function is not None or called.cls not in types:
                 continue
-            argument = argument_for(func, 1, call, name)
-            if argument is None and left_none(func, 1, call, name):
-                continue  # ``None`` there (``prompt=None``): that call reaches no ``.forward``
-            if argument is None:
+            if not add_passed(results, owner, func, 1, (call, caller), name, depth):
                 return None
-            result = owner.passed(argument, call, caller, depth)
-            if result.kind is Kind.UNKNOWN or result.is_class:
-                return None
-            results.append((call, owner.file.path, result))
     return agreed(results, f"every call of a {cls.name}", name)
 
 

@@ -14,21 +14,16 @@ import ast
 
 from hookscope.lint.python.parse.pyfile import CallSite, Scope
 from hookscope.lint.python.resolution.callsites.callees import (
+    add_passed,
     called_as,
     callee_is,
     calls_here,
     runs_another,
     skipped,
-    through_varargs,
 )
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.kinds import SETTLED, Kind, Resolved, agreed
-from hookscope.lint.python.resolution.signatures import (
-    argument_for,
-    is_none,
-    left_none,
-    used_here,
-)
+from hookscope.lint.python.resolution.signatures import argument_for, is_none, used_here
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -71,24 +66,16 @@ def _given_here(
     calls = [c for c in calls if not runs_another(resolver, c, func)]
     if not calls or not all(callee_is(resolver, c, func, callee) for c in calls):
         return None  # a call that may be another function's or may run this one unseen
-    results = []
+    results: list[tuple[ast.Call, str, Resolved]] = []
     for call, caller in calls:
         passes = skipped(resolver, (call, caller), func, skip)  # ``Base.m(self, model)``
         argument = argument_for(func, passes, call, name)
-        if argument is None or is_none(argument):
-            if left_none(func, passes, call, name) or is_none(argument):
-                continue  # ``None`` there: that call never reaches a ``.forward``
-            forwarded = through_varargs(resolver, func, passes, call, caller, name, depth)
-            if forwarded is None:
-                return None
-            results.append((call, resolver.file.path, forwarded))  # ``helper(*args)``
-            continue
-        if caller.node is func and isinstance(argument, ast.Name) and argument.id == name:
-            continue  # a recursive call passes the parameter on
-        result = passed(resolver, argument, call, caller, depth)
-        if result.kind is Kind.UNKNOWN or result.is_class:
-            return None
-        results.append((call, resolver.file.path, result))
+        if (argument is not None and is_none(argument)) or (
+            caller.node is func and isinstance(argument, ast.Name) and argument.id == name
+        ):
+            continue  # ``None`` reaches no ``.forward``; a recursive call passes the parameter on
+        if not add_passed(results, resolver, func, passes, (call, caller), name, depth, True):
+            return None  # (``helper(*args)``: what the wrapper's callers pass)
     return agreed(results, "every call", name)
 
 

@@ -18,6 +18,7 @@ from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.kinds import Kind, Resolved, agreed
 from hookscope.lint.python.resolution.methods import find_method, is_classmethod, is_staticmethod
+from hookscope.lint.python.resolution.signatures import argument_for, left_none
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 Site = tuple[ast.Call, Scope]
@@ -148,3 +149,31 @@ def calls_here(resolver: Context, func: Function, scope: Scope) -> tuple[bool, l
     callee = called_as(func, scope)
     mentioned = mentioned_twice(resolver.file.text, callee)
     return mentioned, resolver.calls_named(callee) if mentioned else []
+
+
+def add_passed(
+    results: list[tuple[ast.Call, str, Resolved]],
+    other: Context,
+    func: Function,
+    skip: int,
+    site: Site,
+    name: str,
+    depth: int,
+    varargs: bool = False,
+) -> bool:
+    """Add to ``results`` what the call of ``site`` (in ``other``) passes to the parameter
+    ``name`` of ``func`` (``skip`` parameters not passed; with ``varargs``, through the
+    ``*args`` of a wrapper: `through_varargs`), unless it leaves its default ``None`` (that
+    call reaches no ``.forward``); ``False`` when that is not known."""
+    call, caller = site
+    argument = argument_for(func, skip, call, name)
+    if argument is None and left_none(func, skip, call, name):
+        return True
+    if argument is not None:
+        found: Resolved | None = other.passed(argument, call, caller, depth)
+    else:
+        found = through_varargs(other, func, skip, call, caller, name, depth) if varargs else None
+    if found is None or found.kind is Kind.UNKNOWN or found.is_class:
+        return False
+    results.append((call, other.file.path, found))
+    return True

@@ -23,6 +23,7 @@ from hookscope.lint.python.resolution.appends import filled_with
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import class_def_of
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
+from hookscope.lint.python.resolution.methods import own_methods
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -61,7 +62,7 @@ def holder_items(resolver: Context, binding: Binding, made: Resolved, depth: int
     if target is None or f"{target.rpartition('.')[2]}.append(" not in resolver.file.text:
         return made  # (cheap: most instances of plain classes are never appended to)
     cls = resolver.file.classes.get(made.cls) or _other_file_class(resolver, made.cls)
-    methods = _methods(cls) if cls is not None else {}
+    methods = own_methods(cls) if cls is not None else {}
     append = methods.get("append")
     if append is None or not ("__getitem__" in methods or "__iter__" in methods):
         return made
@@ -80,14 +81,6 @@ def _other_file_class(resolver: Context, name: str) -> ast.ClassDef | None:
     files = {where.rpartition(":")[0] for _, where in resolver.index.defs.get(name, ())}
     found = class_def_of(resolver, name, files.pop()) if len(files) == 1 else None
     return found[0] if found is not None else None
-
-
-def _methods(cls: ast.ClassDef) -> dict[str, Function]:
-    return {
-        stmt.name: stmt
-        for stmt in cls.body
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
-    }
 
 
 def _stores_argument(append: Function) -> bool:
