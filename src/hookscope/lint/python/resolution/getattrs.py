@@ -2,7 +2,7 @@
 
 A multi-task model keeps one head per task (``self._tagger_ner = CrfTagger(...)``,
 ``self._tagger_pos = ...``) and picks one by name: ``tagger = getattr(self,
-"_tagger_%s" % task)``, ``tagger.forward(**batch)``. `containers.getattr_value` resolves
+"_tagger_%s" % task)``, ``tagger.forward(**batch)``. `literals.getattr_value` resolves
 such a call when every attribute the prefix matches resolves alike; when some of them
 are library objects it cannot type, they are still attributes of a module with a
 ``forward``, so submodules (`evidence.submodule`), as ``self._tagger_ner.forward(...)``
