@@ -18,6 +18,7 @@ from hookscope.lint.python.resolution.callsites.callees import (
     called_as,
     callee_is,
     calls_here,
+    mentioned_twice,
     runs_another,
     skipped,
 )
@@ -32,7 +33,7 @@ def unseen(
     resolver: Context, func: Function, scope: Scope, name: str, depth: int
 ) -> Resolved | None:
     """Settled when the calls may be in what a masked parse dropped (and marked missed)."""
-    mentioned = calls_here(resolver, func, scope)[0]  # more than its ``def``
+    mentioned = mentioned_twice(resolver.file.text, called_as(func, scope))  # not just its def
     if (mentioned or func.name == "__call__") and not resolver.complete:
         resolver.missed = True
         return SETTLED

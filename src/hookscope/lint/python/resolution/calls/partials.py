@@ -21,8 +21,10 @@ def bound_by_partials(
     ``partial(func, value, ...)`` (``functools.partial(_gradient, implicit_function)``)
     binds to it, when they all bind the same kind (an argument the binding function itself
     uses as a module counts as one, as for a call); settled."""
+    if scope.self_name:
+        return None
     mentioned, calls = calls_here(resolver, func, scope)
-    if scope.self_name or not mentioned or calls or not used_here(resolver, called_as(func, scope)):
+    if not mentioned or calls or not used_here(resolver, called_as(func, scope)):
         return None
     return _bound(resolver, func, name, depth) or SETTLED
 

@@ -118,25 +118,21 @@ def _own_arguments_only(init: Function | None, call: ast.Call) -> bool:
     return not starred and len(call.args) <= named
 
 
-def _target(binding: Binding) -> str | None:
-    """``nets`` or ``self.nets``: what ``binding``'s call is assigned to."""
+def _target(binding: Binding, annotated: bool = False) -> str | None:
+    """``nets`` or ``self.nets``: what ``binding``'s value is assigned to (``annotated``:
+    also in ``x: T = value``)."""
     for node in own_nodes(getattr(binding.owner, "body", [])):
         if isinstance(node, ast.Assign) and node.value is binding.expr and len(node.targets) == 1:
             return dotted(node.targets[0])
+        if annotated and isinstance(node, ast.AnnAssign) and node.value is binding.expr:
+            return dotted(node.target)
     return None
 
 
 def _empty_target(binding: Binding) -> str | None:
-    """``layers`` or ``self.blocks``: what ``binding`` (an empty list display) is
-    assigned to."""
+    """``layers`` or ``self.blocks``: what ``binding`` (an empty list or dict) is assigned to."""
     value = binding.expr
-    if not (isinstance(value, ast.List) and not value.elts) and not (
+    empty = (isinstance(value, ast.List) and not value.elts) or (
         isinstance(value, ast.Dict) and not value.keys
-    ):
-        return None
-    for node in own_nodes(getattr(binding.owner, "body", [])):
-        if isinstance(node, ast.Assign) and node.value is value and len(node.targets) == 1:
-            return dotted(node.targets[0])
-        if isinstance(node, ast.AnnAssign) and node.value is value:
-            return dotted(node.target)
-    return None
+    )
+    return _target(binding, True) if empty else None
