@@ -325,7 +325,7 @@ def in_submodule(resolver: Context, receiver: ast.expr, site: CallSite) -> Resol
         return None
     if resolver.resolve(holder, site.scope).kind not in (Kind.UNKNOWN, Kind.MODULE):
         return None  # ``self.items = []``: a plain list, not a submodule
-    held = submodule(resolver, holder, site)
+    held = resolver.submodule(holder, site)
     if held is None:
         return None
     return Resolved(Kind.MODULE, via=f"an element of {ast.unparse(holder)}, {held.via}")
