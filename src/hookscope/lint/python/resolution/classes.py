@@ -1,9 +1,8 @@
 """What a class is, as far as hooks are concerned: a module, a hookless module, or not.
 
-A class's kind comes from its bases, followed through the same file, the
-project-wide class index (picking the definition in the module an import or a
-dotted name names) and the facts of `known` (``torch.nn`` classes, popular
-libraries' module bases, containers, hookless modules).
+A class's kind comes from its bases, followed through the same file, the project index
+(the definition in the module an import or a dotted name names), the facts of `known`
+and `libraries`, and installed packages (`third_party`).
 """
 
 from __future__ import annotations
@@ -96,9 +95,8 @@ class ClassKinds:
     def class_kind(self, name: str, module: str = "") -> tuple[Kind, bool]:
         """``(kind, is_container)`` of instances of the class named ``name`` (dotted ok).
 
-        ``module`` (``pkg.mod`` of ``from pkg.mod import Net``, or the prefix of a
-        dotted name) picks the definition in that module when the project defines
-        several classes of that name.
+        ``module`` (``pkg.mod`` of ``from pkg.mod import Net``, or a dotted name's prefix)
+        picks the definition in that module when the project defines several.
         """
         prefix, _, last = name.rpartition(".")
         module = module or prefix
@@ -317,9 +315,8 @@ class ClassKinds:
 
 
 def _imported_by_call(tree: ast.Module) -> list[tuple[str, str]]:
-    """``(name, "pkg.mod.Cls")`` for module-level imports made by a helper that takes the
-    dotted path as text: ``SequentialFlow = _safe_import("cpflows.flows.SequentialFlow")``
-    (skbase), ``X = lazy_import("pkg.X")``."""
+    """``(name, "pkg.mod.Cls")`` for module-level imports made by a helper given the dotted
+    path as text: ``X = _safe_import("cpflows.flows.X")`` (skbase), ``lazy_import("pkg.X")``."""
     out = []
     for node in tree.body:
         if not (
@@ -354,11 +351,7 @@ def _through_imports(text: str, base: str) -> str:
         elif (
             words[:1] == ["from"]
             and words[2:3] == ["import"]
-            and words[3:]
-            in (
-                [head],
-                [words[3], "as", head],
-            )
+            and words[3:] in ([head], [words[3], "as", head])
         ):
             origin = f"{words[1]}.{words[3]}"
         if origin:
@@ -367,10 +360,8 @@ def _through_imports(text: str, base: str) -> str:
     return f"{module}.{name}" if origin and libraries.library_model_class(module, name) else base
 
 
-# class name -> the names of the project classes naming it as a base, for one index
+# class name -> the names of the project classes naming it as a base, for the index stamped
 _CHILDREN: dict[str, list[str]] = {}
-
-
 _CHILDREN_INDEX: list[tuple[int, int]] = [(0, 0)]
 
 
