@@ -12,7 +12,7 @@ from hookscope.lint.engine.runner import project_index
 from hookscope.lint.languages import LANGUAGES
 from hookscope.lint.python.index.classes import scan_classes
 from hookscope.lint.python.index.importlists import import_lists
-from hookscope.lint.python.resolution.callers import importers
+from hookscope.lint.python.resolution.callsites import importers
 
 FILES = {
     "pkg/__init__.py": "from .nets import Net  # re-exported\n",

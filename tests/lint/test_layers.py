@@ -62,8 +62,13 @@ def test_strategies_see_the_context_and_the_resolver_sees_the_registry() -> None
             assert f"{resolution}.resolver" not in targets, module
         if any(_under(module, f"{resolution}.{p}") for p in STRATEGIES):
             assert f"{resolution}.strategies" not in targets, module
-    # The core (resolver, context, classes, ...) reaches the strategies through the registry only.
-    core = [m for m in imports if m.count(".") == 2 and _under(m, resolution)]
+    # The core (resolver, context, classes, ...) and the helpers (callsites/) reach the
+    # strategies through the registry only.
+    core = [
+        m
+        for m in imports
+        if _under(m, resolution) and not any(_under(m, f"{resolution}.{p}") for p in STRATEGIES)
+    ]
     for module in core:
         if module != f"{resolution}.strategies":
             reached = [
@@ -71,6 +76,22 @@ def test_strategies_see_the_context_and_the_resolver_sees_the_registry() -> None
             ]
             assert reached == [], module
     assert f"{resolution}.strategies" in imports[f"{resolution}.resolver"]
+
+
+def test_no_strategy_module_imports_another() -> None:
+    """A strategy module (callers/, calls/, values/, evidence/) imports no strategy module,
+    of its own sub-package or another: what strategies share are helpers outside them."""
+    imports = _imports()
+    packages = [f"python.resolution.{p}" for p in STRATEGIES]
+    strategy_modules = [m for m in imports if any(_under(m, p) and m != p for p in packages)]
+    assert len(strategy_modules) > 10  # (the walk found them)
+    crossing = {
+        (module, target)
+        for module in strategy_modules
+        for target in imports[module]
+        if any(_under(target, p) for p in packages)
+    }
+    assert crossing == set()
 
 
 def test_no_module_of_the_lint_is_in_an_import_cycle() -> None:

@@ -175,7 +175,7 @@ MODULE_WRAPPERS = names(
 )
 
 # Library functions whose first argument is a torch module, by the qualified name they are
-# imported from (`hookscope.lint.python.resolution.evidence.uses`): a model summary, a FLOP counter, an exporter or
+# imported from (`hookscope.lint.python.resolution.uses`): a model summary, a FLOP counter, an exporter or
 # tracer, an experiment tracker's gradient watch.
 MODULE_TAKERS = names(
     """

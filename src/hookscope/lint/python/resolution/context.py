@@ -84,6 +84,11 @@ class Context(Protocol):
         """What ``argument`` of ``call`` (in ``caller``) is: resolved, or a module by the
         caller's own use of it."""
 
+    def element(
+        self, iterable: ast.expr, position: int | None, scope: Scope, depth: int
+    ) -> Resolved:
+        """An element of ``iterable`` (``position``: its index in a tuple target, if any)."""
+
     def evidence(self, receiver: ast.expr, site: CallSite) -> Resolved | None:
         """What the code around ``site`` says of an unresolved ``receiver``."""
 

@@ -62,6 +62,8 @@ class Resolved:
 
 
 UNKNOWN = Resolved(Kind.UNKNOWN)
+# A strategy's answer that settles the question unresolved: the registry asks no further.
+SETTLED = Resolved(Kind.UNKNOWN, via="settled: unresolved")
 NAMESPACE = Resolved(Kind.OTHER, name="<namespace>")
 
 

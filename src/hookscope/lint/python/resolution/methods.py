@@ -21,6 +21,11 @@ from hookscope.lint.python.resolution.typehints import instance_class
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
+def own_methods(cls: ast.ClassDef) -> dict[str, Function]:
+    """The methods ``cls`` defines in its body, by name."""
+    return {s.name: s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
 def is_property(func: Function) -> bool:
     """``@property`` / ``@functools.cached_property``: reading the attribute calls it."""
     return _decorated(func, ("property", "cached_property"))

@@ -318,6 +318,12 @@ class Resolver(ClassKinds):
         """What ``argument`` of ``call`` is (`passing.passed`)."""
         return strategies.passed(self, argument, call, caller, depth)
 
+    def element(
+        self, iterable: ast.expr, position: int | None, scope: Scope, depth: int
+    ) -> Resolved:
+        """An element of ``iterable`` (`containers.element`)."""
+        return strategies.element(self, iterable, position, scope, depth)
+
     def evidence(self, receiver: ast.expr, site: CallSite) -> Resolved | None:
         """What the code around ``site`` says of ``receiver`` (`strategies.EVIDENCE`)."""
         return strategies.evidence(self, receiver, site)

@@ -207,26 +207,3 @@ def argument_for(func: Function, skip: int, call: ast.Call, name: str) -> ast.ex
     if any(isinstance(a, ast.Starred) for a in before) or position >= len(call.args):
         return None
     return call.args[position]
-
-
-def add_passed(
-    results: list[tuple[ast.Call, str, Resolved]],
-    other: Context,
-    func: Function,
-    skip: int,
-    site: tuple[ast.Call, Scope],
-    name: str,
-    depth: int,
-) -> bool:
-    """Add to ``results`` what the call of ``site`` (in ``other``) passes to the parameter
-    ``name`` of ``func`` (``skip`` parameters not passed), unless it leaves its default
-    ``None`` (that call reaches no ``.forward``); ``False`` when that is not known."""
-    call, caller = site
-    argument = argument_for(func, skip, call, name)
-    if argument is None:
-        return left_none(func, skip, call, name)
-    result = other.passed(argument, call, caller, depth)
-    if result.kind is Kind.UNKNOWN or result.is_class:
-        return False
-    results.append((call, other.file.path, result))
-    return True

@@ -1,6 +1,8 @@
 """Every resolution strategy (see `context`), registered in the order the resolver asks
-them. The resolver imports this module only; for each question it walks one list, and
-the first answer wins.
+them. A strategy answers a `Resolved`, ``None`` (ask the next) or `kinds.SETTLED`
+(unresolved: ask no further), and imports no other strategy module (callers/, calls/,
+values/, evidence/). The resolver imports this module only; for each question it walks
+one list, and the first answer wins.
 """
 
 from __future__ import annotations
@@ -13,32 +15,35 @@ from typing import Any
 from hookscope.lint.python.facts.libraries import other_framework_file
 from hookscope.lint.python.parse.bindings import Binding, lambda_default
 from hookscope.lint.python.parse.pyfile import CallSite, Scope
-from hookscope.lint.python.resolution.callers.autograd import saved_on_ctx
-from hookscope.lint.python.resolution.callers.passing import given_by_callers
+from hookscope.lint.python.resolution.callers.autograd import applied, saved_on_ctx
+from hookscope.lint.python.resolution.callers.callers import given_in_other_files
+from hookscope.lint.python.resolution.callers.instances import (
+    given_to_forward,
+    given_to_instances,
+    given_to_method,
+)
+from hookscope.lint.python.resolution.callers.passing import given_here, unseen
 from hookscope.lint.python.resolution.callers.passing import passed as passed
 from hookscope.lint.python.resolution.calls.calls import call_result, entered
 from hookscope.lint.python.resolution.calls.library_attributes import library_attribute
+from hookscope.lint.python.resolution.calls.partials import bound_by_partials
 from hookscope.lint.python.resolution.calls.picked import picked_class
+from hookscope.lint.python.resolution.calls.registered import hooked_module
 from hookscope.lint.python.resolution.calls.rewriters import rewriter_self
+from hookscope.lint.python.resolution.callsites.callees import called_as
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import fixture
 from hookscope.lint.python.resolution.evidence.aliases import alias_used_as_module, attribute_alias
 from hookscope.lint.python.resolution.evidence.evidence import in_submodule, used_by_siblings
 from hookscope.lint.python.resolution.evidence.evidence import submodule as submodule
 from hookscope.lint.python.resolution.evidence.evidence import used_as_module as used_as_module
-from hookscope.lint.python.resolution.evidence.getattrs import picked_by_name
-from hookscope.lint.python.resolution.evidence.keyed import keyed_entry
-from hookscope.lint.python.resolution.kinds import Resolved
+from hookscope.lint.python.resolution.evidence.keyed import keyed_entry, picked_by_name
+from hookscope.lint.python.resolution.kinds import SETTLED, Resolved
 from hookscope.lint.python.resolution.signatures import says_nothing, unpacked
-from hookscope.lint.python.resolution.values.appends import appended
-from hookscope.lint.python.resolution.values.containers import (
-    COLLECTIONS,
-    branches,
-    collection,
-    element,
-)
+from hookscope.lint.python.resolution.values.containers import COLLECTIONS, branches, collection
+from hookscope.lint.python.resolution.values.containers import element as element
 from hookscope.lint.python.resolution.values.declared import declared_type
-from hookscope.lint.python.resolution.values.holders import holder_items
+from hookscope.lint.python.resolution.values.holders import appended, holder_items
 from hookscope.lint.python.resolution.values.narrowing import narrowed_here
 from hookscope.lint.python.resolution.values.subscripts import subscript
 
@@ -50,6 +55,7 @@ Bound = Callable[[Context, Binding, Scope, int], "Resolved | None"]
 Attribute = Callable[[Context, ast.Attribute, Scope, int], "Resolved | None"]
 Narrowing = Callable[[Context, ast.expr, Scope], "Resolved | None"]
 Evidence = Callable[[Context, ast.expr, CallSite], "Resolved | None"]
+Given = Callable[[Context, Function, Scope, str, int], "Resolved | None"]
 
 
 # -- parameters whose own binding says nothing: what is passed -------------------
@@ -77,14 +83,32 @@ def _rewritten(ctx: Context, scope: Scope, name: str, depth: int) -> Resolved | 
 _INFERRING: set[tuple[int, str]] = set()  # parameters being inferred, to cut recursion
 
 
+# What the calls of a function pass to its unannotated parameter (a module when they all
+# pass modules, or instances of one plain class).
+CALLERS: list[Given] = [
+    unseen,  # settled when the calls may be in what a masked parse dropped
+    given_to_instances,  # ``wrapper(embedding)``: a ``__call__``'s, from the instances' calls
+    lambda ctx, func, scope, name, depth: hooked_module(ctx, func, scope, name),  # a hook's
+    given_to_forward,  # ``layer(x, embedding=emb)`` runs ``forward``
+    applied,  # ``Fn.apply(x, layer)`` runs an autograd ``forward``
+    given_to_method,  # ``self.check(model)`` in the files importing its class
+    bound_by_partials,  # ``partial(_gradient, implicit_function)``
+    given_here,  # every call in this file (`passing`)
+    given_in_other_files,  # every call (or construction) in the files importing it
+]
+
+
 def _given(ctx: Context, scope: Scope, name: str, depth: int) -> Resolved | None:
     func = _own_parameter(scope, name)
     key = (id(func), name)
     if func is None or key in _INFERRING:
         return None  # (a recursive call passes the parameter on)
+    own = ctx.file.scopes.get(id(func))
+    if own is None or not called_as(func, own):
+        return None
     _INFERRING.add(key)
     try:
-        return given_by_callers(ctx, func, name, depth)
+        return first(CALLERS, ctx, func, own, name, depth)
     finally:
         _INFERRING.discard(key)
 
@@ -192,9 +216,10 @@ def evidence(ctx: Context, receiver: ast.expr, site: CallSite) -> Resolved | Non
 
 
 def first(strategies: list[Callable[..., Resolved | None]], *args: object) -> Resolved | None:
-    """The first answer of ``strategies``, asked in order; ``None`` when none answers."""
+    """The first answer of ``strategies``, asked in order; ``None`` when none answers or
+    one settles the question unresolved (`SETTLED`)."""
     for strategy in strategies:
         found = strategy(*args)
         if found is not None:
-            return found
+            return None if found is SETTLED else found
     return None

@@ -14,7 +14,7 @@ import ast
 import os
 import re
 
-from hookscope.lint.python.resolution.callers.importers import (
+from hookscope.lint.python.resolution.callsites.importers import (
     MAX_IMPORTERS,
     importers,
     module_importers,

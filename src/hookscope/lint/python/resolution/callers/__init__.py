@@ -1,1 +1,1 @@
-"""Strategies over what other code passes: callers, constructions, instances."""
+"""Strategies over what other code passes: callers, instances, autograd ``apply``."""

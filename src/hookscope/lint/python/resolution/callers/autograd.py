@@ -14,13 +14,13 @@ from __future__ import annotations
 import ast
 
 from hookscope.lint.python.parse.pyfile import Scope
-from hookscope.lint.python.resolution.callers.importers import MAX_IMPORTERS, importers
+from hookscope.lint.python.resolution.callsites.callees import add_passed
+from hookscope.lint.python.resolution.callsites.importers import MAX_IMPORTERS, importers
 from hookscope.lint.python.resolution.classes import base_names
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import foreign_file, import_origin
 from hookscope.lint.python.resolution.kinds import Kind, Resolved, agreed
-from hookscope.lint.python.resolution.methods import is_staticmethod
-from hookscope.lint.python.resolution.signatures import add_passed
+from hookscope.lint.python.resolution.methods import is_staticmethod, own_methods
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 _BASES = frozenset({"Function", "InplaceFunction"})
@@ -39,10 +39,6 @@ def autograd_class(resolver: Context, cls: ast.ClassDef) -> bool:
     return False
 
 
-def _methods(cls: ast.ClassDef) -> dict[str, Function]:
-    return {s.name: s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
-
-
 def applied(
     resolver: Context, func: Function, scope: Scope, name: str, depth: int
 ) -> Resolved | None:
@@ -59,7 +55,7 @@ def applied(
         or not autograd_class(resolver, cls)
     ):
         return None
-    skip = 0 if "setup_context" in _methods(cls) else 1
+    skip = 0 if "setup_context" in own_methods(cls) else 1
     files = importers(resolver.index, cls.name)
     if len(files) > MAX_IMPORTERS:
         return None
@@ -94,7 +90,7 @@ def saved_on_ctx(
     if not autograd_class(resolver, cls):
         return None
     results: list[Resolved] = []
-    for saving in (m for n, m in _methods(cls).items() if n in _SAVING and is_staticmethod(m)):
+    for saving in (m for n, m in own_methods(cls).items() if n in _SAVING and is_staticmethod(m)):
         own = [*saving.args.posonlyargs, *saving.args.args][:1]
         for node in ast.walk(saving):
             if (

@@ -14,12 +14,11 @@ import ast
 from collections.abc import Iterable
 
 from hookscope.lint.python.parse.pyfile import Scope
-from hookscope.lint.python.resolution.callers.constructors import constructions
-from hookscope.lint.python.resolution.callers.importers import Site, function_calls, same_file
-from hookscope.lint.python.resolution.calls.forwarded import through_varargs
+from hookscope.lint.python.resolution.callsites.callees import add_passed
+from hookscope.lint.python.resolution.callsites.constructors import constructions
+from hookscope.lint.python.resolution.callsites.importers import Site, function_calls, same_file
 from hookscope.lint.python.resolution.context import Context
-from hookscope.lint.python.resolution.kinds import Kind, Resolved, agreed
-from hookscope.lint.python.resolution.signatures import argument_for, left_none
+from hookscope.lint.python.resolution.kinds import Resolved, agreed
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -63,17 +62,6 @@ def given_in_other_files(
         if site is None:
             return None  # a call that cannot be seen
         other, call, caller = site
-        argument = argument_for(func, skip, call, name)
-        if argument is None and left_none(func, skip, call, name):
-            continue  # ``None`` there: that call never reaches a ``.forward``
-        if argument is None:
-            forwarded = through_varargs(other, func, skip, call, caller, name, depth)
-            if forwarded is None:
-                return None
-            results.append((call, other.file.path, forwarded))  # ``helper(*args)``
-            continue
-        result = other.passed(argument, call, caller, depth)
-        if result.kind is Kind.UNKNOWN or result.is_class:
+        if not add_passed(results, other, func, skip, (call, caller), name, depth, varargs=True):
             return None
-        results.append((call, other.file.path, result))
     return agreed(results, "every call", name)

@@ -19,7 +19,8 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from hookscope.lint.python.parse.pyfile import PyFile, Scope
-from hookscope.lint.python.resolution.callers.importers import (
+from hookscope.lint.python.resolution.callsites.callees import add_passed, calls_here, runs_another
+from hookscope.lint.python.resolution.callsites.importers import (
     MAX_IMPORTERS,
     handed_on,
     importers,
@@ -28,9 +29,9 @@ from hookscope.lint.python.resolution.callers.importers import (
 from hookscope.lint.python.resolution.classes import base_names, subclasses_by_base
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import foreign_file
-from hookscope.lint.python.resolution.kinds import Kind, Resolved, agreed
+from hookscope.lint.python.resolution.kinds import SETTLED, Kind, Resolved, agreed
 from hookscope.lint.python.resolution.methods import find_method, is_staticmethod
-from hookscope.lint.python.resolution.signatures import add_passed, argument_for, left_none
+from hookscope.lint.python.resolution.signatures import used_here
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -42,9 +43,11 @@ _BUSY: list[bool] = [False]
 def given_to_instances(
     resolver: Context, func: Function, scope: Scope, name: str, depth: int
 ) -> Resolved | None:
-    """The parameter ``name`` of ``func``, the ``__call__`` (or a module's ``forward``) of a
-    module-level class."""
-    return _one_at_a_time(_given, resolver, func, scope, name, depth)
+    """The parameter ``name`` of ``func``, the ``__call__`` of a module-level class (settled
+    here: ``wrapper(embedding)`` calls it)."""
+    if func.name != "__call__":
+        return None
+    return _one_at_a_time(_given, resolver, func, scope, name, depth) or SETTLED
 
 
 def _given(
@@ -68,15 +71,8 @@ def _given(
             called = owner.resolve(call.func, caller, depth + 1)
             if called.is_class or called.function is not None or called.cls not in types:
                 continue
-            argument = argument_for(func, 1, call, name)
-            if argument is None and left_none(func, 1, call, name):
-                continue  # ``None`` there (``prompt=None``): that call reaches no ``.forward``
-            if argument is None:
+            if not add_passed(results, owner, func, 1, (call, caller), name, depth):
                 return None
-            result = owner.passed(argument, call, caller, depth)
-            if result.kind is Kind.UNKNOWN or result.is_class:
-                return None
-            results.append((call, owner.file.path, result))
     return agreed(results, f"every call of a {cls.name}", name)
 
 
@@ -86,24 +82,31 @@ def given_to_forward(
     """The parameter ``name`` of ``func``, the ``forward`` of a module class: what every
     call of its instances passes (``layer(x, embedding=emb)`` runs ``forward`` through
     the hooks), when each passes a module."""
-    if scope.cls is None or scope.method is not func:
+    if func.name != "forward" or scope.cls is None or scope.method is not func:
         return None
     if resolver.class_kind(scope.cls.name)[0] is not Kind.MODULE:
         return None
     if not resolver.complete:
         resolver.missed = True  # the calls may be in what a masked parse dropped
         return None
-    return given_to_instances(resolver, func, scope, name, depth)
+    return _one_at_a_time(_given, resolver, func, scope, name, depth)
 
 
 def given_to_method(
     resolver: Context, func: Function, scope: Scope, name: str, depth: int
 ) -> Resolved | None:
     """The parameter ``name`` of ``func``, a method of a module-level class that its own
-    file never calls: what every ``obj.method(...)`` on an instance of the class (or of a
-    related class) passes in the files importing one of them (a base test class's
-    helper, called as ``self.check(model)`` by the test files deriving from it)."""
-    return _one_at_a_time(_given_to_method, resolver, func, scope, name, depth)
+    file never calls (or calls only as another class's namesake, ``DiscLoss.get_loss(self,
+    net)`` in an override): what every ``obj.method(...)`` on an instance of the class (or
+    of a related class) passes in the files importing one of them (a base test class's
+    helper, called as ``self.check(model)`` by the test files deriving from it); settled."""
+    if func.name == "__init__" or not (scope.self_name or is_staticmethod(func)):
+        return None
+    mentioned, calls = calls_here(resolver, func, scope)
+    elsewhere = scope.self_name and all(runs_another(resolver, c, func) for c in calls)
+    if not (calls and elsewhere) and mentioned and (calls or used_here(resolver, func.name)):
+        return None  # called here (`passing`)
+    return _one_at_a_time(_given_to_method, resolver, func, scope, name, depth) or SETTLED
 
 
 def _one_at_a_time(

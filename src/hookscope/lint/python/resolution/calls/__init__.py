@@ -1,1 +1,1 @@
-"""Strategies over calls: constructors, factories, registries, callees."""
+"""Strategies over calls: constructors, factories, partials, hooks, rewriters."""

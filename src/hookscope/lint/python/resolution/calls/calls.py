@@ -17,6 +17,16 @@ from hookscope.lint.python.resolution.crossfile import (
     import_origin,
 )
 from hookscope.lint.python.resolution.kinds import MAX_DEPTH, UNKNOWN, Kind, Resolved
+from hookscope.lint.python.resolution.literals import (
+    contents,
+    copied_elements,
+    entry_of,
+    getattr_value,
+    literal_element,
+    named_display,
+    picks_from,
+    rref_value,
+)
 from hookscope.lint.python.resolution.methods import (
     built_by_classmethod,
     find_method,
@@ -25,15 +35,6 @@ from hookscope.lint.python.resolution.methods import (
 from hookscope.lint.python.resolution.registries import built_by_registry, is_registry_call
 from hookscope.lint.python.resolution.signatures import argument_for
 from hookscope.lint.python.resolution.typehints import instance_class
-from hookscope.lint.python.resolution.values.containers import (
-    contents,
-    entry_of,
-    getattr_value,
-    literal_element,
-    named_display,
-    rref_value,
-)
-from hookscope.lint.python.resolution.values.copies import copied_elements, picks_from
 
 _SELF_RETURNING = known.names(
     "to cuda cpu eval train half float double bfloat16 requires_grad_ to_empty share_memory"

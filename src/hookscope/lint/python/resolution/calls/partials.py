@@ -5,16 +5,29 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
+from hookscope.lint.python.parse.pyfile import Scope
+from hookscope.lint.python.resolution.callsites.callees import called_as, calls_here
 from hookscope.lint.python.resolution.context import Context
-from hookscope.lint.python.resolution.kinds import Kind, Resolved
-from hookscope.lint.python.resolution.signatures import argument_for
+from hookscope.lint.python.resolution.kinds import SETTLED, Kind, Resolved
+from hookscope.lint.python.resolution.signatures import argument_for, used_here
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
-def bound_by_partials(resolver: Context, func: Function, name: str, depth: int) -> Resolved | None:
-    """A parameter of a module-level function used only as ``partial(func, value, ...)``:
-    what every ``partial`` binds to it, when they all bind the same kind."""
+def bound_by_partials(
+    resolver: Context, func: Function, scope: Scope, name: str, depth: int
+) -> Resolved | None:
+    """A parameter of a function (no method) this file names but never calls: what every
+    ``partial(func, value, ...)`` binds to it, when they all bind the same kind; settled."""
+    if scope.self_name:
+        return None
+    mentioned, calls = calls_here(resolver, func, scope)
+    if not mentioned or calls or not used_here(resolver, called_as(func, scope)):
+        return None
+    return _bound(resolver, func, name, depth) or SETTLED
+
+
+def _bound(resolver: Context, func: Function, name: str, depth: int) -> Resolved | None:
     partials = [
         (call, caller)
         for call, caller in resolver.calls_named("partial")

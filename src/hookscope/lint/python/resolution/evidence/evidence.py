@@ -27,19 +27,26 @@ from hookscope.lint.python.parse.pyfile import CallSite, Scope
 from hookscope.lint.python.resolution.classes import base_names
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import import_origin, imported_file
-from hookscope.lint.python.resolution.evidence.getattrs import is_getattr, picked_submodule
-from hookscope.lint.python.resolution.evidence.plain_tables import (
+from hookscope.lint.python.resolution.getattrs import (
+    is_getattr,
+    picked_submodule,
+)
+from hookscope.lint.python.resolution.kinds import Kind, Resolved
+from hookscope.lint.python.resolution.plain_tables import (
     from_plain_tables,
     self_attribute_calls,
 )
-from hookscope.lint.python.resolution.evidence.uses import (
+from hookscope.lint.python.resolution.signatures import (
+    callee_of,
+    declared_by_callee,
+    parameter_of,
+)
+from hookscope.lint.python.resolution.uses import (
     LOADED_MODULE_METHODS,
     module_method,
     module_taker,
     torch_loaded,
 )
-from hookscope.lint.python.resolution.kinds import Kind, Resolved
-from hookscope.lint.python.resolution.signatures import callee_of, declared_by_callee, parameter_of
 
 
 def _module_only(resolver: Context, method: str) -> bool:
@@ -306,7 +313,7 @@ def in_submodule(resolver: Context, receiver: ast.expr, site: CallSite) -> Resol
         return None
     if resolver.resolve(holder, site.scope).kind not in (Kind.UNKNOWN, Kind.MODULE):
         return None  # ``self.items = []``: a plain list, not a submodule
-    held = submodule(resolver, holder, site)
+    held = resolver.submodule(holder, site)
     if held is None:
         return None
     return Resolved(Kind.MODULE, via=f"an element of {ast.unparse(holder)}, {held.via}")

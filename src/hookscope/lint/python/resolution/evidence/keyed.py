@@ -1,4 +1,5 @@
-"""Entries of a dict that the methods of one class family hand each other.
+"""Entries of a dict that the methods of one class family hand each other, and attributes
+picked by name (``tagger = getattr(self, "_tagger_%s" % task)``: `getattrs`).
 
 Meta-learning and GAN code often keeps its networks in one dict that one method builds
 (``model["net"] = Net(...)``) and the others take as a parameter and call
@@ -17,9 +18,10 @@ from hookscope.lint.python.parse.pyfile import CallSite, Scope
 from hookscope.lint.python.resolution.classes import base_names
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import foreign
-from hookscope.lint.python.resolution.evidence.uses import module_method
+from hookscope.lint.python.resolution.getattrs import is_getattr, picked_submodule
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
 from hookscope.lint.python.resolution.methods import imported_base
+from hookscope.lint.python.resolution.uses import module_method
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -150,3 +152,21 @@ def _lineage(resolver: Context, cls: ast.ClassDef) -> Iterator[tuple[Context, as
             found = other.file.classes.get(name) if other is not None else None
             if other is not None and found is not None:
                 todo.append((other, found))
+
+
+def picked_by_name(resolver: Context, receiver: ast.expr, site: CallSite) -> Resolved | None:
+    """A name every binding of which is the same ``getattr(obj, <name>)`` call
+    (``tagger = getattr(self, "_tagger_%s" % task)``): what `picked_submodule` says."""
+    if not isinstance(receiver, ast.Name):
+        return None
+    bindings = resolver.bindings_of(site.scope.node).get(receiver.id, [])
+    calls = {ast.dump(b.expr) for b in bindings if b.expr is not None}
+    if not bindings or len(calls) != 1 or any(b.kind != "value" for b in bindings):
+        return None
+    call = bindings[0].expr
+    if not isinstance(call, ast.Call) or not is_getattr(call):
+        return None
+    found = picked_submodule(resolver, call, site)
+    if found is None:
+        return None
+    return Resolved(Kind.MODULE, name=receiver.id, via=f"{receiver.id} = {found.via}")

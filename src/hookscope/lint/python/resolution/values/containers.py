@@ -1,25 +1,26 @@
-"""What containers hold: elements of iterables and literals, the value of an ``RRef``,
-the attribute ``getattr(obj, name)`` gives when every ``name`` it can take is known.
+"""What collections hold: displays and comprehensions, elements of iterables, branches.
 
 ``for m in self.layers`` (a ``ModuleList``), ``for name, m in x.named_children()``,
 ``for i, m in enumerate(...)``, ``for a, b in zip(xs, ys)``, ``d.values()`` /
-``d.items()``, ``[A(), B()][i]``, and ``rref.to_here()`` for ``rref = RRef(value)``.
+``d.items()``, ``A() if c else B()``; what literals hold is read by `literals`.
 """
 
 from __future__ import annotations
 
 import ast
-import os
 from dataclasses import replace
 
 from hookscope.lint.python.facts import known
-from hookscope.lint.python.parse.attributes import class_attributes, name_prefix
-from hookscope.lint.python.parse.bindings import dotted
 from hookscope.lint.python.parse.pyfile import Scope
+from hookscope.lint.python.resolution.appends import rows_of_modules
 from hookscope.lint.python.resolution.context import Context
-from hookscope.lint.python.resolution.crossfile import imported_file
-from hookscope.lint.python.resolution.kinds import MAX_DEPTH, UNKNOWN, Kind, Resolved
-from hookscope.lint.python.resolution.values.appends import rows_of_modules
+from hookscope.lint.python.resolution.kinds import UNKNOWN, Kind, Resolved
+from hookscope.lint.python.resolution.literals import (
+    literal_element,
+    member,
+    named_display,
+    one_class,
+)
 
 # The displays and comprehensions `collection` resolves.
 COLLECTIONS = (
@@ -32,22 +33,6 @@ COLLECTIONS = (
     ast.GeneratorExp,
     ast.DictComp,
 )
-
-
-def literal_element(
-    resolver: Context, literal: ast.Dict | ast.List | ast.Tuple | ast.Set, scope: Scope, depth: int
-) -> Resolved:
-    """An element of ``{k: A, ...}`` or ``[A, B]``: their kind when they all agree."""
-    elements = literal.values if isinstance(literal, ast.Dict) else literal.elts
-    results = [resolver.resolve(e, scope, depth + 1) for e in elements if e is not None]
-    if not results or len({(r.kind, r.is_class) for r in results}) != 1:
-        return UNKNOWN
-    first = results[0]
-    if len({(id(r.function), r.factory) for r in results}) > 1:
-        # different functions: calling one is not calling the first (`calls`: what they
-        # all build, when they agree)
-        return replace(first, cls="", function=None, factory="")
-    return _one_class(first, results)
 
 
 def collection(resolver: Context, expr: ast.expr, scope: Scope, depth: int) -> Resolved:
@@ -145,167 +130,7 @@ def _column(
     if len({(r.kind, r.is_class) for r in results}) != 1 or results[0].kind is Kind.UNKNOWN:
         return None
     first = results[0]
-    return _one_class(first, results)
-
-
-def member(resolver: Context, base: Resolved, scope: Scope) -> Resolved:
-    """An element of ``base`` (indexed or iterated): the kind of its elements when known.
-
-    The elements of a ``ModuleList``/``Sequential``/``ModuleDict`` whose contents are not
-    known are modules, but in a class whose own ``__call__`` runs no torch hooks
-    (gpytorch's ``Module``) they are most likely of its family, so they stay unknown.
-    """
-    if base.elem is not None:
-        return Resolved(base.elem, name=base.name, cls=base.elem_cls)
-    if not base.container:
-        return Resolved(Kind.UNKNOWN, name=base.name)
-    if scope.cls is not None and resolver.class_kind(scope.cls.name)[0] is Kind.HOOKLESS:
-        return Resolved(Kind.UNKNOWN, name=base.name)
-    return Resolved(Kind.MODULE, name=base.name)
-
-
-def contents(resolver: Context, call: ast.Call, scope: Scope, depth: int) -> Kind | None:
-    """The kind of the modules a container class is built from, when they all agree
-    (``ModuleList([Kernel() for ...])``, ``Sequential(A(), B())``); ``None`` if unknown."""
-    kinds: set[Kind | None] = set()
-    for arg in call.args:
-        value = arg.value if isinstance(arg, ast.Starred) else arg
-        inner = resolver.resolve(value, scope, depth + 1)
-        if (
-            value is not arg
-            or inner.container
-            or (inner.kind is Kind.OTHER and len(call.args) == 1)
-        ):
-            kinds.add(inner.elem)  # a collection (or *collection) of modules
-        else:
-            kinds.add(None if inner.is_class else inner.kind)  # one module
-    kind = kinds.pop() if len(kinds) == 1 else None
-    return kind if kind in (Kind.MODULE, Kind.HOOKLESS) else None
-
-
-def rref_value(resolver: Context, node: ast.expr, scope: Scope, depth: int) -> Resolved:
-    """The value an ``RRef(value, ...)`` holds (``rref.to_here()``), through one name."""
-    if isinstance(node, ast.Call) and (dotted(node.func) or "").endswith("RRef"):
-        return resolver.resolve(node.args[0], scope, depth + 1) if node.args else UNKNOWN
-    current: Scope | None = scope
-    while isinstance(node, ast.Name) and current is not None and depth <= MAX_DEPTH:
-        bindings = resolver.bindings_of(current.node).get(node.id)
-        if bindings:
-            results = {
-                rref_value(resolver, b.expr, resolver.scope_of(b.owner), depth + 1)
-                if b.kind == "value" and b.expr is not None
-                else UNKNOWN
-                for b in bindings
-            }
-            return results.pop() if len(results) == 1 else UNKNOWN
-        current = current.parent
-    return UNKNOWN
-
-
-def getattr_value(resolver: Context, call: ast.Call, scope: Scope, depth: int) -> Resolved:
-    """``getattr(obj, name)`` when every attribute ``name`` can be is known and all resolve
-    alike: a string, a loop variable over literal strings, or an f-string prefix of the
-    attributes the (same-file) class of ``obj`` assigns."""
-    if len(call.args) < 2:
-        return UNKNOWN
-    obj, name = call.args[0], call.args[1]
-    names = attribute_names(resolver, obj, name, scope, depth)
-    if not names:
-        return UNKNOWN
-    results = [
-        resolver.resolve(
-            ast.copy_location(ast.Attribute(value=obj, attr=n, ctx=ast.Load()), call),
-            scope,
-            depth + 1,
-        )
-        for n in names
-    ]
-    kinds = {(r.kind, r.is_class) for r in results}
-    if len(kinds) != 1 or results[0].kind is Kind.UNKNOWN:
-        return UNKNOWN
-    shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
-    what = ast.unparse(call)
-    return replace(results[0], via=f"{what} is one of {shown}, all alike ({results[0].via})")
-
-
-def attribute_names(
-    resolver: Context, obj: ast.expr, name: ast.expr, scope: Scope, depth: int
-) -> list[str]:
-    """The attributes ``getattr(obj, name)`` can read, when they are known (see
-    `getattr_value`); ``[]`` otherwise."""
-    if isinstance(name, ast.Constant) and isinstance(name.value, str):
-        return [name.value]
-    if isinstance(name, ast.Name):
-        bindings = resolver.bindings_of(scope.node).get(name.id, [])
-        values: list[str] = []
-        for b in bindings:
-            literal = b.expr if b.kind == "element" and b.position is None else None
-            if not isinstance(literal, (ast.List, ast.Tuple, ast.Set)):
-                return []
-            strings = [e.value for e in literal.elts if isinstance(e, ast.Constant)]
-            if len(strings) != len(literal.elts) or not all(isinstance(s, str) for s in strings):
-                return []
-            values.extend(str(s) for s in strings)
-        return values
-    prefix = name_prefix(name)  # ``f"layer_{i}"``, ``"layer_" + key``, ``"layer%d" % i``
-    if prefix:
-        owner = resolver.resolve(obj, scope, depth + 1)
-        cls = resolver.file.classes.get(owner.cls) if owner.cls and not owner.is_class else None
-        if cls is None:
-            return []
-        return sorted(a for a in class_attributes(cls) if a.startswith(prefix))
-    return []
-
-
-_DISPLAYS = (ast.Dict, ast.List, ast.Tuple)
-
-
-def named_display(
-    resolver: Context, name: ast.Name, scope: Scope
-) -> tuple[Context, ast.Dict | ast.List | ast.Tuple, ast.AST] | None:
-    """The one literal display a name is bound to (``BUILDERS = {"a": build_a, ...}``),
-    here or in the project file it is imported from, with that file's resolver and the
-    scope node it is evaluated in."""
-    current: Scope | None = scope
-    while current is not None:
-        bindings = resolver.bindings_of(current.node).get(name.id)
-        if bindings:
-            break
-        current = current.parent
-    else:
-        return None
-    if len(bindings) != 1:
-        return None
-    binding = bindings[0]
-    if binding.kind == "value" and isinstance(binding.expr, _DISPLAYS):
-        return resolver, binding.expr, binding.owner
-    if binding.kind != "import":
-        return None
-    module, _, attr = binding.origin.rpartition(".")
-    other = imported_file(resolver, module)
-    if other is None:
-        return None
-    found = other.bindings_of(other.file.tree).get(attr, [])
-    if len(found) == 1 and found[0].kind == "value" and isinstance(found[0].expr, _DISPLAYS):
-        return other, found[0].expr, other.file.tree
-    return None
-
-
-def entry_of(resolver: Context, name: ast.Name, scope: Scope, depth: int) -> Resolved | None:
-    """An entry of the literal display ``name`` is bound to (``BUILDERS[key]``), when the
-    entries all agree; a function of another file is kept as its factory."""
-    display = named_display(resolver, name, scope)
-    if display is None:
-        return None
-    owner, literal, where = display
-    found = literal_element(owner, literal, owner.scope_of(where), depth)
-    if found.function is not None and owner is not resolver:  # a function of that file
-        path = owner.file.path  # foreign files are parsed under their project path
-        if os.path.isabs(path) and resolver.index.root:
-            path = os.path.relpath(path, resolver.index.root)
-        module = path.removesuffix(".py").replace(os.sep, ".")
-        found = replace(found, function=None, factory=f"{module}:{found.function.name}")
-    return None if found.kind is Kind.UNKNOWN else found
+    return one_class(first, results)
 
 
 def alternatives(expr: ast.IfExp | ast.BoolOp) -> list[ast.expr]:
@@ -332,9 +157,3 @@ def either(results: list[Resolved]) -> Resolved:
         return UNKNOWN
     first = known_results[0]
     return first if len({r.cls for r in known_results}) == 1 else replace(first, cls="")
-
-
-def _one_class(first: Resolved, results: list[Resolved]) -> Resolved:
-    """``first``, without its class unless every result names the same class instance."""
-    same = len({r.name for r in results}) == 1 and len({r.cls for r in results}) == 1
-    return first if same else replace(first, cls="")  # instances of several classes

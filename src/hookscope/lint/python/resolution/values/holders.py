@@ -1,4 +1,5 @@
-"""Plain list-like holder classes: ``self.nets = Holder(self, "flow")`` then
+"""Lists, dicts and list-like holders filled after they are made: ``layers = []`` then
+``layers.append(Block())`` (`appends`), ``self.nets = Holder(self, "flow")`` then
 ``self.nets.append(Block())``, iterated or indexed like a list.
 
 A project class (of this file, or of the one other file that defines a class so named)
@@ -6,7 +7,7 @@ that is not a module but defines ``append`` (storing what it is given:
 ``self.items.append(m)``, ``owner.add_module(name, m)``, ``self.d[k] = m``) and
 ``__getitem__`` or ``__iter__`` holds what the code appends to it. For ``self.x =
 Holder(...)`` the appends are those of every method of the class on ``self.x``, for a
-local name those of the function that made it (as for an empty list, `appends`); the
+local name those of the function that made it (as for an empty list: `appended`); the
 elements are known when every appended value resolves to one kind. A holder whose
 ``__init__`` appends its own arguments counts only when the call passes none beyond its
 named parameters.
@@ -18,12 +19,30 @@ import ast
 from dataclasses import replace
 
 from hookscope.lint.python.parse.bindings import Binding, dotted, own_nodes
+from hookscope.lint.python.resolution.appends import filled_with
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import class_def_of
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
-from hookscope.lint.python.resolution.values.appends import filled_with
+from hookscope.lint.python.resolution.methods import own_methods
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def appended(resolver: Context, binding: Binding, depth: int) -> Resolved | None:
+    """The list or dict ``binding`` makes (an empty display) with the kind of what is appended
+    to it; ``None`` when nothing is known of that."""
+    target = _empty_target(binding)
+    owner = binding.owner
+    if target is None or not isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    filled = filled_with(resolver, target, owner, depth)
+    if filled is None:
+        return None
+    kind, elem_cls, where = filled
+    made = "{}" if isinstance(binding.expr, ast.Dict) else "[]"
+    return Resolved(
+        Kind.OTHER, elem=kind, elem_cls=elem_cls, via=f"{target} = {made} filled with {where}"
+    )
 
 
 def holder_items(resolver: Context, binding: Binding, made: Resolved, depth: int) -> Resolved:
@@ -43,7 +62,7 @@ def holder_items(resolver: Context, binding: Binding, made: Resolved, depth: int
     if target is None or f"{target.rpartition('.')[2]}.append(" not in resolver.file.text:
         return made  # (cheap: most instances of plain classes are never appended to)
     cls = resolver.file.classes.get(made.cls) or _other_file_class(resolver, made.cls)
-    methods = _methods(cls) if cls is not None else {}
+    methods = own_methods(cls) if cls is not None else {}
     append = methods.get("append")
     if append is None or not ("__getitem__" in methods or "__iter__" in methods):
         return made
@@ -62,14 +81,6 @@ def _other_file_class(resolver: Context, name: str) -> ast.ClassDef | None:
     files = {where.rpartition(":")[0] for _, where in resolver.index.defs.get(name, ())}
     found = class_def_of(resolver, name, files.pop()) if len(files) == 1 else None
     return found[0] if found is not None else None
-
-
-def _methods(cls: ast.ClassDef) -> dict[str, Function]:
-    return {
-        stmt.name: stmt
-        for stmt in cls.body
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
-    }
 
 
 def _stores_argument(append: Function) -> bool:
@@ -107,9 +118,21 @@ def _own_arguments_only(init: Function | None, call: ast.Call) -> bool:
     return not starred and len(call.args) <= named
 
 
-def _target(binding: Binding) -> str | None:
-    """``nets`` or ``self.nets``: what ``binding``'s call is assigned to."""
+def _target(binding: Binding, annotated: bool = False) -> str | None:
+    """``nets`` or ``self.nets``: what ``binding``'s value is assigned to (``annotated``:
+    also in ``x: T = value``)."""
     for node in own_nodes(getattr(binding.owner, "body", [])):
         if isinstance(node, ast.Assign) and node.value is binding.expr and len(node.targets) == 1:
             return dotted(node.targets[0])
+        if annotated and isinstance(node, ast.AnnAssign) and node.value is binding.expr:
+            return dotted(node.target)
     return None
+
+
+def _empty_target(binding: Binding) -> str | None:
+    """``layers`` or ``self.blocks``: what ``binding`` (an empty list or dict) is assigned to."""
+    value = binding.expr
+    empty = (isinstance(value, ast.List) and not value.elts) or (
+        isinstance(value, ast.Dict) and not value.keys
+    )
+    return _target(binding, True) if empty else None

@@ -1,20 +1,27 @@
 """What ``x[i]`` is: an element of a display, a table entry, a container's member, an
 item a class's ``__getitem__`` returns, a tuple's element (of a name, or of what a call
-returns: ``make()[0]``) or a registry's class."""
+returns: ``make()[0]``) or a registry's class.
+
+``model, opt = make()`` is resolved where the name is bound (`signatures.unpacked`); a
+tuple's element is the same fact read through an index: ``setup[0]`` for a fixture
+``setup`` whose every ``return`` is a tuple, ``made = make(); made[0]``, ``made = (net,
+opt); made[0]``.
+"""
 
 from __future__ import annotations
 
 import ast
 from dataclasses import replace
 
+from hookscope.lint.python.parse.bindings import Binding, returned
 from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.crossfile import fixture_def
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
+from hookscope.lint.python.resolution.literals import entry_of, literal_element, member
 from hookscope.lint.python.resolution.methods import method_value
 from hookscope.lint.python.resolution.registries import registry_class
-from hookscope.lint.python.resolution.signatures import unpacked
-from hookscope.lint.python.resolution.values.containers import entry_of, literal_element, member
-from hookscope.lint.python.resolution.values.tuples import tuple_item
+from hookscope.lint.python.resolution.signatures import tuple_element, unpacked
 
 
 def subscript(resolver: Context, expr: ast.Subscript, scope: Scope, depth: int) -> Resolved:
@@ -55,3 +62,58 @@ def _constant_index(index: ast.expr) -> int | None:
     if isinstance(index, ast.Constant) and type(index.value) is int and index.value >= 0:
         return index.value
     return None
+
+
+def tuple_item(resolver: Context, expr: ast.Subscript, scope: Scope, depth: int) -> Resolved | None:
+    """``name[i]`` (``i`` a non-negative int) when ``name`` holds a tuple whose element
+    ``i`` is known; ``None`` otherwise."""
+    position = _constant_index(expr.slice)
+    if not isinstance(expr.value, ast.Name) or position is None:
+        return None
+    name = expr.value.id
+    current: Scope | None = scope
+    while current is not None:
+        bindings = resolver.bindings_of(current.node).get(name) if current.node else None
+        if bindings:
+            break
+        current = current.parent
+    else:
+        return None
+    if all(b.kind == "opaque" and b.expr is None for b in bindings):
+        found = fixture_def(resolver, name, current)
+        return None if found is None else _returned_item(*found, position, depth)
+    results = set()
+    for binding in bindings:
+        result = _item(resolver, binding, position, depth)
+        if result is None:
+            return None
+        results.add(result)
+    return results.pop() if len(results) == 1 else None
+
+
+def _item(resolver: Context, binding: Binding, position: int, depth: int) -> Resolved | None:
+    if binding.kind != "value" or binding.expr is None:
+        return None
+    scope = resolver.scope_of(binding.owner)
+    value = binding.expr
+    if isinstance(value, ast.Tuple):
+        elts = value.elts
+        if position >= len(elts) or any(isinstance(e, ast.Starred) for e in elts):
+            return None
+        result = resolver.resolve(elts[position], scope, depth + 1)
+    elif isinstance(value, ast.Call):
+        result = unpacked(resolver, value, position, scope, depth)
+    else:
+        return None
+    return None if result.kind is Kind.UNKNOWN else result
+
+
+def _returned_item(
+    owner: Context, func: ast.FunctionDef | ast.AsyncFunctionDef, position: int, depth: int
+) -> Resolved | None:
+    """Element ``position`` of what the fixture ``func`` returns or yields, when each of
+    its returns (yields) is a tuple that long."""
+    returns, yields = returned(func)
+    what = f"fixture {func.name}() gives"
+    result = tuple_element(owner, func, returns or yields, position, depth, what)
+    return None if result.kind is Kind.UNKNOWN else result

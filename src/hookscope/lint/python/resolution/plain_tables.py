@@ -14,9 +14,7 @@ from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import imported_file
 from hookscope.lint.python.resolution.kinds import Kind
-from hookscope.lint.python.resolution.values.containers import named_display
-
-_DISPLAYS = (ast.Dict, ast.List, ast.Tuple)
+from hookscope.lint.python.resolution.literals import DISPLAYS, named_display
 
 
 def self_attribute_calls(
@@ -80,6 +78,6 @@ def _display(
     if other is None:
         return None
     found = other.bindings_of(other.file.tree).get(arg.attr, [])
-    if len(found) == 1 and found[0].kind == "value" and isinstance(found[0].expr, _DISPLAYS):
+    if len(found) == 1 and found[0].kind == "value" and isinstance(found[0].expr, DISPLAYS):
         return other, found[0].expr, other.file.tree
     return None

@@ -5,7 +5,7 @@ A plain base class often takes the model and its subclasses only add methods
 (``class Trainer: def __init__(self, model, ...)``, ``class ActTrainer(Trainer)``,
 built as ``ActTrainer(model=model, ...)``): every call of such a subclass runs
 ``Trainer.__init__``, so what those calls pass is what its parameters hold. The files
-naming one of those classes are found by the import scan of `callers`; each is walked
+naming one of those classes are found by the import scan of `importers`; each is walked
 once per question. A name used otherwise than called, subclassed, imported, or named in
 ``isinstance``/``issubclass``/``super(...)`` or an annotation makes the answer unknown
 (it may be built out of sight), and so does a subclass with its own ``__init__``, unless
@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Iterator
 
 from hookscope.lint.python.parse.pyfile import PyFile, Scope
-from hookscope.lint.python.resolution.callers.importers import (
+from hookscope.lint.python.resolution.callsites.importers import (
     MAX_IMPORTERS,
     Site,
     import_froms,

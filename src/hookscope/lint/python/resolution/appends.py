@@ -1,5 +1,6 @@
-"""Lists and dicts filled after they are made: ``layers = []`` then
-``layers.append(Block())``, ``models = {}`` then ``models["a"] = Block()``.
+"""What is put in lists and dicts after they are made: ``layers = []`` then
+``layers.append(Block())``, ``models = {}`` then ``models["a"] = Block()`` (helpers of
+`holders`, `containers`).
 
 An empty list display says nothing of its elements; what the code then puts in it does.
 For a local name, the appends are those of the function that made the list (not of
@@ -14,29 +15,12 @@ from __future__ import annotations
 
 import ast
 
-from hookscope.lint.python.parse.bindings import Binding, dotted, own_nodes
+from hookscope.lint.python.parse.bindings import dotted, own_nodes
 from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.context import Context
-from hookscope.lint.python.resolution.kinds import Kind, Resolved
+from hookscope.lint.python.resolution.kinds import Kind
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
-
-
-def appended(resolver: Context, binding: Binding, depth: int) -> Resolved | None:
-    """The list or dict ``binding`` makes (an empty display) with the kind of what is appended
-    to it; ``None`` when nothing is known of that."""
-    target = _target(binding)
-    owner = binding.owner
-    if target is None or not isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return None
-    filled = filled_with(resolver, target, owner, depth)
-    if filled is None:
-        return None
-    kind, elem_cls, where = filled
-    made = "{}" if isinstance(binding.expr, ast.Dict) else "[]"
-    return Resolved(
-        Kind.OTHER, elem=kind, elem_cls=elem_cls, via=f"{target} = {made} filled with {where}"
-    )
 
 
 def filled_with(
@@ -82,22 +66,6 @@ def spellings(
             if spelled is not None:
                 out.append((func, where, spelled))
     return out
-
-
-def _target(binding: Binding) -> str | None:
-    """``layers`` or ``self.blocks``: what ``binding`` (an empty list display) is
-    assigned to."""
-    value = binding.expr
-    if not (isinstance(value, ast.List) and not value.elts) and not (
-        isinstance(value, ast.Dict) and not value.keys
-    ):
-        return None
-    for node in own_nodes(getattr(binding.owner, "body", [])):
-        if isinstance(node, ast.Assign) and node.value is value and len(node.targets) == 1:
-            return dotted(node.targets[0])
-        if isinstance(node, ast.AnnAssign) and node.value is value:
-            return dotted(node.target)
-    return None
 
 
 def _respelled(target: str, made: Scope, scope: Scope) -> str | None:

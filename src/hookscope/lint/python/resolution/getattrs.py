@@ -2,7 +2,7 @@
 
 A multi-task model keeps one head per task (``self._tagger_ner = CrfTagger(...)``) and
 picks one by name (``getattr(self, "_tagger_%s" % task).forward(...)``). When some of the
-attributes the prefix matches are library objects `containers.getattr_value` cannot
+attributes the prefix matches are library objects `literals.getattr_value` cannot
 type, they are still attributes of a module, so submodules (`evidence.submodule`); any
 that resolves to something else (a plain object, a string) leaves the call unresolved.
 """
@@ -16,7 +16,7 @@ from hookscope.lint.python.parse.attributes import class_attributes
 from hookscope.lint.python.parse.pyfile import CallSite
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
-from hookscope.lint.python.resolution.values.containers import attribute_names
+from hookscope.lint.python.resolution.literals import attribute_names
 
 
 def is_getattr(node: ast.expr) -> TypeGuard[ast.Call]:
@@ -66,21 +66,3 @@ def _plainly_bound(resolver: Context, obj: ast.expr, attr: str, site: CallSite) 
     return bool(bindings) and all(
         b.kind == "value" and not isinstance(b.expr, (ast.IfExp, ast.BoolOp)) for b in bindings
     )
-
-
-def picked_by_name(resolver: Context, receiver: ast.expr, site: CallSite) -> Resolved | None:
-    """A name every binding of which is the same ``getattr(obj, <name>)`` call
-    (``tagger = getattr(self, "_tagger_%s" % task)``): what `picked_submodule` says."""
-    if not isinstance(receiver, ast.Name):
-        return None
-    bindings = resolver.bindings_of(site.scope.node).get(receiver.id, [])
-    calls = {ast.dump(b.expr) for b in bindings if b.expr is not None}
-    if not bindings or len(calls) != 1 or any(b.kind != "value" for b in bindings):
-        return None
-    call = bindings[0].expr
-    if not isinstance(call, ast.Call) or not is_getattr(call):
-        return None
-    found = picked_submodule(resolver, call, site)
-    if found is None:
-        return None
-    return Resolved(Kind.MODULE, name=receiver.id, via=f"{receiver.id} = {found.via}")
