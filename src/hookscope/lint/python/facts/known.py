@@ -58,23 +58,14 @@ TORCH_NN_MODULES = names(
     """
 )
 
-# Module base classes of popular libraries, for trees that do not contain them.
+# torch's module classes outside ``torch.nn.modules.__all__`` (fx, jit, compile, parallel,
+# FSDP, export, swa_utils, the private bases and torch.ao.quantization's observers).
 EXTERNAL_MODULES = names(
     """
     GraphModule ScriptModule RecursiveScriptModule OptimizedModule DistributedDataParallel
-    DataParallel FullyShardedDataParallel FSDPModule PreTrainedModel ModelMixin LightningModule
-    InterpreterModule
-    # torch.optim.swa_utils' averaged copy, timm's EMA copies (``ModelEma`` is a plain class)
-    AveragedModel ModelEmaV2 ModelEmaV3
-    # torch_geometric's message-passing base (an nn.Module), subclassed by many projects
-    MessagePassing
-    # fbgemm_gpu's table-batched embedding kernels (nn.Module subclasses)
-    SplitTableBatchedEmbeddingBagsCodegen IntNBitTableBatchedEmbeddingBagsCodegen
-    DenseTableBatchedEmbeddingBagsCodegen PermutePooledEmbeddingsSplit
-    # torch.nn's private bases (torch.nn.modules.*), which projects subclass too
+    DataParallel FullyShardedDataParallel FSDPModule InterpreterModule AveragedModel
     _Loss _WeightedLoss _ConvNd _ConvTransposeNd _NormBase _BatchNorm _InstanceNorm _DropoutNd
     _MaxPoolNd _AvgPoolNd _AdaptiveAvgPoolNd _AdaptiveMaxPoolNd
-    # torch.ao.quantization's observers and fake-quantizers (nn.Module subclasses)
     ObserverBase _ObserverBase UniformQuantizationObserverBase AffineQuantizedObserverBase
     MinMaxObserver MovingAverageMinMaxObserver PerChannelMinMaxObserver
     MovingAveragePerChannelMinMaxObserver HistogramObserver FixedQParamsObserver

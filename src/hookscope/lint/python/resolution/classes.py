@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+from collections.abc import Callable
 
 from hookscope.lint.engine.index import ClassIndex, absolute_module, defined_in
 from hookscope.lint.python.facts import known, libraries
@@ -87,8 +88,8 @@ class ClassKinds:
             "",
         )
         module, _, last = f"{origin}.{rest}".rpartition(".")
-        known_library = libraries.library_model_class(module, last) or (
-            libraries.not_module_class(module, last)  # flax's ``nn.Module``: not torch's
+        known_library = libraries.not_module_class(module, last) or (
+            origin and self._installed(module, last) is not None  # flax's ``nn.Module`` too
         )
         return f"{module}.{last}" if origin and known_library else base
 
@@ -104,8 +105,6 @@ class ClassKinds:
             return Kind.HOOKLESS, False
         if libraries.not_module_class(module, last):
             return Kind.OTHER, False  # not the project's class of the same name
-        if libraries.library_model_class(module, last):
-            return Kind.MODULE, False
         key = f"{module}:{last}"
         if key in self._class_kinds:
             return self._class_kinds[key]
@@ -182,7 +181,7 @@ class ClassKinds:
                 text = f.read().decode("utf-8", errors="replace")
         except OSError:
             return bases
-        return tuple(_through_imports(text, base) for base in bases)
+        return tuple(_through_imports(text, base, self._installed) for base in bases)
 
     def _compiled(self, module: str) -> bool:
         """Whether ``module`` is a compiled extension of this project (``pkg._C``): its
@@ -336,10 +335,12 @@ def _imported_by_call(tree: ast.Module) -> list[tuple[str, str]]:
     return out
 
 
-def _through_imports(text: str, base: str) -> str:
+def _through_imports(
+    text: str, base: str, installed: Callable[[str, str], tuple[Kind, bool] | None]
+) -> str:
     """``head.Name`` with ``head`` replaced by what an import in ``text`` binds it to
     (``import a.b as head``, ``from a import b as head``, ``from a import head``), when
-    that names a library module class (see `libraries.library_model_class`)."""
+    that names a class of an installed package (``installed(module, name)``)."""
     head, dot, rest = base.partition(".")
     if not dot:
         return base
@@ -357,7 +358,7 @@ def _through_imports(text: str, base: str) -> str:
         if origin:
             break
     module, _, name = f"{origin}.{rest}".rpartition(".")
-    return f"{module}.{name}" if origin and libraries.library_model_class(module, name) else base
+    return f"{module}.{name}" if origin and installed(module, name) is not None else base
 
 
 # class name -> the names of the project classes naming it as a base, for the index stamped

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
-from hookscope.lint.python.facts import libraries
 from hookscope.lint.python.parse.bindings import dotted
 from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.context import Context
@@ -53,7 +52,7 @@ def rewriter_self(resolver: Context, scope: Scope, name: str) -> Resolved | None
     package, _, cls = owner.rpartition(".")
     if not package or not cls[:1].isupper():
         return None
-    known_module = libraries.library_model_class(package, cls)
+    known_module = resolver.class_kind(cls, package)[0] is Kind.MODULE
     if not known_module and (cls in resolver.file.classes or cls in resolver.index):
         known_module = resolver.class_kind(cls)[0] is Kind.MODULE
     if not known_module:
