@@ -176,9 +176,18 @@ class Environment:
         evidence = f"{EVIDENCE_PREFIX}{package}: {shown}" + (f" <- {chain}" if chain else "")
         return InstalledClass(kind, evidence)
 
-    def _defines(self, module: str, name: str) -> bool:
+    def _defines(self, module: str, name: str, depth: int = 0) -> bool:
+        """Whether ``module`` defines or imports ``name``, also through its own star imports
+        (transformers' ``from .models import *`` -> ``from .bert import *`` -> ...); a file
+        whose text never names it (and has no star import) is not parsed."""
+        if depth > MAX_DEPTH or not _mentions(self.find(module), name):
+            return False
         read = self._module(module)
-        return read is not None and (name in read.classes or name in read.names)
+        if read is None:
+            return False
+        if name in read.classes or name in read.names:
+            return True
+        return any(self._defines(star, name, depth + 1) for star in read.stars)
 
     def _base(self, read: ModuleNames, module: str, base: str, depth: int) -> tuple[str, str]:
         """The kind of one base as written in ``module`` and the chain behind it."""
@@ -222,6 +231,16 @@ def _strongest(kinds: list[tuple[str, str]]) -> tuple[str, str]:
             if kind == wanted:
                 return kind, chain
     return "other", ""
+
+
+def _mentions(path: str, name: str) -> bool:
+    """Whether the file ``path`` names ``name`` or star-imports (cheap: no parse)."""
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read(MAX_FILE_BYTES)
+    except OSError:
+        return False
+    return name.encode() in text or b"import *" in text
 
 
 def _read(path: str, module: str) -> ModuleNames | None:
@@ -269,11 +288,9 @@ def _read(path: str, module: str) -> ModuleNames | None:
 def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:
     out: list[ast.stmt] = []
     for node in body:
-        if isinstance(node, ast.If):
+        if isinstance(node, (ast.If, ast.Try)):  # a ``try``'s ``else:`` too, not its fallbacks
             out.extend(_top_level(node.body))
             out.extend(_top_level(node.orelse))
-        elif isinstance(node, ast.Try):
-            out.extend(_top_level(node.body))
         else:
             out.append(node)
     return out

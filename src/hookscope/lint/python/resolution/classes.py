@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Callable
 
-from hookscope.lint.engine.index import ClassIndex, absolute_module, defined_in
+from hookscope.lint.engine.index import ClassIndex, absolute_module
 from hookscope.lint.python.facts import known, libraries
 from hookscope.lint.python.parse.bindings import dotted
 from hookscope.lint.python.parse.pyfile import PyFile
@@ -128,7 +128,7 @@ class ClassKinds:
             if variants and (prefix or last not in self.file.classes):
                 kinds = {
                     self._bases_kind(
-                        self._same_file_bases(self._foreign_library_bases(bases, last, module), w)
+                        self._same_file_bases(self._foreign_library_bases(bases, w), w)
                     )
                     for bases, w in variants
                 }
@@ -164,18 +164,12 @@ class ClassKinds:
         known_name = last in known.TORCH_NN_MODULES or last in known.EXTERNAL_MODULES
         return not known_name and last not in known.FIXED and len(self.index.get(last) or ()) > 1
 
-    def _foreign_library_bases(
-        self, bases: tuple[str, ...], last: str, module: str
-    ) -> tuple[str, ...]:
-        """The dotted bases of ``module``'s class ``last`` spelled through that file's own
+    def _foreign_library_bases(self, bases: tuple[str, ...], where: str) -> tuple[str, ...]:
+        """The dotted bases of the class defined at ``where`` spelled through that file's own
         imports (``made.MADE`` after ``import nflows.nn.nde.made as made``), for those that
-        name a library module class; the index keeps dotted bases as written."""
+        name a class of an installed package; the index keeps dotted bases as written."""
         if not any("." in base for base in bases) or not self.index.root:
             return bases
-        where = next(
-            (w for b, w in self.index.defs.get(last, ()) if b == bases and defined_in(w, module)),
-            "",
-        )
         try:
             with open(os.path.join(self.index.root, where.rsplit(":", 1)[0]), "rb") as f:
                 text = f.read().decode("utf-8", errors="replace")
@@ -232,7 +226,10 @@ class ClassKinds:
         located = self.index.defs.get(last)
         if not located:
             return Kind.UNKNOWN, False
-        kinds = {self._bases_kind(self._same_file_bases(bases, w)) for bases, w in located}
+        kinds = {
+            self._bases_kind(self._same_file_bases(self._foreign_library_bases(bases, w), w))
+            for bases, w in located
+        }
         result = kinds.pop() if len(kinds) == 1 else (Kind.UNKNOWN, False)
         if result[0] is Kind.UNKNOWN:
             return self._by_body(last, located) or result
