@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from hookscope.lint import Finding, lint
+from tests.lint.library_site import write_site
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "lint"
 _EXPECT = re.compile(r"(?:#|//)\s*((?:HS\d{3}\b[ ,]*)+)")
@@ -47,3 +48,16 @@ def found(root: Path, path: Path, select: Sequence[str] = ("HS1",)) -> set[tuple
 @pytest.fixture
 def fixtures() -> Path:
     return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def _library_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_site(tmp_path_factory.mktemp("site"))
+
+
+@pytest.fixture
+def library_site(_library_folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Small sources of the libraries that tests import (`library_site.SOURCES`), on the
+    search path as an installed environment would have them."""
+    monkeypatch.syspath_prepend(str(_library_folder))
+    return _library_folder

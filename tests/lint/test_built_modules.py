@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.lint.conftest import expected_codes, found, write_source
 
 
@@ -146,6 +148,7 @@ def test_an_auto_model_class_loads_a_model(tmp_path: Path) -> None:
     assert found(tmp_path, path) == expected_codes(path)
 
 
+@pytest.mark.usefixtures("library_site")
 def test_the_self_of_a_rewriter_of_a_module_method_is_that_module(tmp_path: Path) -> None:
     path = write_source(
         tmp_path,

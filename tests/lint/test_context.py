@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from hookscope.lint import lint
 from hookscope.lint.engine.index import merge
 from hookscope.lint.python.index.classes import scan_classes
@@ -36,6 +38,7 @@ def test_each_finding_says_what_its_resolution_rests_on(fixtures: Path) -> None:
     assert at("make().forward").startswith("make() -> nn.Module at ")
 
 
+@pytest.mark.usefixtures("library_site")
 def test_receivers_known_from_the_calls_that_pass_them(fixtures: Path) -> None:
     path = fixtures / "project" / "passed.py"
     found = lint([fixtures / "project"], select=["HS1", "HS104"], config=False)
@@ -53,6 +56,7 @@ def test_receivers_known_from_the_calls_that_pass_them(fixtures: Path) -> None:
     assert built.startswith("classmethod Built.build() at ") and "base.py:" in built
 
 
+@pytest.mark.usefixtures("library_site")
 def test_fixtures_constructors_container_families_and_own_hooks(fixtures: Path) -> None:
     path = fixtures / "project" / "families.py"
     found = lint([fixtures / "project"], select=["HS1", "HS104"], config=False)
@@ -91,6 +95,7 @@ def test_registries_tuple_fixtures_and_handed_back_modules(fixtures: Path) -> No
     assert alone == {(f.line, f.code) for f in mine}
 
 
+@pytest.mark.usefixtures("library_site")
 def test_library_module_bases_count_only_from_their_library(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
     (tmp_path / "nets.py").write_text(
@@ -134,6 +139,7 @@ def test_a_value_handed_to_a_module_only_wrapper_is_a_module(tmp_path: Path) -> 
     assert found == {(7, "HS101")}
 
 
+@pytest.mark.usefixtures("library_site")
 def test_library_models_whose_names_say_so(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
     (tmp_path / "lib.py").write_text(

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.lint.conftest import expected_codes, findings_of, found, write_source
 
 CONFIDENT = ("HS101", "HS102", "HS103")
@@ -85,6 +87,7 @@ _PLAIN_SUB = """\
     """
 
 
+@pytest.mark.usefixtures("library_site")
 def test_dict_entries_shown_modules_by_the_class_family(tmp_path: Path) -> None:
     write_source(tmp_path, "base.py", _BASE)
     path = write_source(tmp_path, "maml.py", _SUB)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.lint.conftest import expected_codes, found, write_source
 
 CONFIDENT = ("HS101", "HS102", "HS103")
@@ -29,6 +31,7 @@ _LAYERS = """\
     """
 
 
+@pytest.mark.usefixtures("library_site")
 def test_vllm_layers_are_modules_and_its_other_classes_are_not(tmp_path: Path) -> None:
     path = write_source(tmp_path, "rope.py", _LAYERS)
     assert found(tmp_path, path, CONFIDENT) == expected_codes(path)
@@ -60,6 +63,7 @@ _TRANSFORMS = """\
     """
 
 
+@pytest.mark.usefixtures("library_site")
 def test_torchvision_transforms_that_are_modules_and_those_that_are_not(tmp_path: Path) -> None:
     path = write_source(tmp_path, "augment.py", _TRANSFORMS)
     assert found(tmp_path, path, CONFIDENT) == expected_codes(path)

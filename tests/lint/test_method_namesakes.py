@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.lint.conftest import expected_codes, found, write_source
 
 CONFIDENT = ("HS101", "HS102", "HS103")
 
 
+@pytest.mark.usefixtures("library_site")
 def test_a_library_module_shadowed_by_a_method_name(tmp_path: Path) -> None:
     path = write_source(
         tmp_path,

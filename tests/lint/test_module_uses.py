@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.lint.conftest import expected_codes, findings_of, found, write_source
 
 CONFIDENT = ("HS101", "HS102", "HS103")
@@ -149,6 +151,7 @@ def predict(batches):
 """
 
 
+@pytest.mark.usefixtures("library_site")
 def test_module_classes_of_libraries(tmp_path: Path) -> None:
     path = write_source(tmp_path, "library_classes.py", _LIBRARY_CLASSES)
     plain = write_source(tmp_path, "plain_library_classes.py", _PLAIN_LIBRARY_CLASSES)
@@ -157,6 +160,7 @@ def test_module_classes_of_libraries(tmp_path: Path) -> None:
     assert found(tmp_path, plain, CONFIDENT) == set()
 
 
+@pytest.mark.usefixtures("library_site")
 def test_module_bases_of_libraries(tmp_path: Path) -> None:
     path = write_source(tmp_path, "library_bases.py", _LIBRARY_BASES)
     assert found(tmp_path, path, CONFIDENT) == expected_codes(path)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.lint.conftest import expected_codes, findings_of, found, write_source
 
 
@@ -61,6 +63,7 @@ def test_a_named_super_forward_in_a_plain_class_is_not(tmp_path: Path) -> None:
     assert found(tmp_path, path) == set()
 
 
+@pytest.mark.usefixtures("library_site")
 def test_a_subclass_of_a_deepspeed_engine_is_a_module(tmp_path: Path) -> None:
     path = write_source(
         tmp_path,

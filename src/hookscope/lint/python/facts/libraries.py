@@ -92,8 +92,11 @@ def library_model_function(qualified: str) -> bool:
     )
 
 
-def auto_model_class(path: str) -> bool:
-    """Whether ``path`` names an auto class whose loaders give a torch model."""
+def auto_model_class(path: str, library: bool = False) -> bool:
+    """Whether ``path`` names an auto class whose loaders give a torch model (with
+    ``library``: one of transformers itself)."""
+    if library and not path.startswith("transformers."):
+        return False
     return bool(_AUTO_MODEL.match(path.rpartition(".")[2]))
 
 

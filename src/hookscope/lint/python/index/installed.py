@@ -45,7 +45,7 @@ def torch_kind(target: str) -> str:
     return "other" if last in known.NON_MODULE_BASES else ""
 
 
-_PATHS: dict[str, tuple[str, ...]] = {}  # project root -> its search path
+_PATHS: dict[tuple[str, ...], tuple[str, ...]] = {}  # (root, *sys.path) -> search path
 _ENVIRONMENTS: dict[tuple[str, ...], Environment] = {}  # (root, *search path) -> reader
 
 
@@ -53,9 +53,9 @@ def environment(root: str, keep: bool = True) -> Environment:
     """The environment of the running interpreter, seen from the project ``root``
     (one per root and process: what it has read is kept; with ``keep``, also on disk
     in the project's cache folder, see `installed_cache`)."""
-    paths = _PATHS.get(root)
+    paths = _PATHS.get((root, *sys.path))
     if paths is None:
-        paths = _PATHS[root] = search_path(root)
+        paths = _PATHS[(root, *sys.path)] = search_path(root)
     found = _ENVIRONMENTS.get((root, *paths))
     if found is None:
         store = ModuleStore(root, paths) if keep and os.path.isdir(root) else None

@@ -105,6 +105,8 @@ class ClassKinds:
             return Kind.HOOKLESS, False
         if libraries.not_module_class(module, last):
             return Kind.OTHER, False  # not the project's class of the same name
+        if libraries.auto_model_class(f"{module}.{last}", library=True):
+            return Kind.MODULE, False  # its loaders give models (``self.AUTO_CLASS = AutoModel``)
         key = f"{module}:{last}"
         if key in self._class_kinds:
             return self._class_kinds[key]
