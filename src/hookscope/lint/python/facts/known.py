@@ -79,7 +79,6 @@ MODULE_FACTORIES = names(
     """
     torch.hub.load hub.load create_feature_extractor symbolic_trace torch.fx.symbolic_trace
     torch.jit.script torch.jit.trace torch.jit.load jit.script jit.trace jit.load
-    timm.create_model
     """
 )
 

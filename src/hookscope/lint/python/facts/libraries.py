@@ -31,15 +31,6 @@ NOT_MODULE_PACKAGES = (
     *sorted(OTHER_FRAMEWORKS),
     *words("paddle cv2 onnxruntime openvino mujoco_py mujoco gym gymnasium dm_control sklearn"),
 )
-# Classes of libraries that mix torch modules and plain wrappers, told apart by name:
-# skorch's estimators (``NeuralNetClassifier``) and optimum's exported or compiled models
-# (``ORTModelForSequenceClassification``: an ``OptimizedModel``, not an ``nn.Module``).
-_NOT_MODULE_CLASSES: dict[str, re.Pattern[str]] = {
-    "skorch": re.compile(r"^NeuralNet"),
-    "optimum": re.compile(r"^(?:Neuron|OV|ORT|INC|IPEX)\w*Model|^OptimizedModel$"),
-}
-
-
 def not_module_package(module: str) -> bool:
     """Whether ``module`` is (under) one of `NOT_MODULE_PACKAGES`."""
     return any(module == p or module.startswith(f"{p}.") for p in NOT_MODULE_PACKAGES)
@@ -47,11 +38,9 @@ def not_module_package(module: str) -> bool:
 
 def not_module_class(module: str, name: str) -> bool:
     """Whether ``name`` imported from ``module`` is known to give no torch module: anything
-    of `NOT_MODULE_PACKAGES`, or a class `_NOT_MODULE_CLASSES` names."""
-    if not_module_package(module):
-        return True
-    pattern = _NOT_MODULE_CLASSES.get(module.partition(".")[0])
-    return pattern is not None and bool(pattern.match(name))
+    of `NOT_MODULE_PACKAGES` (``name`` is kept for the callers' spelling)."""
+    del name
+    return not_module_package(module)
 
 
 # transformers' naming of auto classes that load a model (``AutoModelForCausalLM``), which
@@ -70,26 +59,6 @@ MODEL_FUNCTION_PACKAGES = words(
 )
 # Packages whose public classes are torch modules, so ``getattr(nn, name)(...)`` builds one.
 MODULE_CLASS_PACKAGES = frozenset({"torch.nn", "torch.nn.modules"})
-_NOT_MODEL_FUNCTIONS = ("get_model_weights", "get_weight", "list_models")
-# Single functions of other libraries that build a model: mmdet's and mmseg's APIs,
-# open_clip's and whisper's loaders, peft's wrapper.
-MODEL_FUNCTIONS = frozenset(
-    {"mmdet.apis.init_detector", "mmseg.apis.init_model", "mmseg.apis.init_segmentor"}
-    | {"open_clip.create_model", "whisper.load_model", "peft.get_peft_model"}
-    | {"segmentation_models_pytorch.create_model"}
-    # higher's functional copies: a subclass of the patched module's own class
-    | {"higher.monkeypatch", "higher.patch.monkeypatch", "higher.patch.make_functional"}
-)
-
-
-def library_model_function(qualified: str) -> bool:
-    """Whether the function ``package.name`` builds a model (see `MODEL_FUNCTION_PACKAGES`)."""
-    package, _, name = qualified.rpartition(".")
-    return qualified in MODEL_FUNCTIONS or (
-        package in MODEL_FUNCTION_PACKAGES
-        and name[:1].islower()
-        and name not in _NOT_MODEL_FUNCTIONS
-    )
 
 
 def auto_model_class(path: str, library: bool = False) -> bool:

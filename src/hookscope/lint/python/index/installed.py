@@ -15,6 +15,7 @@ import builtins
 import os
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 
 from hookscope.lint.python.facts import known
@@ -142,6 +143,32 @@ class Environment:
             self.store.save()  # (only when something new was read)
         return found
 
+    def installed_return(self, module: str, name: str, depth: int = 0) -> InstalledClass | None:
+        """What the installed function ``module.name`` returns by its return annotation
+        (``def resnet50(...) -> ResNet``; every class of a union must agree); ``None``
+        when it is not installed, not annotated, or the classes cannot be told."""
+        read = self._module(module)
+        if read is None or depth > MAX_DEPTH:
+            return None
+        parts = read.returns.get(name)
+        if parts is None:  # re-exported (``from .resnet import *``)
+            target = read.names.get(name) or next(
+                (f"{star}.{name}" for star in read.stars if self._defines(star, name)), ""
+            )
+            owner, _, last = target.rpartition(".")
+            return self.installed_return(owner, last, depth + 1) if owner else None
+        kinds = {self._base(read, module, part, depth) for part in parts}
+        if len({kind for kind, _ in kinds}) != 1:
+            return None
+        kind, chain = kinds.pop()
+        if kind not in ("module", "container", "hookless"):
+            return None
+        shown = f"def {name}(...) -> {' | '.join(parts)}"
+        package = module.partition(".")[0]
+        return InstalledClass(
+            kind, f"{EVIDENCE_PREFIX}{package}: {shown}" + (f" <- {chain}" if chain else "")
+        )
+
     def _class(self, module: str, name: str, depth: int) -> InstalledClass | None:
         key = (module, name)
         if key in self._classes:
@@ -185,7 +212,7 @@ class Environment:
         read = self._module(module)
         if read is None:
             return False
-        if name in read.classes or name in read.names:
+        if name in read.classes or name in read.names or name in read.returns:
             return True
         return any(self._defines(star, name, depth + 1) for star in read.stars)
 
@@ -261,8 +288,11 @@ def _read(path: str, module: str) -> ModuleNames | None:
     classes: dict[str, tuple[str, ...]] = {}
     names: dict[str, str] = {}
     stars: list[str] = []
+    returns: dict[str, tuple[str, ...]] = {}
     for node in _top_level(tree.body):
-        if isinstance(node, ast.ClassDef):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns:
+            returns.setdefault(node.name, _annotated(node.returns))
+        elif isinstance(node, ast.ClassDef):
             classes.setdefault(node.name, tuple(n for n in map(_dotted, node.bases) if n))
         elif isinstance(node, ast.ImportFrom):
             source = _absolute(node.module or "", node.level, package)
@@ -282,7 +312,7 @@ def _read(path: str, module: str) -> ModuleNames | None:
             target, value = node.targets[0], _dotted(node.value)
             if isinstance(target, ast.Name) and value and target.id not in names:
                 names[target.id] = _spelled(value, names, classes, module)
-    return ModuleNames(path, classes, names, tuple(stars))
+    return ModuleNames(path, classes, names, tuple(stars), returns)
 
 
 def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -306,6 +336,20 @@ def _spelled(
     if first in classes and not dot:
         return f"{module}.{first}"
     return value
+
+
+def _annotated(node: ast.expr) -> tuple[str, ...]:
+    """The classes a return annotation names: ``A | B``, ``Optional[A]``, ``"A"``."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return (*_annotated(node.left), *_annotated(node.right))
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        with suppress(SyntaxError):
+            return _annotated(ast.parse(node.value, mode="eval").body)
+        return ("",)
+    if isinstance(node, ast.Subscript) and _dotted(node.value).endswith(("Optional", "Union")):
+        inner = node.slice
+        return tuple(p for e in getattr(inner, "elts", [inner]) for p in _annotated(e))
+    return (_dotted(node),)
 
 
 def _absolute(module: str, level: int, package: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 from hookscope.lint.engine.project import CACHE_DIR
 
-_VERSION = 1  # bump whenever what `ModuleNames` records changes
+_VERSION = 2  # bump whenever what `ModuleNames` records changes
 _FILE = "lint-installed.json"
 
 
@@ -28,12 +28,14 @@ class ModuleNames:
         classes: class name -> its bases as written.
         names: imported or assigned name -> what it stands for (dotted, in full).
         stars: the modules of its ``from m import *``.
+        returns: function name -> the classes its return annotation names, as written.
     """
 
     path: str
     classes: dict[str, tuple[str, ...]]
     names: dict[str, str]
     stars: tuple[str, ...]
+    returns: dict[str, tuple[str, ...]]
 
 
 class ModuleStore:
@@ -60,13 +62,16 @@ class ModuleStore:
         """The names of ``module`` as last read, if its file has not changed since."""
         entry = self.entries.get(module)
         try:
-            path, mtime, size, classes, names, stars = entry  # type: ignore[misc]
+            path, mtime, size, classes, names, stars, returns = entry  # type: ignore[misc]
             info = os.stat(path)
         except (OSError, TypeError, ValueError):
             return None
         if (info.st_mtime_ns, info.st_size) != (mtime, size):
             return None
-        return ModuleNames(path, {k: tuple(v) for k, v in classes.items()}, names, tuple(stars))
+        tuples = {k: tuple(v) for k, v in classes.items()}
+        return ModuleNames(
+            path, tuples, names, tuple(stars), {k: tuple(v) for k, v in returns.items()}
+        )
 
     def put(self, module: str, read: ModuleNames) -> None:
         """Record what was read of ``module``."""
@@ -76,7 +81,8 @@ class ModuleStore:
             return
         classes = {k: list(v) for k, v in read.classes.items()}
         stamp = [info.st_mtime_ns, info.st_size]
-        self.entries[module] = [read.path, *stamp, classes, read.names, list(read.stars)]
+        returns = {k: list(v) for k, v in read.returns.items()}
+        self.entries[module] = [read.path, *stamp, classes, read.names, list(read.stars), returns]
         self.dirty = True
 
     def save(self) -> None:

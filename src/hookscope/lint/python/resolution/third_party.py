@@ -1,4 +1,4 @@
-"""Kinds of classes imported from installed packages (`index.installed`), asked only for
+"""Kinds of classes (and of what functions return) imported from installed packages (`index.installed`), asked only for
 a class that the project index and the facts leave unknown, imported from a module that
 is neither the project's own nor torch's.
 """
@@ -31,6 +31,18 @@ def installed_kind(
         return None
     found = environment(project, keep=bool(root)).installed_class(module, name)
     return None if found is None else (_KINDS[found.kind], found.evidence)
+
+
+def installed_return(root: str, path: str, function: str) -> tuple[Kind, str] | None:
+    """``(kind, evidence)`` of what the installed ``function`` (``pkg.mod.build``) returns
+    by its annotation, when that is a torch module; else ``None`` (as `installed_kind`)."""
+    module, _, name = function.rpartition(".")
+    project = root or os.path.dirname(os.path.abspath(path))
+    top = module.partition(".")[0]
+    if not top or top == "torch" or _in_project(project, top):
+        return None
+    found = environment(project, keep=bool(root)).installed_return(module, name)
+    return None if found is None else (_KINDS[found.kind][0], found.evidence)
 
 
 def _in_project(root: str, top: str) -> bool:

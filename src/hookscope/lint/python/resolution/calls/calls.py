@@ -34,6 +34,7 @@ from hookscope.lint.python.resolution.methods import (
 )
 from hookscope.lint.python.resolution.registries import built_by_registry, is_registry_call
 from hookscope.lint.python.resolution.signatures import argument_for
+from hookscope.lint.python.resolution.third_party import installed_return
 from hookscope.lint.python.resolution.typehints import instance_class
 
 _SELF_RETURNING = known.names(
@@ -106,8 +107,9 @@ def call_result(resolver: Context, expr: ast.Call, scope: Scope, depth: int) -> 
         # objects are all foreign makes their attributes so too)
         foreign = libraries.not_module_package(origin.rpartition(".")[0])
         return Resolved(Kind.OTHER, name=last, via=via, foreign=foreign)
-    if libraries.library_model_function(origin):
-        return Resolved(Kind.MODULE, name=last, via=f"{origin}(...) builds a model")
+    returned = installed_return(resolver.index.root, resolver.file.path, origin) if origin else None
+    if returned is not None:  # ``def resnet50(...) -> ResNet`` of an installed package
+        return Resolved(returned[0], name=last, via=returned[1])
     package = _named_dynamically(func)  # ``getattr(models, arch)(...)``
     package = import_origin(resolver, package, scope) if package else ""
     if package in libraries.MODEL_FUNCTION_PACKAGES:
