@@ -43,7 +43,12 @@ SOURCES = {
     "fairseq/dataclass/__init__.py": "class FairseqDataclass:\n    pass\n",
     "transformer_lens/__init__.py": _classes("HookedTransformer", "HookedTransformerConfig"),
     "transformer_lens/components/__init__.py": _classes("Attention"),
-    "torchvision/models/__init__.py": _classes("ResNet", "GoogLeNetOutputs ResNet50_Weights"),
+    "torchvision/models/__init__.py": "from .resnet import *\n",
+    "torchvision/models/resnet.py": _classes("ResNet", "GoogLeNetOutputs ResNet50_Weights")
+    + "\n\ndef resnet50() -> ResNet:\n    return ResNet()\n"
+    + "\n\ndef get_model_weights(name) -> type[ResNet50_Weights]:\n    return ResNet50_Weights\n",
+    "torchvision/models/detection/__init__.py": _classes("FasterRCNN")
+    + "\n\ndef fasterrcnn_resnet50_fpn() -> 'FasterRCNN':\n    return FasterRCNN()\n",
     "torchvision/models/detection/_utils.py": "class BoxCoder:\n    pass\n",
     "torchvision/transforms/__init__.py": _classes(
         "ColorJitter RandomHorizontalFlip Normalize", "ToTensor Compose"

@@ -195,3 +195,53 @@ def test_a_project_subclass_of_an_installed_module_class_is_a_module(
     write_source(tmp_path / "project", "sub.py", source)
     found = lint(tmp_path / "project", config=False, select=["HS1", "HS104"])
     assert [(f.line, f.col, f.code) for f in found] == [(13, 12, "HS101")]
+
+
+_FACTORIES = {
+    "__init__.py": "from .build import *\n",
+    "build.py": (
+        "from typing import Optional\n\nimport torch\n\n\nclass Net(torch.nn.Module):\n    pass\n\n\n"
+        "def create(name) -> Net:\n    return Net()\n\n\n"
+        "def wrap(net) -> 'torch.nn.Module | Net':\n    return net\n\n\n"
+        "def maybe(name) -> Optional[Net]:\n    return None\n\n\n"
+        "def config(name) -> dict:\n    return {}\n\n\n"
+        "def unannotated(name):\n    return Net()\n"
+    ),
+}
+
+
+def test_a_factory_of_an_installed_package_by_its_return_annotation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = tmp_path / "site" / "netzoo"
+    package.mkdir(parents=True)
+    for name, text in _FACTORIES.items():
+        (package / name).write_text(text, encoding="utf-8")
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    write_source(
+        project,
+        "main.py",
+        """\
+        import torch
+        import netzoo
+        from netzoo import create
+
+
+        def run(x, m):
+            create("a").forward(x)
+            netzoo.wrap(m).forward(x)
+            netzoo.maybe("a").forward(x)
+            netzoo.config("a").forward(x)
+            return netzoo.unannotated("a").forward(x)
+        """,
+    )
+    without = _shown(lint(project, config=False, select=["HS1"]))
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    assert without == []  # (``config`` gives a dict, ``unannotated`` cannot be told)
+    net = " <- class Net(torch.nn.Module)"
+    assert _shown(lint(project, config=False, select=["HS1"])) == [
+        (7, "HS101", f"installed package netzoo: def create(...) -> Net{net}"),
+        (8, "HS101", f"installed package netzoo: def wrap(...) -> torch.nn.Module | Net{net}"),
+        (9, "HS101", f"installed package netzoo: def maybe(...) -> Net{net}"),
+    ]
