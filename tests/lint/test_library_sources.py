@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.lint.conftest import expected_codes, found, write_source
 
 ALL = ("HS101", "HS102", "HS103", "HS104")
@@ -108,6 +110,7 @@ def held(x):
 """
 
 
+@pytest.mark.usefixtures("library_site")
 def test_estimators_are_not_modules(tmp_path: Path) -> None:
     path = write_source(tmp_path, "estimators.py", _ESTIMATORS)
     # (a skorch net's ``module_`` is its torch module: still guessed one)
