@@ -1,1 +1,2 @@
-"""Hand-written facts about torch and other libraries."""
+"""Hand-written facts: torch's own (`known`), and what reading other libraries' installed
+sources cannot tell (`libraries`)."""

@@ -1,7 +1,7 @@
-"""Facts about other libraries and frameworks: which of their classes are torch modules,
-which functions build models, which run no torch hooks, which files are another
-framework's. Keyed by the module a name is imported from, so that a project's own class
-of the same name (a pydantic ``BaseModel``) is not taken for one.
+"""The few facts about other libraries that reading their installed sources cannot give
+(`index.installed` decides the rest): other frameworks' files, packages whose objects
+are no torch modules (compiled ones among them), a module base whose ``__call__`` runs
+no hooks, transformers' auto classes, builders looked up by a name known only at run time.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ OTHER_FRAMEWORKS = frozenset({"tensorflow", "keras", "tf_keras", "flax", "jax", 
 LOOKALIKE_FRAMEWORKS = frozenset({"paddle", "oneflow", "mindspore", "jittor", "megengine"})
 
 # Libraries whose module base overrides ``__call__`` without running torch hooks
-# (``gpytorch.Module.__call__`` calls ``self.forward`` itself): a ``.forward`` call on
-# their classes skips nothing that calling would run.
+# (``gpytorch.Module.__call__`` calls ``self.forward`` itself; a body, not a base, shows
+# it): a ``.forward`` call on their classes skips nothing that calling would run.
 HOOKLESS_LIBRARIES = frozenset({"gpytorch"})
 
 # Packages whose classes and functions give no torch module whatever their names: the
@@ -31,6 +31,8 @@ NOT_MODULE_PACKAGES = (
     *sorted(OTHER_FRAMEWORKS),
     *words("paddle cv2 onnxruntime openvino mujoco_py mujoco gym gymnasium dm_control sklearn"),
 )
+
+
 def not_module_package(module: str) -> bool:
     """Whether ``module`` is (under) one of `NOT_MODULE_PACKAGES`."""
     return any(module == p or module.startswith(f"{p}.") for p in NOT_MODULE_PACKAGES)
@@ -44,12 +46,14 @@ def not_module_class(module: str, name: str) -> bool:
 
 
 # transformers' naming of auto classes that load a model (``AutoModelForCausalLM``), which
-# projects follow for their own (``AutoDistributedModelForCausalLM.from_pretrained``).
+# projects follow for their own (``AutoDistributedModelForCausalLM.from_pretrained``): the
+# classes are plain, only what their loaders return is a module.
 _AUTO_MODEL = re.compile(r"^Auto\w*Model(?:For[A-Z]\w*|With[A-Z]\w*)?$")
 AUTO_LOADERS = frozenset({"from_pretrained", "from_config"})
 
-# Packages whose public lowercase functions build models: ``torchvision.models.resnet50()``,
-# ``torchvision.models.detection.fasterrcnn_resnet50_fpn()``, ``get_model("vit_b_16")``.
+# Packages whose public lowercase functions build models, for a builder looked up at run
+# time (``getattr(torchvision.models, arch)(...)``: no one annotation to read; a builder
+# called by its name is read from the installed source, ``def resnet50(...) -> ResNet``).
 MODEL_FUNCTION_PACKAGES = words(
     """
     torchvision.models torchvision.models.detection torchvision.models.segmentation
