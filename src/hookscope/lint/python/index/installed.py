@@ -157,10 +157,10 @@ class Environment:
             )
             owner, _, last = target.rpartition(".")
             return self.installed_return(owner, last, depth + 1) if owner else None
-        kinds = {self._base(read, module, part, depth) for part in parts}
+        kinds = [self._base(read, module, part, depth) for part in parts]
         if len({kind for kind, _ in kinds}) != 1:
             return None
-        kind, chain = kinds.pop()
+        kind, chain = kinds[0][0], next((chain for _, chain in kinds if chain), "")
         if kind not in ("module", "container", "hookless"):
             return None
         shown = f"def {name}(...) -> {' | '.join(parts)}"
