@@ -170,9 +170,9 @@ class ClassKinds:
         """The dotted bases of the class defined at ``where`` spelled through that file's own
         imports (``made.MADE`` after ``import nflows.nn.nde.made as made``), for those that
         name a class of an installed package; the index keeps dotted bases as written."""
-        if not any("." in base for base in bases) or not self.index.root:
+        if not any("." in base for base in bases):
             return bases
-        try:
+        try:  # (``where`` is absolute when there is no project root)
             with open(os.path.join(self.index.root, where.rsplit(":", 1)[0]), "rb") as f:
                 text = f.read().decode("utf-8", errors="replace")
         except OSError:
