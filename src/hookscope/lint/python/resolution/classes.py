@@ -1,9 +1,6 @@
-"""What a class is, as far as hooks are concerned: a module, a hookless module, or not.
-
-A class's kind comes from its bases, followed through the same file, the project index
-(the definition in the module an import or a dotted name names), the facts of `known`
-and `libraries`, and installed packages (`third_party`).
-"""
+"""What a class is (a module, a hookless module, or not), from its bases followed through
+the same file, the project index, the facts of `known` and `libraries`, and installed
+packages (`third_party`)."""
 
 from __future__ import annotations
 
@@ -70,8 +67,8 @@ class ClassKinds:
         return tuple(self._library_base(base) for base in bases)
 
     def _library_base(self, base: str) -> str:
-        """``base`` with its imported name spelled out; a dotted base (``made.MADE`` after
-        ``import nflows.nn.nde.made as made``) only when that names a library module class."""
+        """``base`` with its imported name spelled out; a dotted one only when that names a
+        library module class."""
         assert self._from_imports is not None
         first, dot, rest = base.partition(".")
         if not dot:
@@ -152,8 +149,7 @@ class ClassKinds:
         return result
 
     def _installed(self, module: str, name: str) -> tuple[Kind, bool] | None:
-        """The kind of ``module``'s class ``name`` read from an installed package
-        (`third_party`); its evidence is kept in ``installed`` under ``module.name``."""
+        """``module``'s class ``name`` read from an installed package (`third_party`)."""
         found = installed_kind(self.index.root, self.file.path, module, name)
         if found is None:
             return None
@@ -169,8 +165,7 @@ class ClassKinds:
         self, bases: tuple[str, ...], last: str, module: str
     ) -> tuple[str, ...]:
         """The dotted bases of ``module``'s class ``last`` spelled through that file's own
-        imports (``made.MADE`` after ``import nflows.nn.nde.made as made``), for those that
-        name a library module class; the index keeps dotted bases as written."""
+        imports (``made.MADE`` after ``import nflows.nn.nde.made as made``)."""
         if not any("." in base for base in bases) or not self.index.root:
             return bases
         where = next(
@@ -240,8 +235,7 @@ class ClassKinds:
         return result
 
     def _dropped(self, name: str) -> bool:
-        """Whether this file defines a class ``name`` that its masked parse (`regions`)
-        left out: a full parse must tell (the resolver's ``missed`` asks for one)."""
+        """Whether the masked parse left out a class ``name`` of this file (sets ``missed``)."""
         if getattr(self, "complete", True):
             return False
         if not re.search(rf"^[ \t]*class[ \t]+{re.escape(name)}\b", self.file.text, re.M):
@@ -252,8 +246,7 @@ class ClassKinds:
     def _by_body(
         self, name: str, located: tuple[tuple[tuple[str, ...], str], ...]
     ) -> tuple[Kind, bool] | None:
-        """A module, for the class ``name`` of another project file (one file defines
-        every ``located`` definition) whose own body shows it is one (`bodies`)."""
+        """A module, for the class ``name`` of one other project file whose body shows it."""
         files = {where.rpartition(":")[0] for _, where in located}
         if len(files) != 1:
             return None

@@ -1,12 +1,9 @@
 """The project files that import a name, and their calls of it.
 
-The importing files are found by a text scan of the project's files, once per index and
-process (the same files the class index was built from); each is parsed on demand, once.
-A file that imports the name and does anything else with it than calling it (hands it
-on as a callback, say) makes the calls unknown. Calls through an alias count (``from
-train.loops import train_dense as train_epoch``, also inside a function and with another
-branch binding the alias to another function); a function named like others of the
-project is told apart by the module its callers import it from.
+The importers come from a text scan of the index's files, once per index and process;
+each is parsed on demand, once. A use other than a call (a callback handed on) makes the
+calls unknown; calls through an alias count, and namesakes are told apart by the module
+their callers import them from.
 """
 
 from __future__ import annotations

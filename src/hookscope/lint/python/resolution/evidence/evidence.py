@@ -1,15 +1,10 @@
-"""What the code around a ``.forward(...)`` call says about a receiver of unknown type.
-
-Each piece of evidence is one a reader would accept as proof:
-
-- **use**: the same function (for ``self.x``, any method of the class or of its same-file
-  bases) calls a method only ``torch.nn.Module`` has on it (``x.parameters()``), wraps it
-  (``DDP(x)``), hands it to a library function that takes a module (`uses`), or passes it
-  to a parameter the callee declares or uses as a module;
-- **submodule**: ``owner.x.forward(...)`` (or ``getattr(owner, name)``) with ``owner`` a
-  module instance: ``nn.Module.__setattr__`` registers such attributes as submodules,
-  unless the name reads like an RPC proxy, an extension or a function object
-  (`known.NOT_MODULE_NAME`); an indexed or iterated submodule's element is one too.
+"""What the code around a ``.forward(...)`` call says about a receiver of unknown type,
+counted only where a reader would accept it as proof: its **use** (a method only
+``torch.nn.Module`` has, ``DDP(x)``, a library function or a parameter that takes a
+module; for ``self.x``, in any method of the class or of its same-file bases), or its
+being a **submodule** (``owner.x`` of a module instance, registered by
+``nn.Module.__setattr__``, unless named like a non-module: `known.NOT_MODULE_NAME`), or
+an element of one.
 """
 
 from __future__ import annotations
@@ -27,20 +22,10 @@ from hookscope.lint.python.parse.pyfile import CallSite, Scope
 from hookscope.lint.python.resolution.classes import base_names
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import import_origin, imported_file
-from hookscope.lint.python.resolution.getattrs import (
-    is_getattr,
-    picked_submodule,
-)
+from hookscope.lint.python.resolution.getattrs import is_getattr, picked_submodule
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
-from hookscope.lint.python.resolution.plain_tables import (
-    from_plain_tables,
-    self_attribute_calls,
-)
-from hookscope.lint.python.resolution.signatures import (
-    callee_of,
-    declared_by_callee,
-    parameter_of,
-)
+from hookscope.lint.python.resolution.plain_tables import from_plain_tables, self_attribute_calls
+from hookscope.lint.python.resolution.signatures import callee_of, declared_by_callee, parameter_of
 from hookscope.lint.python.resolution.uses import (
     LOADED_MODULE_METHODS,
     module_method,
@@ -136,10 +121,9 @@ def used_as_module(resolver: Context, receiver: ast.expr, scope: Scope) -> Resol
 def _used_by_callee(
     resolver: Context, call: ast.Call, argument: ast.expr, scope: Scope
 ) -> Resolved | None:
-    """``argument`` of ``call`` is a module because the project function called uses its
-    parameter as one in a top-level statement (not under an ``if``/``try``, which may test
-    for the method first) and never rebinds it: ``def register_hooks(model): for name, m
-    in model.named_modules(): ...``."""
+    """``argument`` of ``call`` is a module because the project function called never
+    rebinds its parameter and uses it as one in a top-level statement (an ``if``/``try``
+    may test for the method first): ``for name, m in model.named_modules(): ...``."""
     found = callee_of(resolver, call, scope)
     if found is None:
         return None
@@ -361,11 +345,7 @@ def _library_function(resolver: Context, func: ast.expr, scope: Scope) -> bool:
     module, _, last = origin.rpartition(".")
     if not module or module.startswith((".", "torch")) or last.lstrip("_")[:1].isupper():
         return False  # a class of the library (``ASGLoss(...)``) may well be a module
-    root = resolver.index.root or "."
-    top = module.partition(".")[0]
-    in_project = os.path.exists(os.path.join(root, top)) or os.path.exists(
-        os.path.join(root, f"{top}.py")
-    )
-    if in_project or resolver.index.functions.get(last):
+    top = os.path.join(resolver.index.root or ".", module.partition(".")[0])
+    if os.path.exists(top) or os.path.exists(f"{top}.py") or resolver.index.functions.get(last):
         return False  # a function of the project (``src/`` layouts: by its name)
     return imported_file(resolver, module) is None
