@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from hookscope.lint.python.parse.bindings import Binding, returned
 from hookscope.lint.python.parse.pyfile import Scope
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, bound_around
 from hookscope.lint.python.resolution.crossfile import fixture_def
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
 from hookscope.lint.python.resolution.literals import entry_of, literal_element, member
@@ -71,14 +71,10 @@ def tuple_item(resolver: Context, expr: ast.Subscript, scope: Scope, depth: int)
     if not isinstance(expr.value, ast.Name) or position is None:
         return None
     name = expr.value.id
-    current: Scope | None = scope
-    while current is not None:
-        bindings = resolver.bindings_of(current.node).get(name) if current.node else None
-        if bindings:
-            break
-        current = current.parent
-    else:
+    around = bound_around(resolver, name, scope)
+    if around is None:
         return None
+    current, bindings = around
     if all(b.kind == "opaque" and b.expr is None for b in bindings):
         found = fixture_def(resolver, name, current)
         return None if found is None else _returned_item(*found, position, depth)
