@@ -305,7 +305,7 @@ def import_names(other: Context, origin: str, name: str, where: str) -> bool:
     if chosen:
         return len(chosen) == 1 and chosen[0][3].rpartition(":")[0] == where
     defs = other.index.defs.get(name, ())
-    return _own_file(other, name, where) or {
+    return defined_only_in(other, name, where) or {
         w.rpartition(":")[0] for _, w in defs if defined_in(w, module)
     } == {where}
 
@@ -322,6 +322,6 @@ def _runs(other: Context, call: ast.Call, scope: Scope, name: str, where: str) -
     return len(chosen) == 1 and chosen[0][3].rpartition(":")[0] == where
 
 
-def _own_file(other: Context, name: str, where: str) -> bool:
+def defined_only_in(other: Context, name: str, where: str) -> bool:
     """Whether every class ``name`` of the project is defined in ``where``."""
     return {w.rpartition(":")[0] for _, w in other.index.defs.get(name, ())} == {where}
