@@ -1,9 +1,6 @@
-"""Attributes of instances of a class: where ``obj.x`` was bound, for the resolver.
-
-``x`` is looked up in the class's ``self.x = ...`` assignments, annotations and body
-(`attributes.class_attributes`), then in its bases (same file, an import, or another file
-through the project index), and for a mixin that assigns none, in its subclasses.
-``self.__class__.x`` and ``type(self).x`` name the same attribute as ``self.x``.
+"""Attributes of instances of a class: where ``obj.x`` was bound, for the resolver: the
+class's ``self.x = ...`` assignments, annotations and body, then its bases (same file, an
+import, or another file), and for a mixin that assigns none, its subclasses.
 """
 
 from __future__ import annotations

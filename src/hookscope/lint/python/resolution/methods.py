@@ -1,8 +1,6 @@
-"""Class methods that build instances: ``Net.build(cfg)`` and ``super().build(cfg)``.
-
-A ``@classmethod`` whose returns resolve to instances (``return cls(...)``) is a factory of
-the class it is called on, followed through ``super().build_model(...)`` into the base
-classes, in this file or in the project files that define them.
+"""Class methods that build instances: a ``@classmethod`` returning ``cls(...)`` builds
+the class it is called on (``Net.build(cfg)``), followed through ``super().build(cfg)``
+into the bases, in this file or in the project files that define them.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Attributes built from a table of plain classes: no submodule, whatever their owner is.
-
-``self.task = instantiate(tasks.registry, cfg)`` with ``registry = {"base": BaseTask}``
-(here or in the module it is named through), every entry a plain project class, builds
-one of them, not a module, so `evidence.submodule` says nothing about it.
+"""Attributes built from a table of plain classes: ``self.task = instantiate(registry,
+cfg)`` with ``registry = {"base": BaseTask}`` (here or imported), every entry a plain
+project class, builds one of them, not a submodule (`evidence.submodule`).
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Modules handed into a custom autograd ``Function`` (``torch.autograd.Function``).
 
-``Fn.apply(x, self.layer)`` runs ``Fn.forward(ctx, x, layer)``: a static ``forward``'s
-parameters after ``ctx`` are what every ``Fn.apply(...)`` call passes (all of them when
-the class defines ``setup_context``, whose ``forward`` takes no ``ctx``); the calls are
-those of this file and of the files importing the class by name, and the class's
-``apply`` must be used only in calls there (``fn = Fn.apply`` hands it on unseen).
-``ctx.layer = layer`` in ``forward`` (or ``setup_context``) is what ``backward`` reads as
-``ctx.layer``.
+``Fn.apply(x, self.layer)`` runs ``Fn.forward(ctx, x, layer)`` (no ``ctx`` when the class
+defines ``setup_context``): its parameters are what every ``Fn.apply(...)`` in this file
+and the files importing ``Fn`` passes, when ``apply`` is used only in calls there.
+``ctx.layer = layer`` in ``forward`` is what ``backward`` reads as ``ctx.layer``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""Given by callers in other project files: what they pass to a parameter of this file's function.
-
-A helper of one file is often called only from others (``def compare(eager_model,
-compiled_model)`` in a test utility, called by the test files that import it). When the
-file itself never calls it, an unannotated parameter is what every call in the files
-that import the helper by name (``from pkg.utils import compare``) passes, when they all
-pass modules (or instances of one kind); the calls are found by `importers`. A class's
-constructions are `constructors`' (its subclasses' too).
+"""Given by callers in other project files: what they pass to a parameter of this file's
+function (``def compare(eager_model, compiled_model)`` in a test utility, called by the
+test files that import it), when this file never calls it and every call passes modules
+(or instances of one kind). A class's constructions are `constructors`'.
 """
 
 from __future__ import annotations

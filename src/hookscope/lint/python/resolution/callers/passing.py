@@ -1,11 +1,7 @@
-"""Given by every caller in this file: an unannotated parameter from what the calls pass.
-
-``def check(model)`` is a module when the file calls ``check`` at least once and every
-call passes a value that resolves to a module instance (an instance of one plain class:
-that class, whose attributes then resolve). Only calls in the same file count (a name
-used nowhere else), and only once the whole file was parsed. The other callers
-(`callers`, `instances`, `autograd`, `registered`, `partials`) are asked in the order
-of `strategies.CALLERS`.
+"""Given by every caller in this file: ``def check(model)`` is a module when the file calls
+``check`` at least once and every call passes a module instance (or an instance of one
+plain class: that class). Only calls in the same file count (a name used nowhere else),
+and only once the whole file was parsed.
 """
 
 from __future__ import annotations

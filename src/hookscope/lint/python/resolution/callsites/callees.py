@@ -1,13 +1,9 @@
 """Which function of this file a call runs, and what it forwards, for the callers of a parameter.
 
-``self.check(model)`` runs ``check`` of the receiver's class; ``Base.check(self, model)``,
-an unbound call through a class of the file, runs ``Base``'s own ``check`` (or the one
-it inherits) with the instance passed first, so its arguments sit one place later.
-
-A wrapper that hands its positional arguments on (``helper(*args)``, ``helper(x,
-*args)``) passes to ``helper``'s parameter what its own callers pass at the matching
-place of ``*args``: ``run(Net(), batch)`` gives ``helper(model, batch)`` a module. The
-wrapper's calls are those of its own file, and they must all be seen and agree.
+``self.check(model)`` runs ``check`` of the receiver's class; ``Base.check(self, model)``
+runs ``Base``'s own (or inherited) ``check`` with the instance first. A wrapper that hands
+its positional arguments on (``helper(x, *args)``) passes to ``helper`` what its own
+callers pass at the matching place of ``*args``, when those calls are all seen and agree.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """Entries of a dict that the methods of one class family hand each other, and attributes
 picked by name (``tagger = getattr(self, "_tagger_%s" % task)``: `getattrs`).
 
-Meta-learning and GAN code often keeps its networks in one dict that one method builds
-(``model["net"] = Net(...)``) and the others take as a parameter and call
-(``model["net"].forward(x)``). The family's own methods say what the entry holds: a
-module-only method called on the same spelling (``model["net"].eval()``) in a method of
-the class or of a project base, or an assignment of a module to it; an assignment of
-anything else anywhere in the family vetoes it.
+Meta-learning and GAN code keeps its networks in one dict (``model["net"] = Net(...)``)
+that other methods take and call. The family's methods say what an entry holds: a
+module-only method called on the same spelling, or a module assigned to it; an assignment
+of anything else anywhere in the family vetoes it.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
-"""Declared local variables (PEP 526): ``ctxs: list[LossContext] = []`` in a function
-gives the name its type for every assignment in that function, as a type checker reads
-it, so ``ctxs = LossContext.build_batches(ctxs)`` later and ``ctx = ctxs[i]`` keep the
-declared element class even where the call itself cannot be followed. Parameters'
-annotations are left to the usual resolution (a caller may pass other values)."""
+"""Declared local variables (PEP 526): ``ctxs: list[LossContext] = []`` gives the name its
+type for every assignment in that function, as a type checker reads it. Parameters'
+annotations are left to the usual resolution (a caller may pass other values).
+"""
 
 from __future__ import annotations
 

@@ -2,15 +2,10 @@
 ``layers.append(Block())`` (`appends`), ``self.nets = Holder(self, "flow")`` then
 ``self.nets.append(Block())``, iterated or indexed like a list.
 
-A project class (of this file, or of the one other file that defines a class so named)
-that is not a module but defines ``append`` (storing what it is given:
-``self.items.append(m)``, ``owner.add_module(name, m)``, ``self.d[k] = m``) and
-``__getitem__`` or ``__iter__`` holds what the code appends to it. For ``self.x =
-Holder(...)`` the appends are those of every method of the class on ``self.x``, for a
-local name those of the function that made it (as for an empty list: `appended`); the
-elements are known when every appended value resolves to one kind. A holder whose
-``__init__`` appends its own arguments counts only when the call passes none beyond its
-named parameters.
+A holder is a project class, not a module, that defines ``append`` (storing what it is
+given) and ``__getitem__`` or ``__iter__``; its elements are known when every appended
+value resolves to one kind. One whose ``__init__`` appends its own arguments counts only
+when the call passes none beyond its named parameters.
 """
 
 from __future__ import annotations

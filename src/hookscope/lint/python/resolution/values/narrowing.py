@@ -1,10 +1,7 @@
-"""``isinstance`` narrowing: what a guard says about a name where it holds.
-
-``x`` is a ``T`` inside ``if isinstance(x, T):`` (and in ``a if isinstance(x, T) else
-b``'s ``a``), and after ``assert isinstance(x, T)``, ``self.assertTrue(isinstance(x,
-T))`` or ``self.assertIsInstance(x, T)`` in the same function; ``issubclass(x, T)``
-says the same of a class ``x`` (``x(...)`` is then a ``T``). Several classes
-(``isinstance(x, (A, B))``) narrow only when they are all of one kind.
+"""``isinstance`` narrowing: ``x`` is a ``T`` inside ``if isinstance(x, T):`` (and the
+``a`` of ``a if isinstance(x, T) else b``), and after ``assert isinstance(x, T)`` or
+``self.assertIsInstance(x, T)`` in the same function; ``issubclass`` says it of a class.
+Several classes (``isinstance(x, (A, B))``) narrow only when they are all of one kind.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """What ``x[i]`` is: an element of a display, a table entry, a container's member, an
-item a class's ``__getitem__`` returns, a tuple's element (of a name, or of what a call
-returns: ``make()[0]``) or a registry's class.
-
-``model, opt = make()`` is resolved where the name is bound (`signatures.unpacked`); a
-tuple's element is the same fact read through an index: ``setup[0]`` for a fixture
-``setup`` whose every ``return`` is a tuple, ``made = make(); made[0]``, ``made = (net,
-opt); made[0]``.
+item a class's ``__getitem__`` returns, a tuple's element (of a name, a fixture, or of
+what a call returns: ``make()[0]``) or a registry's class.
 """
 
 from __future__ import annotations
