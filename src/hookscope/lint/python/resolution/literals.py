@@ -34,12 +34,9 @@ def literal_element(
 
 
 def member(resolver: Context, base: Resolved, scope: Scope) -> Resolved:
-    """An element of ``base`` (indexed or iterated): the kind of its elements when known.
-
-    The elements of a ``ModuleList``/``Sequential``/``ModuleDict`` whose contents are not
-    known are modules, but in a class whose own ``__call__`` runs no torch hooks
-    (gpytorch's ``Module``) they are most likely of its family, so they stay unknown.
-    """
+    """An element of ``base`` (indexed or iterated): the kind of its elements when known;
+    a module for a torch container, unless in a hookless class (gpytorch's ``Module``),
+    where the elements are most likely of its family."""
     if base.elem is not None:
         return Resolved(base.elem, name=base.name, cls=base.elem_cls)
     if not base.container:

@@ -79,11 +79,9 @@ def _given_here(
 def passed(
     resolver: Context, argument: ast.expr, call: ast.Call, caller: Scope, depth: int
 ) -> Resolved:
-    """What ``argument`` of ``call`` is: resolved; or else a module by the caller's own
-    module-only use of it (``model.parameters()`` in the calling function, `evidence`); or
-    else an attribute of a module (``self.encoder`` of an ``nn.Module``), which the callee's
-    ``.forward(...)`` on it shows to have a ``forward``: a submodule, as `evidence` reads
-    ``self.encoder.forward(x)``."""
+    """What ``argument`` of ``call`` is: resolved, or else a module by the caller's own
+    module-only use of it (`evidence`), or else a submodule when it is an attribute of a
+    module (the callee's ``.forward(...)`` on it shows it has a ``forward``)."""
     result = resolver.resolve(argument, caller, depth + 1)
     if result.kind is not Kind.UNKNOWN or result.is_class:
         return result

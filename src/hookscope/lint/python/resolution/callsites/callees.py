@@ -98,20 +98,15 @@ def _at_vararg(
     resolver: Context, wrapper: Function, scope: Scope, item: int, depth: int
 ) -> Resolved | None:
     """What every call of ``wrapper`` in this file passes as item ``item`` of its ``*args``."""
-    calls = [
-        c
-        for c in resolver.calls_named(wrapper.name)
-        if callee_is(resolver, c, wrapper, wrapper.name)
-    ]
-    if not calls or len(calls) != len(resolver.calls_named(wrapper.name)):
+    named = resolver.calls_named(wrapper.name)
+    calls = [c for c in named if callee_is(resolver, c, wrapper, wrapper.name)]
+    if not calls or len(calls) != len(named):
         return None  # none here, or one that may run another function so named
     own = 1 if scope.self_name else 0
     results = []
     for call, where in calls:
-        index = len([*wrapper.args.posonlyargs, *wrapper.args.args]) - skipped(
-            resolver, (call, where), wrapper, own
-        )
-        index += item
+        skip = skipped(resolver, (call, where), wrapper, own)
+        index = len([*wrapper.args.posonlyargs, *wrapper.args.args]) - skip + item
         if index >= len(call.args) or any(
             isinstance(a, ast.Starred) for a in call.args[: index + 1]
         ):

@@ -40,10 +40,9 @@ _INERT_CALLS = ("isinstance", "issubclass", "super")
 def constructions(
     resolver: Context, cls: ast.ClassDef, init: Function, where: str
 ) -> Iterator[Site | None]:
-    """Every call in the project that builds ``cls`` (of this file, defined at ``where``)
-    or a subclass running its ``__init__``, with the file's resolver and the calling
-    scope: this file's first, then those of the files naming one of the classes (read
-    only as far as the caller keeps asking). ``None`` for a call that cannot be seen."""
+    """Every call in the project that builds ``cls`` (defined at ``where``) or a subclass
+    running its ``__init__``, with its resolver and scope: this file's first, then those of
+    the files naming a class, read lazily. ``None`` for a call that cannot be seen."""
     yield from _sites_in(resolver, {cls.name: where})
     found = _inheriting(resolver, cls.name, init, where)
     if found is None:
@@ -97,8 +96,7 @@ def _inheriting(
 ) -> tuple[dict[str, str], list[Site]] | None:
     """``{class: the file defining it}`` for ``name`` and every project class deriving
     from it that runs ``init`` when built, and the ``super().__init__(...)`` calls of the
-    subclasses whose own ``__init__`` hands on to ``init`` (`_super_init`; their own
-    subclasses build through it); ``None`` when another ``__init__`` comes between."""
+    subclasses whose own ``__init__`` hands on to ``init``; ``None`` when another comes between."""
     subclasses = descendants(resolver.index, name, MAX_SUBCLASSES)
     if subclasses is None:
         return None

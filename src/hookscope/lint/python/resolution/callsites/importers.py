@@ -115,9 +115,8 @@ def same_file(resolver: Context, path: str) -> bool:
 
 
 def handed_on(other: Context, name: str) -> bool:
-    """Whether the file of ``other`` names ``name`` other than in calls (where those calls
-    cannot be all it does with it): imported or named, never called, is handed on,
-    unless no code uses it (an import that only a comment or a string mentions again)."""
+    """Whether the file of ``other`` names ``name`` other than in calls (handed on), unless
+    no code uses it (an import that only a comment or a string mentions again)."""
     if name not in other.file.text:
         return False
     return not other.complete or used_here(other, name)
@@ -153,8 +152,7 @@ def function_calls(resolver: Context, name: str, where: str) -> list[Site] | Non
 
 def _calls_in(other: Context, name: str, where: str) -> list[tuple[ast.Call, Scope]] | None:
     """The calls in ``other`` that may run the ``name`` of ``where``: by that name (unless
-    only a namesake of another module is imported as it), and by every name it is
-    imported as (``from train.loops import train_dense as train_epoch``, in any scope).
+    only a namesake is imported as it) and by every name it is imported as, in any scope;
     ``None`` when a name it goes by is used other than called."""
     aliases: set[str] = set()
     plain = elsewhere = False
@@ -214,11 +212,9 @@ def may_run(other: Context, call: ast.Call, scope: Scope, name: str, where: str)
 def imported_as(
     other: Context, call: ast.Call, scope: Scope, name: str, where: str
 ) -> Literal["yes", "no", "unknown"]:
-    """Whether ``call`` calls a bare name that one of its imports in the scopes around the
-    call binds to the ``name`` defined in ``where`` (another import may bind it to another
-    function: ``from .loops import train_dense as train`` in one branch, ``train_sparse``
-    in the other): ``"yes"``; ``"no"`` when the name is bound only by imports of other
-    things there; ``"unknown"`` otherwise."""
+    """``"yes"`` when ``call`` calls a bare name that an import around it binds to the
+    ``name`` of ``where`` (other branches may import another function as it); ``"no"`` when
+    only imports of other things bind it; ``"unknown"`` otherwise."""
     func = call.func
     current: Scope | None = scope
     while isinstance(func, ast.Name) and current is not None:
@@ -241,9 +237,8 @@ def imported_as(
 def _on_another_object(
     other: Context, value: ast.expr, scope: Scope, where: str
 ) -> Literal["no", "unknown"]:
-    """``obj.name(...)``, where ``where`` defines ``name`` at module level: ``"no"`` when
-    ``obj`` is bound, in the scopes around the call, only by imports of modules other than
-    that one and its packages (``llla.predict`` after ``from laplace import llla``), or is
+    """``obj.name(...)``, where ``where`` defines ``name``: ``"no"`` when ``obj`` is bound
+    around the call only by imports of other modules than that one and its packages, or is
     an instance or a class of a known kind (``clf.predict``: its method, not the function)."""
     if isinstance(value, ast.Name):
         current: Scope | None = scope

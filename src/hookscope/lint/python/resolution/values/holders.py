@@ -16,7 +16,7 @@ from dataclasses import replace
 from hookscope.lint.python.parse.bindings import Binding, dotted, own_nodes
 from hookscope.lint.python.resolution.appends import filled_with
 from hookscope.lint.python.resolution.context import Context
-from hookscope.lint.python.resolution.crossfile import class_def_of
+from hookscope.lint.python.resolution.crossfile import foreign
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
 from hookscope.lint.python.resolution.methods import own_methods
 
@@ -34,10 +34,8 @@ def appended(resolver: Context, binding: Binding, depth: int) -> Resolved | None
     if filled is None:
         return None
     kind, elem_cls, where = filled
-    made = "{}" if isinstance(binding.expr, ast.Dict) else "[]"
-    return Resolved(
-        Kind.OTHER, elem=kind, elem_cls=elem_cls, via=f"{target} = {made} filled with {where}"
-    )
+    via = f"{target} = {'{}' if isinstance(binding.expr, ast.Dict) else '[]'} filled with {where}"
+    return Resolved(Kind.OTHER, elem=kind, elem_cls=elem_cls, via=via)
 
 
 def holder_items(resolver: Context, binding: Binding, made: Resolved, depth: int) -> Resolved:
@@ -73,9 +71,8 @@ def holder_items(resolver: Context, binding: Binding, made: Resolved, depth: int
 
 def _other_file_class(resolver: Context, name: str) -> ast.ClassDef | None:
     """The class ``name`` of the one other project file that defines a class so named."""
-    files = {where.rpartition(":")[0] for _, where in resolver.index.defs.get(name, ())}
-    found = class_def_of(resolver, name, files.pop()) if len(files) == 1 else None
-    return found[0] if found is not None else None
+    other = foreign(resolver, name)
+    return other.file.classes.get(name) if other is not None else None
 
 
 def _stores_argument(append: Function) -> bool:
