@@ -78,10 +78,6 @@ def _indexed_attr(
     return resolver, []
 
 
-# A base of more project classes than this (a family's root) is not looked below.
-MAX_SUBCLASSES = 20
-
-
 def is_none_binding(binding: Binding) -> bool:
     """``x = None`` (or the class placeholder ``x = type(None)``): a placeholder that no
     ``.forward(...)`` call can have reached."""
@@ -107,7 +103,7 @@ def in_subclasses(
         return None  # a method
     if not placeholder and bound_here.search(resolver.file.text):
         return None  # bound or defined here (a masked parse may lack it)
-    subclasses = descendants(resolver.index, cls_name, MAX_SUBCLASSES)
+    subclasses = descendants(resolver.index, cls_name)
     if subclasses is None or depth >= MAX_DEPTH:
         return None
     results: list[Resolved] = []

@@ -353,6 +353,8 @@ def _through_imports(text: str, base: str) -> str:
     return f"{module}.{name}" if origin and libraries.library_model_class(module, name) else base
 
 
+# A base of more project classes than this (a family's root) is not looked below.
+MAX_SUBCLASSES = 20
 # class name -> the names of the project classes naming it as a base, for the index stamped
 _CHILDREN: dict[str, list[str]] = {}
 _CHILDREN_INDEX: list[tuple[int, int]] = [(0, 0)]
@@ -370,7 +372,7 @@ def subclasses_by_base(index: ClassIndex) -> dict[str, list[str]]:
     return _CHILDREN
 
 
-def descendants(index: ClassIndex, name: str, limit: int) -> list[str] | None:
+def descendants(index: ClassIndex, name: str, limit: int = MAX_SUBCLASSES) -> list[str] | None:
     """The project classes deriving from ``name`` at any depth (by name, nearest first
     along each line); ``None`` when there are more than ``limit`` (no file is read)."""
     children = subclasses_by_base(index)

@@ -32,8 +32,6 @@ from hookscope.lint.python.resolution.crossfile import foreign_file
 from hookscope.lint.python.resolution.methods import find_method
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
-# More subclasses than this (a base of a whole family) are not followed.
-MAX_SUBCLASSES = 20
 _INERT_CALLS = ("isinstance", "issubclass", "super")
 
 
@@ -97,7 +95,7 @@ def _inheriting(
     """``{class: the file defining it}`` for ``name`` and every project class deriving
     from it that runs ``init`` when built, and the ``super().__init__(...)`` calls of the
     subclasses whose own ``__init__`` hands on to ``init``; ``None`` when another comes between."""
-    subclasses = descendants(resolver.index, name, MAX_SUBCLASSES)
+    subclasses = descendants(resolver.index, name)
     if subclasses is None:
         return None
     out = {name: where}

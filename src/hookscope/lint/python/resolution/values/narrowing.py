@@ -109,9 +109,7 @@ def narrowed(
 def _class_kind(resolver: Context, classes: ast.expr, scope: Scope) -> Kind | None:
     """The one kind of ``T`` (or of every class of a tuple ``(A, B)``); ``None`` if mixed."""
     members = classes.elts if isinstance(classes, ast.Tuple) else [classes]
-    kinds = set()
-    for member in members:
-        resolved = resolver.resolve(member, scope)
-        kinds.add(resolved.kind if resolved.is_class else Kind.UNKNOWN)
+    found = [resolver.resolve(member, scope) for member in members]
+    kinds = {r.kind if r.is_class else Kind.UNKNOWN for r in found}
     kind = kinds.pop() if len(kinds) == 1 else Kind.UNKNOWN
     return None if kind is Kind.UNKNOWN else kind
