@@ -45,10 +45,8 @@ def picked_submodule(resolver: Context, call: ast.Call, site: CallSite) -> Resol
         ):
             return None
     shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
-    return Resolved(
-        Kind.MODULE,
-        via=f"{ast.unparse(call)} is one of {shown}: submodules of `{ast.unparse(obj)}`",
-    )
+    via = f"{ast.unparse(call)} is one of {shown}: submodules of `{ast.unparse(obj)}`"
+    return Resolved(Kind.MODULE, via=via)
 
 
 def _plainly_bound(resolver: Context, obj: ast.expr, attr: str, site: CallSite) -> bool:

@@ -133,11 +133,11 @@ def attribute_names(
 
 
 DISPLAYS = (ast.Dict, ast.List, ast.Tuple)
+# A literal display, the resolver of its file and the scope node it is evaluated in.
+Display = tuple[Context, ast.Dict | ast.List | ast.Tuple, ast.AST]
 
 
-def named_display(
-    resolver: Context, name: ast.Name, scope: Scope
-) -> tuple[Context, ast.Dict | ast.List | ast.Tuple, ast.AST] | None:
+def named_display(resolver: Context, name: ast.Name, scope: Scope) -> Display | None:
     """The one literal display a name is bound to (``BUILDERS = {"a": build_a, ...}``),
     here or in the project file it is imported from, with that file's resolver and the
     scope node it is evaluated in."""
@@ -150,13 +150,17 @@ def named_display(
     if binding.kind != "import":
         return None
     module, _, attr = binding.origin.rpartition(".")
+    return module_display(resolver, module, attr)
+
+
+def module_display(resolver: Context, module: str, name: str) -> Display | None:
+    """The literal display bound to the module-level ``name`` of the project module ``module``."""
     other = imported_file(resolver, module)
-    if other is None:
+    found = other.bindings_of(other.file.tree).get(name, []) if other is not None else []
+    value = found[0].expr if len(found) == 1 and found[0].kind == "value" else None
+    if other is None or not isinstance(value, DISPLAYS):
         return None
-    found = other.bindings_of(other.file.tree).get(attr, [])
-    if len(found) == 1 and found[0].kind == "value" and isinstance(found[0].expr, DISPLAYS):
-        return other, found[0].expr, other.file.tree
-    return None
+    return other, value, other.file.tree
 
 
 def entry_of(resolver: Context, name: ast.Name, scope: Scope, depth: int) -> Resolved | None:
