@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 
+from hookscope.lint.python.parse.bindings import dotted
 from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.callsites.callees import add_passed
 from hookscope.lint.python.resolution.callsites.importers import MAX_IMPORTERS, importers
@@ -89,20 +90,12 @@ def saved_on_ctx(
     results: list[Resolved] = []
     for saving in (m for n, m in own_methods(cls).items() if n in _SAVING and is_staticmethod(m)):
         own = [*saving.args.posonlyargs, *saving.args.args][:1]
+        if not own:
+            continue
+        spelled = f"{own[0].arg}.{expr.attr}"
         for node in ast.walk(saving):
-            if (
-                own
-                and isinstance(node, ast.Assign)
-                and any(
-                    isinstance(t, ast.Attribute)
-                    and t.attr == expr.attr
-                    and isinstance(t.value, ast.Name)
-                    and t.value.id == own[0].arg
-                    for t in node.targets
-                )
-            ):
-                value = resolver.resolve(node.value, resolver.scope_of(saving), depth + 1)
-                results.append(value)
+            if isinstance(node, ast.Assign) and any(dotted(t) == spelled for t in node.targets):
+                results.append(resolver.resolve(node.value, resolver.scope_of(saving), depth + 1))
     if not results or len({(r.kind, r.is_class) for r in results}) != 1:
         return None
     return results[0] if results[0].kind is not Kind.UNKNOWN else None
