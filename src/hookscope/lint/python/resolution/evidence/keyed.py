@@ -53,16 +53,13 @@ def _in_method(
     something else there, ``None`` when it says nothing."""
     evidence: Resolved | None = None
     shown = f"{holder}[{key!r}]"
+    family = f"in {cls}.{getattr(method, 'name', '?')}, of the same class family"
     for node in ast.walk(method):
         if isinstance(node, ast.Assign) and any(_is(t, holder, key) for t in node.targets):
             stored = owner.resolve(node.value, where)
             if stored.kind is Kind.MODULE and not stored.is_class:
-                evidence = evidence or Resolved(
-                    Kind.MODULE,
-                    name=key,
-                    via=f"{shown} = {ast.unparse(node.value)} at {owner.file.path}:"
-                    f"{node.lineno}, in {cls}.{getattr(method, 'name', '?')}, of the same class family",
-                )
+                via = f"{shown} = {ast.unparse(node.value)} at {owner.file.path}:{node.lineno}"
+                evidence = evidence or Resolved(Kind.MODULE, name=key, via=f"{via}, {family}")
             elif stored.kind is not Kind.UNKNOWN or stored.is_class:
                 return False
         elif (
@@ -72,13 +69,8 @@ def _in_method(
             and _is(node.func.value, holder, key)
             and module_method(owner, node, where)
         ):
-            evidence = Resolved(
-                Kind.MODULE,
-                name=key,
-                via=f"{shown}.{node.func.attr}(...) at {owner.file.path}:{node.lineno}, in "
-                f"{cls}.{getattr(method, 'name', '?')}, of the same class family: only torch "
-                "modules have it",
-            )
+            via = f"{shown}.{node.func.attr}(...) at {owner.file.path}:{node.lineno}, {family}"
+            evidence = Resolved(Kind.MODULE, name=key, via=f"{via}: only torch modules have it")
     return evidence
 
 
