@@ -33,9 +33,8 @@ def alias_used_as_module(resolver: Context, receiver: ast.expr, scope: Scope) ->
                 used = resolver.used_as_module(value, current)
                 if used is None or used.kind is not Kind.MODULE:
                     return None
-                return Resolved(
-                    Kind.MODULE, name=receiver.id, via=f"{receiver.id} = {value.id}, and {used.via}"
-                )
+                via = f"{receiver.id} = {value.id}, and {used.via}"
+                return Resolved(Kind.MODULE, name=receiver.id, via=via)
         current = current.parent
     return None
 
