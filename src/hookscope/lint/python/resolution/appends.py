@@ -12,10 +12,8 @@ import ast
 
 from hookscope.lint.python.parse.bindings import dotted, own_nodes
 from hookscope.lint.python.parse.pyfile import Scope
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.kinds import Kind
-
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def filled_with(

@@ -11,12 +11,10 @@ from dataclasses import replace
 from hookscope.lint.python.parse.bindings import dotted
 from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.classes import base_names
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.crossfile import foreign, foreign_in
 from hookscope.lint.python.resolution.kinds import MAX_DEPTH, Kind, Resolved
 from hookscope.lint.python.resolution.typehints import instance_class
-
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def own_methods(cls: ast.ClassDef) -> dict[str, Function]:

@@ -12,12 +12,10 @@ from hookscope.lint.python.facts import known
 from hookscope.lint.python.parse.bindings import Binding, dotted, returned
 from hookscope.lint.python.parse.calls import names_used
 from hookscope.lint.python.parse.pyfile import Scope
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.crossfile import foreign_function, import_origin
 from hookscope.lint.python.resolution.kinds import UNKNOWN, Kind, Resolved
 from hookscope.lint.python.resolution.methods import find_method
-
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def declared_by_callee(

@@ -15,12 +15,11 @@ from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.callsites.callees import add_passed
 from hookscope.lint.python.resolution.callsites.importers import MAX_IMPORTERS, importers
 from hookscope.lint.python.resolution.classes import base_names
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.crossfile import foreign_file, import_origin
 from hookscope.lint.python.resolution.kinds import Kind, Resolved, agreed
 from hookscope.lint.python.resolution.methods import is_staticmethod, own_methods
 
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 _BASES = frozenset({"Function", "InplaceFunction"})
 _SAVING = ("forward", "setup_context")  # the static methods that fill ``ctx``
 

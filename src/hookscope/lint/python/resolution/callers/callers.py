@@ -13,10 +13,8 @@ from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.callsites.callees import add_passed
 from hookscope.lint.python.resolution.callsites.constructors import constructions
 from hookscope.lint.python.resolution.callsites.importers import Site, function_calls, same_file
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.kinds import Resolved, agreed
-
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def _own_where(resolver: Context, name: str, line: int, is_class: bool) -> str:

@@ -23,13 +23,12 @@ from hookscope.lint.python.resolution.callsites.importers import (
     module_importers,
 )
 from hookscope.lint.python.resolution.classes import base_names, subclasses_by_base
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.crossfile import foreign_file
 from hookscope.lint.python.resolution.kinds import SETTLED, Kind, Resolved, agreed
 from hookscope.lint.python.resolution.methods import find_method, is_staticmethod
 from hookscope.lint.python.resolution.signatures import used_here
 
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 LookUp = Callable[[Context, Function, Scope, str, int], "Resolved | None"]
 
 

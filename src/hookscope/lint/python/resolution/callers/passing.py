@@ -18,11 +18,9 @@ from hookscope.lint.python.resolution.callsites.callees import (
     runs_another,
     skipped,
 )
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.kinds import SETTLED, Kind, Resolved, agreed
 from hookscope.lint.python.resolution.signatures import argument_for, is_none, used_here
-
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def unseen(

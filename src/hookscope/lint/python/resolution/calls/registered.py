@@ -13,10 +13,9 @@ import weakref
 
 from hookscope.lint.python.parse.bindings import dotted
 from hookscope.lint.python.parse.pyfile import Scope
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
 
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 _BACKWARD = frozenset(
     {"register_full_backward_hook", "register_full_backward_pre_hook", "register_backward_hook"}
     # global hooks (``torch.nn.modules.module``): torch calls them with every module

@@ -11,12 +11,11 @@ from __future__ import annotations
 import ast
 
 from hookscope.lint.python.parse.pyfile import Scope
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.kinds import Kind, Resolved, agreed
 from hookscope.lint.python.resolution.methods import find_method, is_classmethod, is_staticmethod
 from hookscope.lint.python.resolution.signatures import argument_for, left_none
 
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 Site = tuple[ast.Call, Scope]
 
 

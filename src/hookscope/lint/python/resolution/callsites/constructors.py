@@ -27,11 +27,10 @@ from hookscope.lint.python.resolution.callsites.importers import (
     same_file,
 )
 from hookscope.lint.python.resolution.classes import descendants
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.crossfile import foreign_file
 from hookscope.lint.python.resolution.methods import find_method
 
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 _INERT_CALLS = ("isinstance", "issubclass", "super")
 
 

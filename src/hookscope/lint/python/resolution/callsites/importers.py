@@ -23,7 +23,6 @@ from hookscope.lint.python.resolution.crossfile import foreign_file
 from hookscope.lint.python.resolution.kinds import NAMESPACE, Kind
 from hookscope.lint.python.resolution.signatures import used_here
 
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 # A call, the resolver of its file, and the calling scope.
 Site = tuple["Context", ast.Call, Scope]
 

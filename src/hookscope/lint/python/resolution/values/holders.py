@@ -15,12 +15,10 @@ from dataclasses import replace
 
 from hookscope.lint.python.parse.bindings import Binding, dotted, own_nodes
 from hookscope.lint.python.resolution.appends import filled_with
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.crossfile import foreign
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
 from hookscope.lint.python.resolution.methods import own_methods
-
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def appended(resolver: Context, binding: Binding, depth: int) -> Resolved | None:
