@@ -14,14 +14,12 @@ from collections.abc import Iterator
 
 from hookscope.lint.python.parse.pyfile import CallSite, Scope
 from hookscope.lint.python.resolution.classes import base_names
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.crossfile import foreign
 from hookscope.lint.python.resolution.getattrs import is_getattr, picked_submodule
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
 from hookscope.lint.python.resolution.methods import imported_base
 from hookscope.lint.python.resolution.uses import module_method
-
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def keyed_entry(resolver: Context, receiver: ast.expr, site: CallSite) -> Resolved | None:
@@ -35,7 +33,7 @@ def keyed_entry(resolver: Context, receiver: ast.expr, site: CallSite) -> Resolv
     evidence: Resolved | None = None
     for owner, family in _lineage(resolver, cls):
         for method in family.body:
-            if not isinstance(method, _FUNCTIONS):
+            if not isinstance(method, Function):
                 continue
             where = owner.scope_of(method)
             found = _in_method(owner, method, where, holder, key, family.name)
@@ -96,7 +94,7 @@ def _delegates(owner: Context, cls: ast.ClassDef) -> list[tuple[Context, ast.Cla
     out as that class lays it out)."""
     out: list[tuple[Context, ast.ClassDef]] = []
     for method in cls.body:
-        if not isinstance(method, _FUNCTIONS):
+        if not isinstance(method, Function):
             continue
         for stmt in method.body:
             value = stmt.value if isinstance(stmt, ast.Return) else None

@@ -10,10 +10,8 @@ from dataclasses import replace
 
 from hookscope.lint.python.parse.bindings import Binding
 from hookscope.lint.python.parse.pyfile import Scope
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
-
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def declared_type(
@@ -22,7 +20,7 @@ def declared_type(
     """What the one declaration ``name: T`` of a function body says ``name`` is, when ``T``
     resolves to a known kind and ``name`` has other bindings too; ``None`` otherwise."""
     func = scope.node
-    if not bindings or len(bindings) < 2 or not isinstance(func, _FUNCTIONS):
+    if not bindings or len(bindings) < 2 or not isinstance(func, Function):
         return None
     args = func.args
     params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
