@@ -14,13 +14,11 @@ from hookscope.lint.python.facts import known
 from hookscope.lint.python.parse.bindings import dotted, returned
 from hookscope.lint.python.parse.decode import decode_python
 from hookscope.lint.python.parse.pyfile import PyFile, Scope
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.kinds import MAX_DEPTH, UNKNOWN, Kind, Resolved
 
 
-def fixture_def(
-    resolver: Context, name: str, scope: Scope
-) -> tuple[Context, ast.FunctionDef | ast.AsyncFunctionDef] | None:
+def fixture_def(resolver: Context, name: str, scope: Scope) -> tuple[Context, Function] | None:
     """The pytest fixture ``name`` a parameter of ``scope`` receives (of the test class
     around it, of this file, or of a ``conftest.py``), with the resolver of its file."""
     stmt = _local_fixture(resolver, name, scope)
@@ -73,9 +71,7 @@ def _conftest_yield(resolver: Context, name: str, depth: int) -> Resolved | None
     return Resolved(Kind.MODULE, name=name, via=f"pytest fixture {name}() at {where} yields one")
 
 
-def _local_fixture(
-    resolver: Context, name: str, scope: Scope
-) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+def _local_fixture(resolver: Context, name: str, scope: Scope) -> Function | None:
     """The fixture ``name`` of the test class around ``scope``, else of this file."""
     owners = [*([scope.cls] if scope.cls is not None else []), resolver.file.tree]
     for owner in owners:
@@ -215,9 +211,7 @@ def foreign_in(resolver: Context, cls_name: str, module: str) -> Context | None:
     return foreign_file(resolver, files.pop()) if len(files) == 1 else None
 
 
-def foreign_function(
-    resolver: Context, factory: str
-) -> tuple[Context, ast.FunctionDef | ast.AsyncFunctionDef] | None:
+def foreign_function(resolver: Context, factory: str) -> tuple[Context, Function] | None:
     """The definition of the project function ``module:name`` (one only) in its own file."""
     module, _, name = factory.partition(":")
     chosen = _chosen(resolver, name, module)

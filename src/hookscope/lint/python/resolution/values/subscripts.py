@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from hookscope.lint.python.parse.bindings import Binding, returned
 from hookscope.lint.python.parse.pyfile import Scope
-from hookscope.lint.python.resolution.context import Context, bound_around
+from hookscope.lint.python.resolution.context import Context, Function, bound_around
 from hookscope.lint.python.resolution.crossfile import fixture_def
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
 from hookscope.lint.python.resolution.literals import entry_of, literal_element, member
@@ -38,12 +38,9 @@ def subscript(resolver: Context, expr: ast.Subscript, scope: Scope, depth: int) 
     found = member(resolver, base, scope)
     if base.elem is not None and base.via and not found.via:  # ``children[0]``
         found = replace(found, via=f"an element of {base.via}")
-    if found.kind is Kind.UNKNOWN and base.cls and not base.is_class:
-        item = (
-            None
-            if isinstance(expr.slice, ast.Slice)
-            else method_value(resolver, base.cls, "__getitem__", depth)
-        )  # ``ensemble[0]``
+    on_instance = found.kind is Kind.UNKNOWN and base.cls and not base.is_class
+    if on_instance and not isinstance(expr.slice, ast.Slice):  # ``ensemble[0]``
+        item = method_value(resolver, base.cls, "__getitem__", depth)
         if item is not None:
             return item
     if found.kind is Kind.UNKNOWN and base.kind is not Kind.MODULE:
@@ -99,9 +96,7 @@ def _item(resolver: Context, binding: Binding, position: int, depth: int) -> Res
     return None if result.kind is Kind.UNKNOWN else result
 
 
-def _returned_item(
-    owner: Context, func: ast.FunctionDef | ast.AsyncFunctionDef, position: int, depth: int
-) -> Resolved | None:
+def _returned_item(owner: Context, func: Function, position: int, depth: int) -> Resolved | None:
     """Element ``position`` of what the fixture ``func`` returns or yields, when each of
     its returns (yields) is a tuple that long."""
     returns, yields = returned(func)
