@@ -129,14 +129,11 @@ def parameter(
     return first(PARAMETERS, ctx, scope, name, depth)
 
 
-def _declared(
-    ctx: Context, scope: Scope, bindings: list[Binding] | None, name: str, depth: int
-) -> Resolved | None:
-    return declared_type(ctx, scope, bindings, name)
-
-
 # What a name is, before its bindings in ``scope`` are combined.
-NAMES: list[Named] = [parameter, _declared]
+NAMES: list[Named] = [
+    parameter,
+    lambda ctx, scope, bindings, name, depth: declared_type(ctx, scope, bindings, name),
+]
 
 
 # -- what a binding with an expression gives, by its kind (others: `VALUE`) ---------
