@@ -33,6 +33,8 @@ from hookscope.lint.python.resolution.uses import (
     torch_loaded,
 )
 
+_ONLY_MODULES = "only torch modules have it"
+
 
 def _module_only(resolver: Context, method: str) -> bool:
     """Whether ``x.method(...)`` says ``x`` is a module: only torch modules have the method,
@@ -69,13 +71,9 @@ def used_by_siblings(resolver: Context, receiver: ast.expr, scope: Scope) -> Res
                     and _module_only(resolver, node.func.attr)
                     and dotted(node.func.value) == f"{own[0].arg}.{receiver.attr}"
                 ):
-                    hit = f"{dotted(node.func)}(...) in {other.name}"
-                    return Resolved(
-                        Kind.MODULE,
-                        name=receiver.attr,
-                        via=f"{hit} at {resolver.file.path}:{node.lineno}: only torch modules "
-                        "have it",
-                    )
+                    where = f"{resolver.file.path}:{node.lineno}"
+                    via = f"{dotted(node.func)}(...) in {other.name} at {where}"
+                    return Resolved(Kind.MODULE, name=receiver.attr, via=f"{via}: {_ONLY_MODULES}")
     return None
 
 
@@ -90,7 +88,7 @@ def used_as_module(resolver: Context, receiver: ast.expr, scope: Scope) -> Resol
     loaded = torch_loaded(resolver, receiver, scope)
     for node, where in _calls_naming(resolver, scope, path, is_self_attr):
         func = node.func
-        hit, why = "", "only torch modules have it"
+        hit, why = "", _ONLY_MODULES
         if (
             isinstance(func, ast.Attribute)
             and _same(func.value, path, is_self_attr)
@@ -104,11 +102,8 @@ def used_as_module(resolver: Context, receiver: ast.expr, scope: Scope) -> Resol
             if name:
                 hit, why = f"{name}({path}, ...)", "it takes a torch module"
         if hit:
-            return Resolved(
-                Kind.MODULE,
-                name=path.rsplit(".", 1)[-1],
-                via=f"{hit} at {resolver.file.path}:{node.lineno}: {why}",
-            )
+            via = f"{hit} at {resolver.file.path}:{node.lineno}: {why}"
+            return Resolved(Kind.MODULE, name=path.rsplit(".", 1)[-1], via=via)
         for arg in [*node.args, *(k.value for k in node.keywords)]:
             if _same(arg, path, is_self_attr):
                 declared = declared_by_callee(resolver, node, arg, where)
@@ -142,12 +137,9 @@ def _used_by_callee(
             and method.value.id == param.arg
             and module_method(owner, node, owner.scope_of(func))
         ):
+            via = f"passed to {func.name}({param.arg}), which calls {param.arg}.{method.attr}(...)"
             where = f"{owner.file.path}:{node.lineno}"
-            return Resolved(
-                Kind.MODULE,
-                via=f"passed to {func.name}({param.arg}), which calls {param.arg}."
-                f"{method.attr}(...) at {where}: only torch modules have it",
-            )
+            return Resolved(Kind.MODULE, via=f"{via} at {where}: {_ONLY_MODULES}")
     return None
 
 
