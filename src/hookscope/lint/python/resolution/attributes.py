@@ -120,9 +120,6 @@ def in_subclasses(
     if first.kind is Kind.UNKNOWN:
         return None
     shown = f" ({first.via})" if first.via else ""
-    return replace(
-        first,
-        cls=first.cls if len({r.cls for r in results}) == 1 else "",
-        via=f"every one of the {len(results)} subclass(es) of {cls_name} binding {attr} "
-        f"agrees{shown}",
-    )
+    cls = first.cls if len({r.cls for r in results}) == 1 else ""
+    via = f"every one of the {len(results)} subclass(es) of {cls_name} binding {attr} agrees{shown}"
+    return replace(first, cls=cls, via=via)

@@ -112,16 +112,10 @@ def built_by_classmethod(
     shown = f"{cls_name}.{method.name}() at {where.file.path}:{method.lineno}"
     if is_staticmethod(method):  # a factory: what it returns, not an instance of its class
         shown = f" ({result.via})" if result.via else ""
-        return replace(
-            result, name=func.attr, via=f"static {cls_name}.{method.name}() returns it{shown}"
-        )
-    shown = f"classmethod {shown}"
-    return replace(
-        result,
-        name=func.attr,
-        cls=instance_class(resolver.file, resolver.index, cls_name) or result.cls,
-        via=f"{shown} returns an instance",
-    )
+        via = f"static {cls_name}.{method.name}() returns it{shown}"
+        return replace(result, name=func.attr, via=via)
+    cls = instance_class(resolver.file, resolver.index, cls_name) or result.cls
+    return replace(result, name=func.attr, cls=cls, via=f"classmethod {shown} returns an instance")
 
 
 def method_value(resolver: Context, cls_name: str, name: str, depth: int) -> Resolved | None:
