@@ -293,9 +293,8 @@ def import_names(other: Context, origin: str, name: str, where: str) -> bool:
     module, _, attr = origin.rpartition(".")
     if attr != name:
         return False
-    chosen = other.index.functions_in(name, module, other.where) or other.index.functions.get(
-        name, ()
-    )
+    index = other.index
+    chosen = index.functions_in(name, module, other.where) or index.functions.get(name, ())
     if chosen:
         return len(chosen) == 1 and chosen[0][3].rpartition(":")[0] == where
     defs = other.index.defs.get(name, ())
@@ -310,9 +309,8 @@ def _runs(other: Context, call: ast.Call, scope: Scope, name: str, where: str) -
     module, _, called = found.factory.partition(":")
     if called != name:
         return False
-    chosen = other.index.functions_in(name, module, other.where) or other.index.functions.get(
-        name, ()
-    )
+    index = other.index
+    chosen = index.functions_in(name, module, other.where) or index.functions.get(name, ())
     return len(chosen) == 1 and chosen[0][3].rpartition(":")[0] == where
 
 
