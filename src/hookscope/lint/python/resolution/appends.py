@@ -1,14 +1,9 @@
 """What is put in lists and dicts after they are made: ``layers = []`` then
 ``layers.append(Block())``, ``models = {}`` then ``models["a"] = Block()`` (helpers of
-`holders`, `containers`).
-
-An empty list display says nothing of its elements; what the code then puts in it does.
-For a local name, the appends are those of the function that made the list (not of
-functions nested in it); for ``self.blocks = []``, those of every method of the class
-on ``self.blocks``. ``append(x)``, ``insert(i, x)``, ``extend([...])`` and ``+= [...]``
-count, and the elements are known when every value so added resolves to one kind; an
-``extend`` or ``+=`` of anything but a display leaves them unknown. ``x[key] = value``
-counts for both.
+`holders`, `containers`). For a local name, the appends of the function that made it (not
+of nested ones); for ``self.blocks = []``, those of every method of the class.
+``append``, ``insert``, ``extend([...])``, ``+= [...]`` and ``x[key] = value`` count; an
+``extend`` or ``+=`` of anything but a display leaves the elements unknown.
 """
 
 from __future__ import annotations
@@ -17,10 +12,8 @@ import ast
 
 from hookscope.lint.python.parse.bindings import dotted, own_nodes
 from hookscope.lint.python.parse.pyfile import Scope
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.kinds import Kind
-
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def filled_with(

@@ -1,9 +1,6 @@
-"""Attributes of instances of a class: where ``obj.x`` was bound, for the resolver.
-
-``x`` is looked up in the class's ``self.x = ...`` assignments, annotations and body
-(`attributes.class_attributes`), then in its bases (same file, an import, or another file
-through the project index), and for a mixin that assigns none, in its subclasses.
-``self.__class__.x`` and ``type(self).x`` name the same attribute as ``self.x``.
+"""Attributes of instances of a class: where ``obj.x`` was bound, for the resolver: the
+class's ``self.x = ...`` assignments, annotations and body, then its bases (same file, an
+import, or another file), and for a mixin that assigns none, its subclasses.
 """
 
 from __future__ import annotations
@@ -81,10 +78,6 @@ def _indexed_attr(
     return resolver, []
 
 
-# A base of more project classes than this (a family's root) is not looked below.
-MAX_SUBCLASSES = 20
-
-
 def is_none_binding(binding: Binding) -> bool:
     """``x = None`` (or the class placeholder ``x = type(None)``): a placeholder that no
     ``.forward(...)`` call can have reached."""
@@ -110,7 +103,7 @@ def in_subclasses(
         return None  # a method
     if not placeholder and bound_here.search(resolver.file.text):
         return None  # bound or defined here (a masked parse may lack it)
-    subclasses = descendants(resolver.index, cls_name, MAX_SUBCLASSES)
+    subclasses = descendants(resolver.index, cls_name)
     if subclasses is None or depth >= MAX_DEPTH:
         return None
     results: list[Resolved] = []
@@ -127,9 +120,6 @@ def in_subclasses(
     if first.kind is Kind.UNKNOWN:
         return None
     shown = f" ({first.via})" if first.via else ""
-    return replace(
-        first,
-        cls=first.cls if len({r.cls for r in results}) == 1 else "",
-        via=f"every one of the {len(results)} subclass(es) of {cls_name} binding {attr} "
-        f"agrees{shown}",
-    )
+    cls = first.cls if len({r.cls for r in results}) == 1 else ""
+    via = f"every one of the {len(results)} subclass(es) of {cls_name} binding {attr} agrees{shown}"
+    return replace(first, cls=cls, via=via)

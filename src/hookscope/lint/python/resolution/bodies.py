@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import weakref
+from typing import TypeGuard
 
 from hookscope.lint.python.facts import known
 from hookscope.lint.python.parse.bindings import dotted
@@ -20,16 +21,11 @@ from hookscope.lint.python.parse.bindings import dotted
 # Module-only methods a class calls on itself: `known.MODULE_ONLY_METHODS` without those
 # wrappers define too (``eval``, ``zero_grad``, ``load_state_dict``, ``requires_grad_``)
 # and those a class rarely calls on itself.
-_SELF_MODULE_METHODS = known.MODULE_ONLY_METHODS - {
-    "eval",
-    "zero_grad",
-    "load_state_dict",
-    "requires_grad_",
-    "_call_impl",
-    "get_parameter",
-    "register_backward_hook",
-}
+_SELF_MODULE_METHODS = known.MODULE_ONLY_METHODS - known.names(
+    "eval zero_grad load_state_dict requires_grad_ _call_impl get_parameter register_backward_hook"
+)
 _LAYERS = (known.TORCH_NN_MODULES - {"Module"}) | {"Parameter"}
+Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 # tree -> (prefixes spelling ``torch.nn.``, {bare name: torch.nn class}), by its imports
 _TORCH_NN: weakref.WeakKeyDictionary[ast.Module, tuple[tuple[str, ...], dict[str, str]]]
@@ -44,9 +40,7 @@ def module_evidence(cls: ast.ClassDef, path: str, tree: ast.Module) -> str:
     if not prefixes and not bare:
         return ""
     methods = {
-        stmt.name: stmt
-        for stmt in cls.body
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+        s.name: s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
     # ``self.modules = Net()``: an attribute of that name, not ``nn.Module.modules``
     defined = set(methods) | _assigned_on_self(cls)
@@ -64,11 +58,9 @@ def module_evidence(cls: ast.ClassDef, path: str, tree: ast.Module) -> str:
         for node in ast.walk(method):
             if (
                 isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
+                and _of_name(node.func, self_name)
                 and node.func.attr in _SELF_MODULE_METHODS
                 and node.func.attr not in defined
-                and isinstance(node.func.value, ast.Name)
-                and node.func.value.id == self_name
             ):
                 return f"{_shown(node)} at {path}:{node.lineno}"
     return _training_in_forward(cls, methods.get("forward"), path)
@@ -87,27 +79,15 @@ def _assigned_on_self(cls: ast.ClassDef) -> set[str]:
     }
 
 
-def _training_in_forward(
-    cls: ast.ClassDef, forward: ast.FunctionDef | ast.AsyncFunctionDef | None, path: str
-) -> str:
+def _training_in_forward(cls: ast.ClassDef, forward: Function | None, path: str) -> str:
     """``self.training`` read in the class's own ``forward`` (``nn.Module``'s train/eval
     flag), when no method of the class sets ``self.training`` itself."""
     args = [*forward.args.posonlyargs, *forward.args.args] if forward is not None else []
     if forward is None or not args:
         return ""
     self_name = args[0].arg
-    read = next(
-        (
-            n
-            for n in ast.walk(forward)
-            if isinstance(n, ast.Attribute)
-            and n.attr == "training"
-            and isinstance(n.ctx, ast.Load)
-            and isinstance(n.value, ast.Name)
-            and n.value.id == self_name
-        ),
-        None,
-    )
+    reads = (n for n in ast.walk(forward) if _of_name(n, self_name) and n.attr == "training")
+    read = next((n for n in reads if isinstance(n.ctx, ast.Load)), None)
     if read is None or any(
         isinstance(n, ast.Attribute) and n.attr == "training" and isinstance(n.ctx, ast.Store)
         for n in ast.walk(cls)
@@ -116,7 +96,7 @@ def _training_in_forward(
     return f"{self_name}.training read in forward at {path}:{read.lineno}"
 
 
-def _calls_base_init(init: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+def _calls_base_init(init: Function) -> bool:
     """``super().__init__(...)``, ``super(Cls, self).__init__(...)`` or ``Base.__init__(self)``."""
     for node in ast.walk(init):
         if not (
@@ -159,7 +139,7 @@ def _torch_nn(tree: ast.Module) -> tuple[tuple[str, ...], dict[str, str]]:
 
 
 def _layer_assigned(
-    init: ast.FunctionDef | ast.AsyncFunctionDef, prefixes: tuple[str, ...], bare: dict[str, str]
+    init: Function, prefixes: tuple[str, ...], bare: dict[str, str]
 ) -> ast.Assign | None:
     """The first ``self.x = nn.<Layer>(...)`` of ``__init__`` (``torch.nn`` as the file
     spells it)."""
@@ -173,15 +153,19 @@ def _layer_assigned(
                 (path.startswith(prefixes) or path in bare)
                 and layer in _LAYERS
                 and not layer.endswith("Loss")
-                and any(
-                    isinstance(t, ast.Attribute)
-                    and isinstance(t.value, ast.Name)
-                    and t.value.id == self_name
-                    for t in node.targets
-                )
+                and any(_of_name(t, self_name) for t in node.targets)
             ):
                 return node
     return None
+
+
+def _of_name(node: ast.AST, name: str) -> TypeGuard[ast.Attribute]:
+    """Whether ``node`` is an attribute of the bare name ``name`` (``self.fc``)."""
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == name
+    )
 
 
 def _shown(node: ast.AST) -> str:
@@ -194,11 +178,7 @@ def _shown(node: ast.AST) -> str:
     return ast.unparse(node)
 
 
-def returned_module(
-    func: ast.FunctionDef | ast.AsyncFunctionDef,
-    returns: list[ast.expr],
-    lookalikes: frozenset[str],
-) -> str:
+def returned_module(func: Function, returns: list[ast.expr], lookalikes: frozenset[str]) -> str:
     """What shows that a function returns a module: every return gives one local name, on
     which it calls a module-only method (``model.eval()``; not one of ``lookalikes``)
     outside nested functions; ``""`` when nothing does."""
@@ -213,9 +193,7 @@ def returned_module(
             continue
         if (
             isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and isinstance(node.func.value, ast.Name)
-            and node.func.value.id == name
+            and _of_name(node.func, name)
             and node.func.attr in known.MODULE_ONLY_METHODS
             and node.func.attr not in lookalikes
         ):

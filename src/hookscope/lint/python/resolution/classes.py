@@ -1,9 +1,6 @@
-"""What a class is, as far as hooks are concerned: a module, a hookless module, or not.
-
-A class's kind comes from its bases, followed through the same file, the project index
-(the definition in the module an import or a dotted name names), the facts of `known`
-and `libraries`, and installed packages (`third_party`).
-"""
+"""What a class is (a module, a hookless module, or not), from its bases followed through
+the same file, the project index, the facts of `known` and `libraries`, and installed
+packages (`third_party`)."""
 
 from __future__ import annotations
 
@@ -71,8 +68,8 @@ class ClassKinds:
         return tuple(self._library_base(base) for base in bases)
 
     def _library_base(self, base: str) -> str:
-        """``base`` with its imported name spelled out; a dotted base (``made.MADE`` after
-        ``import nflows.nn.nde.made as made``) only when that names a library module class."""
+        """``base`` with its imported name spelled out; a dotted one only when that names a
+        library module class."""
         assert self._from_imports is not None
         first, dot, rest = base.partition(".")
         if not dot:
@@ -153,8 +150,7 @@ class ClassKinds:
         return result
 
     def _installed(self, module: str, name: str) -> tuple[Kind, bool] | None:
-        """The kind of ``module``'s class ``name`` read from an installed package
-        (`third_party`); its evidence is kept in ``installed`` under ``module.name``."""
+        """``module``'s class ``name`` read from an installed package (`third_party`)."""
         found = installed_kind(self.index.root, self.file.path, module, name)
         if found is None:
             return None
@@ -168,8 +164,7 @@ class ClassKinds:
 
     def _foreign_library_bases(self, bases: tuple[str, ...], where: str) -> tuple[str, ...]:
         """The dotted bases of the class defined at ``where`` spelled through that file's own
-        imports (``made.MADE`` after ``import nflows.nn.nde.made as made``), for those that
-        name a class of an installed package; the index keeps dotted bases as written."""
+        imports (``made.MADE`` after ``import nflows.nn.nde.made as made``)."""
         if not any("." in base for base in bases):
             return bases
         try:  # (``where`` is absolute when there is no project root)
@@ -238,8 +233,7 @@ class ClassKinds:
         return result
 
     def _dropped(self, name: str) -> bool:
-        """Whether this file defines a class ``name`` that its masked parse (`regions`)
-        left out: a full parse must tell (the resolver's ``missed`` asks for one)."""
+        """Whether the masked parse left out a class ``name`` of this file (sets ``missed``)."""
         if getattr(self, "complete", True):
             return False
         if not re.search(rf"^[ \t]*class[ \t]+{re.escape(name)}\b", self.file.text, re.M):
@@ -250,8 +244,7 @@ class ClassKinds:
     def _by_body(
         self, name: str, located: tuple[tuple[tuple[str, ...], str], ...]
     ) -> tuple[Kind, bool] | None:
-        """A module, for the class ``name`` of another project file (one file defines
-        every ``located`` definition) whose own body shows it is one (`bodies`)."""
+        """A module, for the class ``name`` of one other project file whose body shows it."""
         files = {where.rpartition(":")[0] for _, where in located}
         if len(files) != 1:
             return None
@@ -360,6 +353,8 @@ def _through_imports(
     return f"{module}.{name}" if origin and installed(module, name) is not None else base
 
 
+# A base of more project classes than this (a family's root) is not looked below.
+MAX_SUBCLASSES = 20
 # class name -> the names of the project classes naming it as a base, for the index stamped
 _CHILDREN: dict[str, list[str]] = {}
 _CHILDREN_INDEX: list[tuple[int, int]] = [(0, 0)]
@@ -377,7 +372,7 @@ def subclasses_by_base(index: ClassIndex) -> dict[str, list[str]]:
     return _CHILDREN
 
 
-def descendants(index: ClassIndex, name: str, limit: int) -> list[str] | None:
+def descendants(index: ClassIndex, name: str, limit: int = MAX_SUBCLASSES) -> list[str] | None:
     """The project classes deriving from ``name`` at any depth (by name, nearest first
     along each line); ``None`` when there are more than ``limit`` (no file is read)."""
     children = subclasses_by_base(index)

@@ -97,3 +97,14 @@ class Context(Protocol):
 
     def submodule(self, receiver: ast.expr, site: CallSite) -> Resolved | None:
         """A module, when ``receiver`` is an attribute (or element) of a module instance."""
+
+
+def bound_around(ctx: Context, name: str, scope: Scope) -> tuple[Scope, list[Binding]] | None:
+    """The nearest scope from ``scope`` outwards that binds ``name``, with its bindings."""
+    current: Scope | None = scope
+    while current is not None:
+        bindings = ctx.bindings_of(current.node).get(name)
+        if bindings:
+            return current, bindings
+        current = current.parent
+    return None

@@ -1,11 +1,5 @@
 """Resolution through other files and imports: factories, fixtures, attributes, origins.
-
-What a function of another file returns is read from the project index (its
-return annotation, or the calls every ``return`` makes); a parameter named like
-a pytest fixture of the same file or of a ``conftest.py`` is what that fixture
-returns (a same-file fixture: what it yields). An attribute of an instance of a class
-defined in another file is resolved in that file (`foreign`), parsed on demand once per
-process.
+Another file is parsed on demand, once per process, and resolved in its own context.
 """
 
 from __future__ import annotations
@@ -15,22 +9,16 @@ import os
 from dataclasses import replace
 
 from hookscope.lint.engine.index import FunctionEntry, defined_in
-from hookscope.lint.engine.source import (
-    DEFAULT_MAX_FILE_SIZE,
-    Unreadable,
-    read_bytes,
-)
+from hookscope.lint.engine.source import DEFAULT_MAX_FILE_SIZE, Unreadable, read_bytes
 from hookscope.lint.python.facts import known
 from hookscope.lint.python.parse.bindings import dotted, returned
 from hookscope.lint.python.parse.decode import decode_python
 from hookscope.lint.python.parse.pyfile import PyFile, Scope
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.kinds import MAX_DEPTH, UNKNOWN, Kind, Resolved
 
 
-def fixture_def(
-    resolver: Context, name: str, scope: Scope
-) -> tuple[Context, ast.FunctionDef | ast.AsyncFunctionDef] | None:
+def fixture_def(resolver: Context, name: str, scope: Scope) -> tuple[Context, Function] | None:
     """The pytest fixture ``name`` a parameter of ``scope`` receives (of the test class
     around it, of this file, or of a ``conftest.py``), with the resolver of its file."""
     stmt = _local_fixture(resolver, name, scope)
@@ -72,13 +60,9 @@ def _conftest_yield(resolver: Context, name: str, depth: int) -> Resolved | None
     returns, yields = returned(stmt)
     here = os.path.dirname(resolver.where)
     above = os.path.dirname(entries[0][3].rpartition(":")[0])  # (from the root, as ``here``)
-    fixture = any(_is_fixture(d) for d in stmt.decorator_list)
-    if (
-        not fixture
-        or returns
-        or not yields
-        or (above and os.path.commonpath([here, above]) != above)
-    ):
+    if returns or not yields or not any(_is_fixture(d) for d in stmt.decorator_list):
+        return None
+    if above and os.path.commonpath([here, above]) != above:
         return None
     result = other.returns_of(stmt, depth)
     if result.elem is not Kind.MODULE:
@@ -87,9 +71,7 @@ def _conftest_yield(resolver: Context, name: str, depth: int) -> Resolved | None
     return Resolved(Kind.MODULE, name=name, via=f"pytest fixture {name}() at {where} yields one")
 
 
-def _local_fixture(
-    resolver: Context, name: str, scope: Scope
-) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+def _local_fixture(resolver: Context, name: str, scope: Scope) -> Function | None:
     """The fixture ``name`` of the test class around ``scope``, else of this file."""
     owners = [*([scope.cls] if scope.cls is not None else []), resolver.file.tree]
     for owner in owners:
@@ -169,7 +151,7 @@ def foreign(resolver: Context, cls_name: str) -> Context | None:
     """A resolver for the one project file that defines ``cls_name``; ``None`` if there is
     no such single file (unknown, defined in several files, unreadable, this file)."""
     files = {where.rpartition(":")[0] for _, where in resolver.index.defs.get(cls_name, ())}
-    return _resolver_of(resolver, files.pop()) if len(files) == 1 else None
+    return foreign_file(resolver, files.pop()) if len(files) == 1 else None
 
 
 def imported_name(resolver: Context, origin: str, depth: int) -> Resolved:
@@ -215,7 +197,7 @@ def imported_file(resolver: Context, module: str) -> Context | None:
         for candidate in (f"{rel}.py", f"{rel}/__init__.py"):
             where = os.path.normpath(os.path.join(folder, candidate))
             if os.path.isfile(os.path.join(resolver.index.root, where)):
-                return _resolver_of(resolver, where)
+                return foreign_file(resolver, where)
     return None
 
 
@@ -226,18 +208,16 @@ def foreign_in(resolver: Context, cls_name: str, module: str) -> Context | None:
         for _, where in resolver.index.defs.get(cls_name, ())
         if defined_in(where, module)
     }
-    return _resolver_of(resolver, files.pop()) if len(files) == 1 else None
+    return foreign_file(resolver, files.pop()) if len(files) == 1 else None
 
 
-def foreign_function(
-    resolver: Context, factory: str
-) -> tuple[Context, ast.FunctionDef | ast.AsyncFunctionDef] | None:
+def foreign_function(resolver: Context, factory: str) -> tuple[Context, Function] | None:
     """The definition of the project function ``module:name`` (one only) in its own file."""
     module, _, name = factory.partition(":")
     chosen = _chosen(resolver, name, module)
     if len(chosen) != 1:
         return None
-    other = _resolver_of(resolver, chosen[0][3].rpartition(":")[0])
+    other = foreign_file(resolver, chosen[0][3].rpartition(":")[0])
     if other is None:
         return None
     for stmt in other.file.tree.body:
@@ -246,26 +226,21 @@ def foreign_function(
     return None
 
 
-def foreign_file(resolver: Context, where: str) -> Context | None:
-    """A resolver for the project file ``where`` (relative to the root), parsed once per
-    index; ``None`` for this file or one that cannot be read."""
-    return _resolver_of(resolver, where)
-
-
 def class_def_of(
     resolver: Context, name: str, where: str
 ) -> tuple[ast.ClassDef, str, ast.Module] | None:
     """The class statement ``name`` of the project file ``where``, that file's path and
     tree (``None``: unreadable, not a class there, or this file)."""
-    other = _resolver_of(resolver, where)
+    other = foreign_file(resolver, where)
     found = other.file.classes.get(name) if other is not None else None
     if found is None or other is None:
         return None
     return found, other.file.path, other.file.tree
 
 
-def _resolver_of(resolver: Context, where: str) -> Context | None:
-    """A resolver for the project file ``where`` (parsed once per index), not this one."""
+def foreign_file(resolver: Context, where: str) -> Context | None:
+    """A resolver for the project file ``where`` (relative to the root), parsed once per
+    index; ``None`` for this file or one that cannot be read."""
     path = os.path.join(resolver.index.root, where) if resolver.index.root else where
     if os.path.abspath(path) == os.path.abspath(resolver.file.path):
         return None

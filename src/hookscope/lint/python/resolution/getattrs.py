@@ -1,10 +1,7 @@
-"""Submodules reached through ``getattr(self, "prefix" + name)``.
-
-A multi-task model keeps one head per task (``self._tagger_ner = CrfTagger(...)``) and
-picks one by name (``getattr(self, "_tagger_%s" % task).forward(...)``). When some of the
-attributes the prefix matches are library objects `literals.getattr_value` cannot
-type, they are still attributes of a module, so submodules (`evidence.submodule`); any
-that resolves to something else (a plain object, a string) leaves the call unresolved.
+"""Submodules reached through ``getattr(self, "prefix" + name)`` (one head per task,
+picked by name). Attributes the prefix matches that `literals.getattr_value` cannot type
+are still attributes of a module, so submodules; any that resolves to something else
+leaves the call unresolved.
 """
 
 from __future__ import annotations
@@ -48,10 +45,8 @@ def picked_submodule(resolver: Context, call: ast.Call, site: CallSite) -> Resol
         ):
             return None
     shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
-    return Resolved(
-        Kind.MODULE,
-        via=f"{ast.unparse(call)} is one of {shown}: submodules of `{ast.unparse(obj)}`",
-    )
+    via = f"{ast.unparse(call)} is one of {shown}: submodules of `{ast.unparse(obj)}`"
+    return Resolved(Kind.MODULE, via=via)
 
 
 def _plainly_bound(resolver: Context, obj: ast.expr, attr: str, site: CallSite) -> bool:

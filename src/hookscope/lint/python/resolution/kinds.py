@@ -97,9 +97,6 @@ def agreed(
     shown = " ".join(ast.unparse(call).split())
     shown = shown if len(shown) <= 40 else shown[:37] + "..."
     kind = "a module" if first.kind is Kind.MODULE else f"the same kind ({first.kind.value})"
-    return replace(
-        first,
-        name=first.name if name is None else name,
-        cls=first.cls if len({r.cls for _, _, r in results}) == 1 else "",
-        via=f"{what} passes {kind}: {shown} at {path}:{call.lineno}",
-    )
+    cls = first.cls if len({r.cls for _, _, r in results}) == 1 else ""
+    via = f"{what} passes {kind}: {shown} at {path}:{call.lineno}"
+    return replace(first, name=first.name if name is None else name, cls=cls, via=via)

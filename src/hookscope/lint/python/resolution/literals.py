@@ -1,9 +1,6 @@
-"""What literal displays, copies and ``RRef``s hold, as strategies read them (no strategy).
-
-``[A(), B()][i]`` and ``BUILDERS = {"a": build_a, ...}`` (here or in the project file it
-is imported from), ``list(model.children())`` / ``next(iter(models))`` (builtins that copy
-or pick elements), ``rref.to_here()`` for ``rref = RRef(value)``, and the attribute
-``getattr(obj, name)`` gives when every ``name`` it can take is known.
+"""What literal displays, copies and ``RRef``s hold, as strategies read them (no strategy):
+``[A(), B()][i]``, ``BUILDERS = {"a": build_a, ...}`` (here or imported), ``list(...)`` and
+``next(iter(...))``, ``rref.to_here()``, and ``getattr(obj, name)`` over known names.
 """
 
 from __future__ import annotations
@@ -15,7 +12,7 @@ from dataclasses import replace
 from hookscope.lint.python.parse.attributes import class_attributes, name_prefix
 from hookscope.lint.python.parse.bindings import dotted
 from hookscope.lint.python.parse.pyfile import Scope
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, bound_around
 from hookscope.lint.python.resolution.crossfile import imported_file
 from hookscope.lint.python.resolution.kinds import MAX_DEPTH, UNKNOWN, Kind, Resolved
 
@@ -37,12 +34,9 @@ def literal_element(
 
 
 def member(resolver: Context, base: Resolved, scope: Scope) -> Resolved:
-    """An element of ``base`` (indexed or iterated): the kind of its elements when known.
-
-    The elements of a ``ModuleList``/``Sequential``/``ModuleDict`` whose contents are not
-    known are modules, but in a class whose own ``__call__`` runs no torch hooks
-    (gpytorch's ``Module``) they are most likely of its family, so they stay unknown.
-    """
+    """An element of ``base`` (indexed or iterated): the kind of its elements when known;
+    a module for a torch container, unless in a hookless class (gpytorch's ``Module``),
+    where the elements are most likely of its family."""
     if base.elem is not None:
         return Resolved(base.elem, name=base.name, cls=base.elem_cls)
     if not base.container:
@@ -75,19 +69,16 @@ def rref_value(resolver: Context, node: ast.expr, scope: Scope, depth: int) -> R
     """The value an ``RRef(value, ...)`` holds (``rref.to_here()``), through one name."""
     if isinstance(node, ast.Call) and (dotted(node.func) or "").endswith("RRef"):
         return resolver.resolve(node.args[0], scope, depth + 1) if node.args else UNKNOWN
-    current: Scope | None = scope
-    while isinstance(node, ast.Name) and current is not None and depth <= MAX_DEPTH:
-        bindings = resolver.bindings_of(current.node).get(node.id)
-        if bindings:
-            results = {
-                rref_value(resolver, b.expr, resolver.scope_of(b.owner), depth + 1)
-                if b.kind == "value" and b.expr is not None
-                else UNKNOWN
-                for b in bindings
-            }
-            return results.pop() if len(results) == 1 else UNKNOWN
-        current = current.parent
-    return UNKNOWN
+    around = bound_around(resolver, node.id, scope) if isinstance(node, ast.Name) else None
+    if around is None or depth > MAX_DEPTH:
+        return UNKNOWN
+    results = {
+        rref_value(resolver, b.expr, resolver.scope_of(b.owner), depth + 1)
+        if b.kind == "value" and b.expr is not None
+        else UNKNOWN
+        for b in around[1]
+    }
+    return results.pop() if len(results) == 1 else UNKNOWN
 
 
 def getattr_value(resolver: Context, call: ast.Call, scope: Scope, depth: int) -> Resolved:
@@ -100,14 +91,10 @@ def getattr_value(resolver: Context, call: ast.Call, scope: Scope, depth: int) -
     names = attribute_names(resolver, obj, name, scope, depth)
     if not names:
         return UNKNOWN
-    results = [
-        resolver.resolve(
-            ast.copy_location(ast.Attribute(value=obj, attr=n, ctx=ast.Load()), call),
-            scope,
-            depth + 1,
-        )
-        for n in names
+    attrs = [
+        ast.copy_location(ast.Attribute(value=obj, attr=n, ctx=ast.Load()), call) for n in names
     ]
+    results = [resolver.resolve(attr, scope, depth + 1) for attr in attrs]
     kinds = {(r.kind, r.is_class) for r in results}
     if len(kinds) != 1 or results[0].kind is Kind.UNKNOWN:
         return UNKNOWN
@@ -146,37 +133,34 @@ def attribute_names(
 
 
 DISPLAYS = (ast.Dict, ast.List, ast.Tuple)
+# A literal display, the resolver of its file and the scope node it is evaluated in.
+Display = tuple[Context, ast.Dict | ast.List | ast.Tuple, ast.AST]
 
 
-def named_display(
-    resolver: Context, name: ast.Name, scope: Scope
-) -> tuple[Context, ast.Dict | ast.List | ast.Tuple, ast.AST] | None:
+def named_display(resolver: Context, name: ast.Name, scope: Scope) -> Display | None:
     """The one literal display a name is bound to (``BUILDERS = {"a": build_a, ...}``),
     here or in the project file it is imported from, with that file's resolver and the
     scope node it is evaluated in."""
-    current: Scope | None = scope
-    while current is not None:
-        bindings = resolver.bindings_of(current.node).get(name.id)
-        if bindings:
-            break
-        current = current.parent
-    else:
+    around = bound_around(resolver, name.id, scope)
+    if around is None or len(around[1]) != 1:
         return None
-    if len(bindings) != 1:
-        return None
-    binding = bindings[0]
+    binding = around[1][0]
     if binding.kind == "value" and isinstance(binding.expr, DISPLAYS):
         return resolver, binding.expr, binding.owner
     if binding.kind != "import":
         return None
     module, _, attr = binding.origin.rpartition(".")
+    return module_display(resolver, module, attr)
+
+
+def module_display(resolver: Context, module: str, name: str) -> Display | None:
+    """The literal display bound to the module-level ``name`` of the project module ``module``."""
     other = imported_file(resolver, module)
-    if other is None:
+    found = other.bindings_of(other.file.tree).get(name, []) if other is not None else []
+    value = found[0].expr if len(found) == 1 and found[0].kind == "value" else None
+    if other is None or not isinstance(value, DISPLAYS):
         return None
-    found = other.bindings_of(other.file.tree).get(attr, [])
-    if len(found) == 1 and found[0].kind == "value" and isinstance(found[0].expr, DISPLAYS):
-        return other, found[0].expr, other.file.tree
-    return None
+    return other, value, other.file.tree
 
 
 def entry_of(resolver: Context, name: ast.Name, scope: Scope, depth: int) -> Resolved | None:
@@ -202,8 +186,8 @@ def copied_elements(
     """``list(x)`` (``tuple``, ``sorted``, ``reversed``, ``iter``) holding the elements of
     ``x``, ``dict(pairs)`` holding their second items, ``next(x)`` one element of ``x``:
     when those elements are known (``model.children()`` gives modules)."""
-    if builtin not in _COPIES or _shadowed(resolver, builtin, scope):
-        return None
+    if builtin not in _COPIES or bound_around(resolver, builtin, scope):
+        return None  # (a name bound around ``scope`` is not the builtin)
     position = 1 if builtin == "dict" else None
     inner = resolver.element(arg, position, scope, depth + 1)
     if inner.kind is Kind.UNKNOWN:
@@ -227,16 +211,6 @@ def picks_from(expr: ast.Call) -> bool:
         and expr.func.id in ("min", "max")
         and all(k.arg == "key" for k in expr.keywords)
     )
-
-
-def _shadowed(resolver: Context, name: str, scope: Scope) -> bool:
-    """Whether ``name`` is bound in ``scope`` or around it (not the builtin there)."""
-    current: Scope | None = scope
-    while current is not None:
-        if resolver.bindings_of(current.node).get(name):
-            return True
-        current = current.parent
-    return False
 
 
 def one_class(first: Resolved, results: list[Resolved]) -> Resolved:

@@ -1,8 +1,6 @@
-"""Class methods that build instances: ``Net.build(cfg)`` and ``super().build(cfg)``.
-
-A ``@classmethod`` whose returns resolve to instances (``return cls(...)``) is a factory of
-the class it is called on, followed through ``super().build_model(...)`` into the base
-classes, in this file or in the project files that define them.
+"""Class methods that build instances: a ``@classmethod`` returning ``cls(...)`` builds
+the class it is called on (``Net.build(cfg)``), followed through ``super().build(cfg)``
+into the bases, in this file or in the project files that define them.
 """
 
 from __future__ import annotations
@@ -13,12 +11,10 @@ from dataclasses import replace
 from hookscope.lint.python.parse.bindings import dotted
 from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.classes import base_names
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.crossfile import foreign, foreign_in
 from hookscope.lint.python.resolution.kinds import MAX_DEPTH, Kind, Resolved
 from hookscope.lint.python.resolution.typehints import instance_class
-
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def own_methods(cls: ast.ClassDef) -> dict[str, Function]:
@@ -116,16 +112,10 @@ def built_by_classmethod(
     shown = f"{cls_name}.{method.name}() at {where.file.path}:{method.lineno}"
     if is_staticmethod(method):  # a factory: what it returns, not an instance of its class
         shown = f" ({result.via})" if result.via else ""
-        return replace(
-            result, name=func.attr, via=f"static {cls_name}.{method.name}() returns it{shown}"
-        )
-    shown = f"classmethod {shown}"
-    return replace(
-        result,
-        name=func.attr,
-        cls=instance_class(resolver.file, resolver.index, cls_name) or result.cls,
-        via=f"{shown} returns an instance",
-    )
+        via = f"static {cls_name}.{method.name}() returns it{shown}"
+        return replace(result, name=func.attr, via=via)
+    cls = instance_class(resolver.file, resolver.index, cls_name) or result.cls
+    return replace(result, name=func.attr, cls=cls, via=f"classmethod {shown} returns an instance")
 
 
 def method_value(resolver: Context, cls_name: str, name: str, depth: int) -> Resolved | None:

@@ -1,8 +1,6 @@
-"""Attributes built from a table of plain classes: no submodule, whatever their owner is.
-
-``self.task = instantiate(tasks.registry, cfg)`` with ``registry = {"base": BaseTask}``
-(here or in the module it is named through), every entry a plain project class, builds
-one of them, not a module, so `evidence.submodule` says nothing about it.
+"""Attributes built from a table of plain classes: ``self.task = instantiate(registry,
+cfg)`` with ``registry = {"base": BaseTask}`` (here or imported), every entry a plain
+project class, builds one of them, not a submodule (`evidence.submodule`).
 """
 
 from __future__ import annotations
@@ -12,9 +10,8 @@ import ast
 from hookscope.lint.python.parse.attributes import class_attributes
 from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.context import Context
-from hookscope.lint.python.resolution.crossfile import imported_file
 from hookscope.lint.python.resolution.kinds import Kind
-from hookscope.lint.python.resolution.literals import DISPLAYS, named_display
+from hookscope.lint.python.resolution.literals import Display, module_display, named_display
 
 
 def self_attribute_calls(
@@ -62,9 +59,7 @@ def _plain_table(resolver: Context, arg: ast.expr, scope: Scope) -> bool:
     return True
 
 
-def _display(
-    resolver: Context, arg: ast.expr, scope: Scope
-) -> tuple[Context, ast.Dict | ast.List | ast.Tuple, ast.AST] | None:
+def _display(resolver: Context, arg: ast.expr, scope: Scope) -> Display | None:
     """The display ``arg`` names: a name (`named_display`) or ``module.name`` of a project
     module imported as ``module``."""
     if isinstance(arg, ast.Name):
@@ -74,10 +69,4 @@ def _display(
     bindings = resolver.bindings_of(resolver.file.tree).get(arg.value.id, [])
     if len(bindings) != 1 or bindings[0].kind != "import":
         return None
-    other = imported_file(resolver, bindings[0].origin)
-    if other is None:
-        return None
-    found = other.bindings_of(other.file.tree).get(arg.attr, [])
-    if len(found) == 1 and found[0].kind == "value" and isinstance(found[0].expr, DISPLAYS):
-        return other, found[0].expr, other.file.tree
-    return None
+    return module_display(resolver, bindings[0].origin, arg.attr)

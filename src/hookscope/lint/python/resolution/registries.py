@@ -1,13 +1,9 @@
 """Registries filled by class decorators: what ``REG.build(cfg)``, ``REG.get(name)`` and
-``REG[name]`` give.
-
-Three shapes: a registry object (mmengine/detectron2 ``Registry``: ``@MODELS.register_module()``,
-then ``MODELS.build(cfg)``, ``build_from_cfg(cfg, MODELS)`` or ``REG.get(name)``); a registry
-whose methods pair up by name (``@registry.register_model("blip")`` fills
-``registry.get_model_class(name)``); a dict filled by a decorator function
-(``MODEL_REGISTRY[name] = cls`` inside ``register_model(name)``). The registered classes are
-found by a text scan of the project files that define classes (once per index and process);
-when all are of one kind, so is whatever the registry gives.
+``REG[name]`` give, in three shapes: a registry object (``@MODELS.register_module()``, then
+``MODELS.build(cfg)`` or ``build_from_cfg(cfg, MODELS)``), a registry whose methods pair up
+by name (``register_model`` fills ``get_model_class``), and a dict filled by a decorator
+function. The registered classes come from a text scan of the project (once per index and
+process); when all are of one kind, so is whatever the registry gives.
 """
 
 from __future__ import annotations
@@ -35,8 +31,7 @@ _REGISTERING = frozenset({"register_module", "register", "register_class", "regi
 # Functions that build an instance from a config and a registry given as an argument.
 _BUILD_FROM = frozenset({"build_from_cfg", "build_from_config"})
 REGISTRY_CALLS = frozenset({"build", "get", *_BUILD_FROM})
-# A class getter of a method registry: ``get_model_class`` reads what ``register_model``
-# filled.
+# A class getter of a method registry: ``get_model_class`` reads what ``register_model`` filled.
 _GETTER = re.compile(r"get_(\w+?)_(?:class|cls)")
 
 

@@ -1,10 +1,7 @@
-"""Decide whether an expression is a torch module, without running anything.
-
-The resolver follows names and ``self`` attributes to their bindings (`reach`,
-`attributes`), imports and class hierarchies (`classes`); everything else (calls,
-containers, parameters, narrowing, evidence) is asked of the strategies, in the order
-`strategies` registers them. When the type stays unknown, `looks_like_module` decides
-from the receiver's last identifier (``self.encoder`` → ``encoder``), a documented guess.
+"""Decide whether an expression is a torch module, without running anything: names and
+``self`` attributes are followed to their bindings, classes to their bases, and all else
+is asked of `strategies`. An unknown type is guessed from the receiver's last identifier
+(`kinds.looks_like_module`: ``self.encoder`` → ``encoder``), a documented guess.
 """
 
 from __future__ import annotations
@@ -37,7 +34,6 @@ from hookscope.lint.python.resolution import strategies
 from hookscope.lint.python.resolution.attributes import class_attr, in_subclasses, is_none_binding
 from hookscope.lint.python.resolution.bodies import returned_module
 from hookscope.lint.python.resolution.classes import ClassKinds, base_names
-from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import import_origin, imported_name, module_function
 from hookscope.lint.python.resolution.kinds import (
     MAX_DEPTH,
@@ -159,7 +155,7 @@ class Resolver(ClassKinds):
         if base.foreign and not base.is_class:  # ``load_lua(p).model``: that library's too
             return replace(base, name=expr.attr, via=f"{base.via}, nor its attributes")
         if base.cls and not base.is_class:
-            owner, bindings = self._class_attr(base.cls, expr.attr)
+            owner, bindings = class_attr(self, base.cls, expr.attr)
             bindings = settled(bindings, scope.method)
             bindings = outside_own_values(bindings, scope.method, expr.lineno)
             if bindings and all(is_none_binding(b) for b in bindings):
@@ -242,10 +238,6 @@ class Resolver(ClassKinds):
                     made[name] = [*made.get(name, []), *more]
             self._scope_bindings[key] = made
         return self._scope_bindings[key]
-
-    def _class_attr(self, cls_name: str, attr: str) -> tuple[Context, list[Binding]]:
-        """The bindings of ``attr`` on instances of ``cls_name`` (`attributes`)."""
-        return class_attr(self, cls_name, attr)
 
     def combine(self, bindings: list[Binding], depth: int, label: str = "") -> Resolved:
         pairs = [(b, r) for b, r in ((b, self._binding(b, depth)) for b in bindings) if r]

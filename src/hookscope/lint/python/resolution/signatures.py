@@ -1,9 +1,6 @@
-"""How a call binds a function's parameters, and what it hands back.
-
-The callee of a call (a function or method of this file or another, a class's
-``__init__``), the parameter an argument binds and the argument a parameter gets, a
-callee's annotation as evidence (``def eval_mode(*nets: nn.Module)``), and an element of
-a returned tuple (``task, model = build(...)``).
+"""How a call binds a function's parameters, and what it hands back: the callee of a call,
+the parameter an argument binds and the argument a parameter gets, a callee's annotation
+as evidence (``def eval_mode(*nets: nn.Module)``), an element of a returned tuple.
 """
 
 from __future__ import annotations
@@ -15,12 +12,10 @@ from hookscope.lint.python.facts import known
 from hookscope.lint.python.parse.bindings import Binding, dotted, returned
 from hookscope.lint.python.parse.calls import names_used
 from hookscope.lint.python.parse.pyfile import Scope
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.crossfile import foreign_function, import_origin
 from hookscope.lint.python.resolution.kinds import UNKNOWN, Kind, Resolved
 from hookscope.lint.python.resolution.methods import find_method
-
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def declared_by_callee(
@@ -38,10 +33,8 @@ def declared_by_callee(
     if declared.kind is not Kind.MODULE or declared.is_class:
         return None
     shown = " ".join(ast.unparse(param.annotation).split())
-    where = f"{owner.file.path}:{func.lineno}"
-    return Resolved(
-        Kind.MODULE, via=f"passed to {func.name}({param.arg}: {shown}) declared at {where}"
-    )
+    via = f"passed to {func.name}({param.arg}: {shown}) declared at {owner.file.path}:{func.lineno}"
+    return Resolved(Kind.MODULE, via=via)
 
 
 def used_here(resolver: Context, callee: str) -> bool:
@@ -70,12 +63,7 @@ def unpacked(
 
 
 def tuple_element(
-    owner: Context,
-    func: ast.FunctionDef | ast.AsyncFunctionDef,
-    values: list[ast.expr],
-    position: int,
-    depth: int,
-    what: str,
+    owner: Context, func: Function, values: list[ast.expr], position: int, depth: int, what: str
 ) -> Resolved:
     """Element ``position`` of ``values`` (what ``func`` hands back: ``what`` says how)
     when each of them is a tuple that long, else `UNKNOWN`."""

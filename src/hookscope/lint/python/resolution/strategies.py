@@ -31,7 +31,7 @@ from hookscope.lint.python.resolution.calls.picked import picked_class
 from hookscope.lint.python.resolution.calls.registered import hooked_module
 from hookscope.lint.python.resolution.calls.rewriters import rewriter_self
 from hookscope.lint.python.resolution.callsites.callees import called_as
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.crossfile import fixture
 from hookscope.lint.python.resolution.evidence.aliases import alias_used_as_module, attribute_alias
 from hookscope.lint.python.resolution.evidence.evidence import in_submodule, used_by_siblings
@@ -47,7 +47,6 @@ from hookscope.lint.python.resolution.values.holders import appended, holder_ite
 from hookscope.lint.python.resolution.values.narrowing import narrowed_here
 from hookscope.lint.python.resolution.values.subscripts import subscript
 
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 Expression = Callable[[Context, Any, Scope, int], Resolved]
 Named = Callable[[Context, Scope, "list[Binding] | None", str, int], "Resolved | None"]
 Parameter = Callable[[Context, Scope, str, int], "Resolved | None"]
@@ -130,14 +129,11 @@ def parameter(
     return first(PARAMETERS, ctx, scope, name, depth)
 
 
-def _declared(
-    ctx: Context, scope: Scope, bindings: list[Binding] | None, name: str, depth: int
-) -> Resolved | None:
-    return declared_type(ctx, scope, bindings, name)
-
-
 # What a name is, before its bindings in ``scope`` are combined.
-NAMES: list[Named] = [parameter, _declared]
+NAMES: list[Named] = [
+    parameter,
+    lambda ctx, scope, bindings, name, depth: declared_type(ctx, scope, bindings, name),
+]
 
 
 # -- what a binding with an expression gives, by its kind (others: `VALUE`) ---------

@@ -6,6 +6,7 @@ import ast
 from dataclasses import replace
 
 from hookscope.lint.engine.index import ClassIndex
+from hookscope.lint.python.facts import known
 from hookscope.lint.python.parse.bindings import dotted
 from hookscope.lint.python.parse.pyfile import PyFile
 from hookscope.lint.python.resolution.context import Context
@@ -23,6 +24,8 @@ def instance_class(pyfile: PyFile, index: ClassIndex, name: str) -> str:
     return "ExportedProgram" if last == "ExportedProgram" else ""
 
 
+# Generics whose last argument is the type of their elements.
+_COLLECTIONS = known.names("list List Sequence Iterable Iterator tuple Tuple dict Dict Mapping")
 # Modules whose names in an annotation are typing constructs, not classes of the project.
 _TYPING_MODULES = frozenset({"typing", "typing_extensions", "collections.abc"})
 
@@ -44,18 +47,7 @@ def annotation_kind(resolver: Context, node: ast.expr) -> Resolved:
         args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if base in ("Optional", "Union"):
             return _union(resolver, args)
-        if base in (
-            "list",
-            "List",
-            "Sequence",
-            "Iterable",
-            "Iterator",
-            "tuple",
-            "Tuple",
-            "dict",
-            "Dict",
-            "Mapping",
-        ):
+        if base in _COLLECTIONS:
             return Resolved(Kind.OTHER, elem=annotation_kind(resolver, args[-1]).kind)
         if base in ("type", "Type"):
             return replace(annotation_kind(resolver, args[0]), is_class=True)
@@ -73,18 +65,10 @@ def annotation_kind(resolver: Context, node: ast.expr) -> Resolved:
         aliased = imported_name(resolver, spelled, 0)  # ``Ctx = LossContext`` there
         if aliased.is_class and aliased.kind is not Kind.UNKNOWN:
             return replace(aliased, is_class=False, via="")
-    return Resolved(
-        kind,
-        container=container,
-        name=path.rsplit(".", 1)[-1],
-        cls=instance_class(resolver.file, resolver.index, path),
-    )
+    cls = instance_class(resolver.file, resolver.index, path)
+    return Resolved(kind, container=container, name=path.rsplit(".", 1)[-1], cls=cls)
 
 
 def _union(resolver: Context, members: list[ast.expr]) -> Resolved:
-    results = [annotation_kind(resolver, m) for m in members]
-    results = [r for r in results if r.name != "None"]
-    kinds = {r.kind for r in results}
-    if len(kinds) == 1:
-        return results[0]
-    return UNKNOWN
+    results = [r for r in (annotation_kind(resolver, m) for m in members) if r.name != "None"]
+    return results[0] if len({r.kind for r in results}) == 1 else UNKNOWN

@@ -1,28 +1,25 @@
 """Modules handed into a custom autograd ``Function`` (``torch.autograd.Function``).
 
-``Fn.apply(x, self.layer)`` runs ``Fn.forward(ctx, x, layer)``: a static ``forward``'s
-parameters after ``ctx`` are what every ``Fn.apply(...)`` call passes (all of them when
-the class defines ``setup_context``, whose ``forward`` takes no ``ctx``); the calls are
-those of this file and of the files importing the class by name, and the class's
-``apply`` must be used only in calls there (``fn = Fn.apply`` hands it on unseen).
-``ctx.layer = layer`` in ``forward`` (or ``setup_context``) is what ``backward`` reads as
-``ctx.layer``.
+``Fn.apply(x, self.layer)`` runs ``Fn.forward(ctx, x, layer)`` (no ``ctx`` when the class
+defines ``setup_context``): its parameters are what every ``Fn.apply(...)`` in this file
+and the files importing ``Fn`` passes, when ``apply`` is used only in calls there.
+``ctx.layer = layer`` in ``forward`` is what ``backward`` reads as ``ctx.layer``.
 """
 
 from __future__ import annotations
 
 import ast
 
+from hookscope.lint.python.parse.bindings import dotted
 from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.callsites.callees import add_passed
 from hookscope.lint.python.resolution.callsites.importers import MAX_IMPORTERS, importers
 from hookscope.lint.python.resolution.classes import base_names
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.crossfile import foreign_file, import_origin
 from hookscope.lint.python.resolution.kinds import Kind, Resolved, agreed
 from hookscope.lint.python.resolution.methods import is_staticmethod, own_methods
 
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 _BASES = frozenset({"Function", "InplaceFunction"})
 _SAVING = ("forward", "setup_context")  # the static methods that fill ``ctx``
 
@@ -92,20 +89,12 @@ def saved_on_ctx(
     results: list[Resolved] = []
     for saving in (m for n, m in own_methods(cls).items() if n in _SAVING and is_staticmethod(m)):
         own = [*saving.args.posonlyargs, *saving.args.args][:1]
+        if not own:
+            continue
+        spelled = f"{own[0].arg}.{expr.attr}"
         for node in ast.walk(saving):
-            if (
-                own
-                and isinstance(node, ast.Assign)
-                and any(
-                    isinstance(t, ast.Attribute)
-                    and t.attr == expr.attr
-                    and isinstance(t.value, ast.Name)
-                    and t.value.id == own[0].arg
-                    for t in node.targets
-                )
-            ):
-                value = resolver.resolve(node.value, resolver.scope_of(saving), depth + 1)
-                results.append(value)
+            if isinstance(node, ast.Assign) and any(dotted(t) == spelled for t in node.targets):
+                results.append(resolver.resolve(node.value, resolver.scope_of(saving), depth + 1))
     if not results or len({(r.kind, r.is_class) for r in results}) != 1:
         return None
     return results[0] if results[0].kind is not Kind.UNKNOWN else None

@@ -1,11 +1,7 @@
-"""Given by callers in other project files: what they pass to a parameter of this file's function.
-
-A helper of one file is often called only from others (``def compare(eager_model,
-compiled_model)`` in a test utility, called by the test files that import it). When the
-file itself never calls it, an unannotated parameter is what every call in the files
-that import the helper by name (``from pkg.utils import compare``) passes, when they all
-pass modules (or instances of one kind); the calls are found by `importers`. A class's
-constructions are `constructors`' (its subclasses' too).
+"""Given by callers in other project files: what they pass to a parameter of this file's
+function (``def compare(eager_model, compiled_model)`` in a test utility, called by the
+test files that import it), when this file never calls it and every call passes modules
+(or instances of one kind). A class's constructions are `constructors`'.
 """
 
 from __future__ import annotations
@@ -17,10 +13,8 @@ from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.callsites.callees import add_passed
 from hookscope.lint.python.resolution.callsites.constructors import constructions
 from hookscope.lint.python.resolution.callsites.importers import Site, function_calls, same_file
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.kinds import Resolved, agreed
-
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def _own_where(resolver: Context, name: str, line: int, is_class: bool) -> str:

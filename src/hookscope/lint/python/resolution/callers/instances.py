@@ -1,13 +1,9 @@
 """Calls of instances: what ``wrapper(embedding)`` passes to ``__call__(self, module)``.
 
-A plain class whose ``__call__`` takes a module (``def __call__(self, module): ...
-module.forward(ids)``) is called through its instances: ``self.bias_direction(
-embedding_layer)`` where ``self.bias_direction: BiasDirectionWrapper``. An unannotated
-parameter of such a ``__call__`` is what every call of an instance of the class (or of
-a project class it derives from, or one deriving from it) passes, in this file and in
-the project files that import one of those classes by name, when every such call passes
-a module. A ``__call__`` shaped like a forward hook (``module, inputs, outputs``) is left
-alone: torch calls it, out of sight.
+An unannotated parameter of a plain class's ``__call__`` is what every call of an instance
+of the class (or of a related project class) passes, in this file and in the files that
+import one of those classes, when every such call passes a module. A ``__call__`` shaped
+like a forward hook (``module, inputs, outputs``) is left alone: torch calls it.
 """
 
 from __future__ import annotations
@@ -27,13 +23,13 @@ from hookscope.lint.python.resolution.callsites.importers import (
     module_importers,
 )
 from hookscope.lint.python.resolution.classes import base_names, subclasses_by_base
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.crossfile import foreign_file
 from hookscope.lint.python.resolution.kinds import SETTLED, Kind, Resolved, agreed
 from hookscope.lint.python.resolution.methods import find_method, is_staticmethod
 from hookscope.lint.python.resolution.signatures import used_here
 
-Function = ast.FunctionDef | ast.AsyncFunctionDef
+LookUp = Callable[[Context, Function, Scope, str, int], "Resolved | None"]
 
 
 # One look-up at a time: resolving the callees of a whole file must not start another.
@@ -53,7 +49,6 @@ def given_to_instances(
 def _given(
     resolver: Context, func: Function, scope: Scope, name: str, depth: int
 ) -> Resolved | None:
-
     cls = scope.cls
     params = [*func.args.posonlyargs, *func.args.args]
     if cls is None or cls not in resolver.file.tree.body:
@@ -96,10 +91,9 @@ def given_to_method(
     resolver: Context, func: Function, scope: Scope, name: str, depth: int
 ) -> Resolved | None:
     """The parameter ``name`` of ``func``, a method of a module-level class that its own
-    file never calls (or calls only as another class's namesake, ``DiscLoss.get_loss(self,
-    net)`` in an override): what every ``obj.method(...)`` on an instance of the class (or
-    of a related class) passes in the files importing one of them (a base test class's
-    helper, called as ``self.check(model)`` by the test files deriving from it); settled."""
+    file never calls (but as another class's namesake): what every ``obj.method(...)`` on
+    an instance of a related class passes in the files importing one (a base test class's
+    ``self.check(model)``); settled."""
     if func.name == "__init__" or not (scope.self_name or is_staticmethod(func)):
         return None
     mentioned, calls = calls_here(resolver, func, scope)
@@ -110,12 +104,7 @@ def given_to_method(
 
 
 def _one_at_a_time(
-    look_up: Callable[[Context, Function, Scope, str, int], Resolved | None],
-    resolver: Context,
-    func: Function,
-    scope: Scope,
-    name: str,
-    depth: int,
+    look_up: LookUp, resolver: Context, func: Function, scope: Scope, name: str, depth: int
 ) -> Resolved | None:
     if _BUSY[0]:
         return None
@@ -204,11 +193,9 @@ def _related(resolver: Context, cls: ast.ClassDef, method: str = "__call__") -> 
 
 
 def _calls(pyfile: PyFile) -> list[tuple[ast.Call, Scope]]:
-    """The calls in the file that may call an instance, with their scopes: of a local
-    name (``fn(x)``, not a function, class, import or builtin), or of an attribute that
-    the file assigns on ``self`` (``self.bias_direction(x)``). Other calls (functions,
-    methods, ``torch.cat``) are not looked at: resolving every callee would cost more
-    than the rest of the file's analysis."""
+    """The calls in the file that may call an instance, with their scopes: of a local name
+    (not a function, class, import or builtin) or of an attribute the file assigns on
+    ``self``. Resolving every other callee would cost more than the rest of the analysis."""
     named: set[str] = set(dir(builtins))
     assigned: set[str] = set()
     for node in ast.walk(pyfile.tree):

@@ -1,11 +1,7 @@
-"""Given by every caller in this file: an unannotated parameter from what the calls pass.
-
-``def check(model)`` is a module when the file calls ``check`` at least once and every
-call passes a value that resolves to a module instance (an instance of one plain class:
-that class, whose attributes then resolve). Only calls in the same file count (a name
-used nowhere else), and only once the whole file was parsed. The other callers
-(`callers`, `instances`, `autograd`, `registered`, `partials`) are asked in the order
-of `strategies.CALLERS`.
+"""Given by every caller in this file: ``def check(model)`` is a module when the file calls
+``check`` at least once and every call passes a module instance (or an instance of one
+plain class: that class). Only calls in the same file count (a name used nowhere else),
+and only once the whole file was parsed.
 """
 
 from __future__ import annotations
@@ -22,11 +18,9 @@ from hookscope.lint.python.resolution.callsites.callees import (
     runs_another,
     skipped,
 )
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.kinds import SETTLED, Kind, Resolved, agreed
 from hookscope.lint.python.resolution.signatures import argument_for, is_none, used_here
-
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def unseen(
@@ -83,11 +77,9 @@ def _given_here(
 def passed(
     resolver: Context, argument: ast.expr, call: ast.Call, caller: Scope, depth: int
 ) -> Resolved:
-    """What ``argument`` of ``call`` is: resolved; or else a module by the caller's own
-    module-only use of it (``model.parameters()`` in the calling function, `evidence`); or
-    else an attribute of a module (``self.encoder`` of an ``nn.Module``), which the callee's
-    ``.forward(...)`` on it shows to have a ``forward``: a submodule, as `evidence` reads
-    ``self.encoder.forward(x)``."""
+    """What ``argument`` of ``call`` is: resolved, or else a module by the caller's own
+    module-only use of it (`evidence`), or else a submodule when it is an attribute of a
+    module (the callee's ``.forward(...)`` on it shows it has a ``forward``)."""
     result = resolver.resolve(argument, caller, depth + 1)
     if result.kind is not Kind.UNKNOWN or result.is_class:
         return result

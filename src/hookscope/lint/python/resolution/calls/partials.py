@@ -7,11 +7,9 @@ from dataclasses import replace
 
 from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.callsites.callees import called_as, calls_here
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.kinds import SETTLED, Kind, Resolved
 from hookscope.lint.python.resolution.signatures import argument_for, used_here
-
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def bound_by_partials(

@@ -13,6 +13,7 @@ from hookscope.lint.python.parse.bindings import dotted
 from hookscope.lint.python.parse.pyfile import Scope
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import import_origin, imported_file
+from hookscope.lint.python.resolution.getattrs import is_getattr
 from hookscope.lint.python.resolution.kinds import MAX_DEPTH, Kind, Resolved
 
 _IMPORT_MODULE = ("importlib.import_module", "import_module")
@@ -23,11 +24,8 @@ def picked_class(ctx: Context, expr: ast.Call, scope: Scope, depth: int) -> Reso
     """A module, for ``getattr(mod, name)(...)`` when every class ``mod`` offers is one."""
     func = expr.func
     if not (
-        isinstance(func, ast.Call)
-        and isinstance(func.func, ast.Name)
-        and func.func.id == "getattr"
+        is_getattr(func)
         and len(func.args) == 2
-        and not isinstance(func.args[1], ast.Constant)
         and isinstance(func.args[0], ast.Name)
         and depth < MAX_DEPTH
     ):

@@ -1,11 +1,9 @@
 """Functions that torch calls with a module: hooks registered on modules.
 
 ``m.register_full_backward_hook(fn)`` makes torch call ``fn(module, grad_input,
-grad_output)``, so the first parameter of ``fn`` (after ``self`` for ``self.fn``) is a
-module. In a *forward* hook ``module.forward(...)`` is the only way to run the module
-without the hook again, so there the parameter is hookless. Only a function the file
-never calls itself, whose every other use is such a registration, counts (also as
-``hook=fn``, ``partial(fn, key=value)``, or ``register_module_forward_hook(fn)``).
+grad_output)``: its first parameter (after ``self``) is a module, hookless in a *forward*
+hook (there ``module.forward(...)`` is the only way to skip the hook). Only a function the
+file never calls itself, whose every other use is such a registration, counts.
 """
 
 from __future__ import annotations
@@ -15,10 +13,9 @@ import weakref
 
 from hookscope.lint.python.parse.bindings import dotted
 from hookscope.lint.python.parse.pyfile import Scope
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
 
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 _BACKWARD = frozenset(
     {"register_full_backward_hook", "register_full_backward_pre_hook", "register_backward_hook"}
     # global hooks (``torch.nn.modules.module``): torch calls them with every module

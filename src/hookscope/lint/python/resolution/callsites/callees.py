@@ -1,13 +1,9 @@
 """Which function of this file a call runs, and what it forwards, for the callers of a parameter.
 
-``self.check(model)`` runs ``check`` of the receiver's class; ``Base.check(self, model)``,
-an unbound call through a class of the file, runs ``Base``'s own ``check`` (or the one
-it inherits) with the instance passed first, so its arguments sit one place later.
-
-A wrapper that hands its positional arguments on (``helper(*args)``, ``helper(x,
-*args)``) passes to ``helper``'s parameter what its own callers pass at the matching
-place of ``*args``: ``run(Net(), batch)`` gives ``helper(model, batch)`` a module. The
-wrapper's calls are those of its own file, and they must all be seen and agree.
+``self.check(model)`` runs ``check`` of the receiver's class; ``Base.check(self, model)``
+runs ``Base``'s own (or inherited) ``check`` with the instance first. A wrapper that hands
+its positional arguments on (``helper(x, *args)``) passes to ``helper`` what its own
+callers pass at the matching place of ``*args``, when those calls are all seen and agree.
 """
 
 from __future__ import annotations
@@ -15,12 +11,11 @@ from __future__ import annotations
 import ast
 
 from hookscope.lint.python.parse.pyfile import Scope
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.kinds import Kind, Resolved, agreed
 from hookscope.lint.python.resolution.methods import find_method, is_classmethod, is_staticmethod
 from hookscope.lint.python.resolution.signatures import argument_for, left_none
 
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 Site = tuple[ast.Call, Scope]
 
 
@@ -102,20 +97,15 @@ def _at_vararg(
     resolver: Context, wrapper: Function, scope: Scope, item: int, depth: int
 ) -> Resolved | None:
     """What every call of ``wrapper`` in this file passes as item ``item`` of its ``*args``."""
-    calls = [
-        c
-        for c in resolver.calls_named(wrapper.name)
-        if callee_is(resolver, c, wrapper, wrapper.name)
-    ]
-    if not calls or len(calls) != len(resolver.calls_named(wrapper.name)):
+    named = resolver.calls_named(wrapper.name)
+    calls = [c for c in named if callee_is(resolver, c, wrapper, wrapper.name)]
+    if not calls or len(calls) != len(named):
         return None  # none here, or one that may run another function so named
     own = 1 if scope.self_name else 0
     results = []
     for call, where in calls:
-        index = len([*wrapper.args.posonlyargs, *wrapper.args.args]) - skipped(
-            resolver, (call, where), wrapper, own
-        )
-        index += item
+        skip = skipped(resolver, (call, where), wrapper, own)
+        index = len([*wrapper.args.posonlyargs, *wrapper.args.args]) - skip + item
         if index >= len(call.args) or any(
             isinstance(a, ast.Starred) for a in call.args[: index + 1]
         ):

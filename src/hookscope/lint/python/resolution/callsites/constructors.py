@@ -1,16 +1,10 @@
 """Where a project class is built: calls of it and of the subclasses that inherit its
-``__init__``, in the other files of the project.
-
-A plain base class often takes the model and its subclasses only add methods
-(``class Trainer: def __init__(self, model, ...)``, ``class ActTrainer(Trainer)``,
-built as ``ActTrainer(model=model, ...)``): every call of such a subclass runs
-``Trainer.__init__``, so what those calls pass is what its parameters hold. The files
-naming one of those classes are found by the import scan of `importers`; each is walked
-once per question. A name used otherwise than called, subclassed, imported, or named in
-``isinstance``/``issubclass``/``super(...)`` or an annotation makes the answer unknown
-(it may be built out of sight), and so does a subclass with its own ``__init__``, unless
-that ``__init__`` hands on through one ``super().__init__(...)`` (a subclass of one base):
-that call is then where the base is built (``super().__init__(model, lr)``).
+``__init__``, in the other files of the project. A plain base often takes the model while
+its subclasses only add methods (``ActTrainer(model=model)`` runs ``Trainer.__init__``).
+A name used otherwise than called, subclassed, imported, or named in ``isinstance``/
+``issubclass``/``super(...)`` or an annotation makes the answer unknown (it may be built
+out of sight), and so does a subclass with its own ``__init__``, unless that hands on
+through one ``super().__init__(...)``: that call is then where the base is built.
 """
 
 from __future__ import annotations
@@ -20,10 +14,12 @@ import os
 import weakref
 from collections.abc import Iterator
 
+from hookscope.lint.python.parse.bindings import dotted
 from hookscope.lint.python.parse.pyfile import PyFile, Scope
 from hookscope.lint.python.resolution.callsites.importers import (
     MAX_IMPORTERS,
     Site,
+    defined_only_in,
     import_froms,
     import_names,
     importers,
@@ -31,25 +27,19 @@ from hookscope.lint.python.resolution.callsites.importers import (
     same_file,
 )
 from hookscope.lint.python.resolution.classes import descendants
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.crossfile import foreign_file
 from hookscope.lint.python.resolution.methods import find_method
 
-Function = ast.FunctionDef | ast.AsyncFunctionDef
-# More subclasses than this (a base of a whole family) are not followed.
-MAX_SUBCLASSES = 20
 _INERT_CALLS = ("isinstance", "issubclass", "super")
 
 
 def constructions(
     resolver: Context, cls: ast.ClassDef, init: Function, where: str
 ) -> Iterator[Site | None]:
-    """Every call in the project that builds ``cls`` (of this file, defined at ``where``)
-    or a subclass running its ``__init__``, with the file's resolver and the calling
-    scope: this file's first, then those of the files naming one of the classes (read
-    only as far as the caller keeps asking). ``None`` for a call that cannot be seen."""
-    # This file's calls of the class come first: one that cannot be seen ends the look-up
-    # before the project's subclasses are looked for.
+    """Every call in the project that builds ``cls`` (defined at ``where``) or a subclass
+    running its ``__init__``, with its resolver and scope: this file's first, then those of
+    the files naming a class, read lazily. ``None`` for a call that cannot be seen."""
     yield from _sites_in(resolver, {cls.name: where})
     found = _inheriting(resolver, cls.name, init, where)
     if found is None:
@@ -90,7 +80,7 @@ def _sites_in(other: Context, types: dict[str, str]) -> Iterator[Site | None]:
         found = other.resolve(call.func, caller)
         defined = types.get(found.name) if found.is_class else None
         if defined is None or not (
-            _defined_only_in(other, found.name, defined)
+            defined_only_in(other, found.name, defined)
             or may_run(other, call, caller, found.name, defined)
         ):
             yield None  # a namesake, or a class not resolved
@@ -103,9 +93,8 @@ def _inheriting(
 ) -> tuple[dict[str, str], list[Site]] | None:
     """``{class: the file defining it}`` for ``name`` and every project class deriving
     from it that runs ``init`` when built, and the ``super().__init__(...)`` calls of the
-    subclasses whose own ``__init__`` hands on to ``init`` (`_super_init`; their own
-    subclasses build through it); ``None`` when another ``__init__`` comes between."""
-    subclasses = descendants(resolver.index, name, MAX_SUBCLASSES)
+    subclasses whose own ``__init__`` hands on to ``init``; ``None`` when another comes between."""
+    subclasses = descendants(resolver.index, name)
     if subclasses is None:
         return None
     out = {name: where}
@@ -154,17 +143,9 @@ def _super_init(
         return None
     call = calls[0]
     receiver = call.func.value  # type: ignore[attr-defined]
-    if not (
-        isinstance(receiver, ast.Call)
-        and isinstance(receiver.func, ast.Name)
-        and receiver.func.id == "super"
-    ):
+    if not isinstance(receiver, ast.Call) or dotted(receiver.func) != "super":
         return None
     return owner, call, owner.scope_of(method)
-
-
-def _defined_only_in(other: Context, name: str, where: str) -> bool:
-    return {w.rpartition(":")[0] for _, w in other.index.defs.get(name, ())} == {where}
 
 
 def _local_names(other: Context, types: dict[str, str]) -> set[str]:
@@ -177,9 +158,8 @@ def _local_names(other: Context, types: dict[str, str]) -> set[str]:
             local = alias.asname or alias.name
             if alias.name not in types:
                 continue
-            if import_names(
-                other, f"{node.module or ''}.{alias.name}", alias.name, types[alias.name]
-            ):
+            origin = f"{node.module or ''}.{alias.name}"
+            if import_names(other, origin, alias.name, types[alias.name]):
                 names.add(local)
             elif local in types:
                 names.discard(local)

@@ -1,12 +1,9 @@
 """The project files that import a name, and their calls of it.
 
-The importing files are found by a text scan of the project's files, once per index and
-process (the same files the class index was built from); each is parsed on demand, once.
-A file that imports the name and does anything else with it than calling it (hands it
-on as a callback, say) makes the calls unknown. Calls through an alias count (``from
-train.loops import train_dense as train_epoch``, also inside a function and with another
-branch binding the alias to another function); a function named like others of the
-project is told apart by the module its callers import it from.
+The importers come from a text scan of the index's files, once per index and process;
+each is parsed on demand, once. A use other than a call (a callback handed on) makes the
+calls unknown; calls through an alias count, and namesakes are told apart by the module
+their callers import them from.
 """
 
 from __future__ import annotations
@@ -26,7 +23,6 @@ from hookscope.lint.python.resolution.crossfile import foreign_file
 from hookscope.lint.python.resolution.kinds import NAMESPACE, Kind
 from hookscope.lint.python.resolution.signatures import used_here
 
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 # A call, the resolver of its file, and the calling scope.
 Site = tuple["Context", ast.Call, Scope]
 
@@ -118,9 +114,8 @@ def same_file(resolver: Context, path: str) -> bool:
 
 
 def handed_on(other: Context, name: str) -> bool:
-    """Whether the file of ``other`` names ``name`` other than in calls (where those calls
-    cannot be all it does with it): imported or named, never called, is handed on,
-    unless no code uses it (an import that only a comment or a string mentions again)."""
+    """Whether the file of ``other`` names ``name`` other than in calls (handed on), unless
+    no code uses it (an import that only a comment or a string mentions again)."""
     if name not in other.file.text:
         return False
     return not other.complete or used_here(other, name)
@@ -156,8 +151,7 @@ def function_calls(resolver: Context, name: str, where: str) -> list[Site] | Non
 
 def _calls_in(other: Context, name: str, where: str) -> list[tuple[ast.Call, Scope]] | None:
     """The calls in ``other`` that may run the ``name`` of ``where``: by that name (unless
-    only a namesake of another module is imported as it), and by every name it is
-    imported as (``from train.loops import train_dense as train_epoch``, in any scope).
+    only a namesake is imported as it) and by every name it is imported as, in any scope;
     ``None`` when a name it goes by is used other than called."""
     aliases: set[str] = set()
     plain = elsewhere = False
@@ -217,11 +211,9 @@ def may_run(other: Context, call: ast.Call, scope: Scope, name: str, where: str)
 def imported_as(
     other: Context, call: ast.Call, scope: Scope, name: str, where: str
 ) -> Literal["yes", "no", "unknown"]:
-    """Whether ``call`` calls a bare name that one of its imports in the scopes around the
-    call binds to the ``name`` defined in ``where`` (another import may bind it to another
-    function: ``from .loops import train_dense as train`` in one branch, ``train_sparse``
-    in the other): ``"yes"``; ``"no"`` when the name is bound only by imports of other
-    things there; ``"unknown"`` otherwise."""
+    """``"yes"`` when ``call`` calls a bare name that an import around it binds to the
+    ``name`` of ``where`` (other branches may import another function as it); ``"no"`` when
+    only imports of other things bind it; ``"unknown"`` otherwise."""
     func = call.func
     current: Scope | None = scope
     while isinstance(func, ast.Name) and current is not None:
@@ -244,9 +236,8 @@ def imported_as(
 def _on_another_object(
     other: Context, value: ast.expr, scope: Scope, where: str
 ) -> Literal["no", "unknown"]:
-    """``obj.name(...)``, where ``where`` defines ``name`` at module level: ``"no"`` when
-    ``obj`` is bound, in the scopes around the call, only by imports of modules other than
-    that one and its packages (``llla.predict`` after ``from laplace import llla``), or is
+    """``obj.name(...)``, where ``where`` defines ``name``: ``"no"`` when ``obj`` is bound
+    around the call only by imports of other modules than that one and its packages, or is
     an instance or a class of a known kind (``clf.predict``: its method, not the function)."""
     if isinstance(value, ast.Name):
         current: Scope | None = scope
@@ -302,13 +293,12 @@ def import_names(other: Context, origin: str, name: str, where: str) -> bool:
     module, _, attr = origin.rpartition(".")
     if attr != name:
         return False
-    chosen = other.index.functions_in(name, module, other.where) or other.index.functions.get(
-        name, ()
-    )
+    index = other.index
+    chosen = index.functions_in(name, module, other.where) or index.functions.get(name, ())
     if chosen:
         return len(chosen) == 1 and chosen[0][3].rpartition(":")[0] == where
     defs = other.index.defs.get(name, ())
-    return _own_file(other, name, where) or {
+    return defined_only_in(other, name, where) or {
         w.rpartition(":")[0] for _, w in defs if defined_in(w, module)
     } == {where}
 
@@ -319,12 +309,11 @@ def _runs(other: Context, call: ast.Call, scope: Scope, name: str, where: str) -
     module, _, called = found.factory.partition(":")
     if called != name:
         return False
-    chosen = other.index.functions_in(name, module, other.where) or other.index.functions.get(
-        name, ()
-    )
+    index = other.index
+    chosen = index.functions_in(name, module, other.where) or index.functions.get(name, ())
     return len(chosen) == 1 and chosen[0][3].rpartition(":")[0] == where
 
 
-def _own_file(other: Context, name: str, where: str) -> bool:
+def defined_only_in(other: Context, name: str, where: str) -> bool:
     """Whether every class ``name`` of the project is defined in ``where``."""
     return {w.rpartition(":")[0] for _, w in other.index.defs.get(name, ())} == {where}

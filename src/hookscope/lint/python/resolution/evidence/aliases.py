@@ -1,9 +1,6 @@
-"""Simple aliases: ``_model = model`` and then ``_model.forward(x)`` (in a lambda, say),
-and ``mdl = self.mdl`` (or ``kg, mdl = self.kg, self.mdl``) and then ``mdl.forward(x)``.
-
-An alias bound only to another name holds what that name held there: when the scope
-that binds the alias calls a module-only method on the aliased name
-(``model.eval()``), the alias is a module too (`evidence.used_as_module`).
+"""Simple aliases: ``_model = model`` (or ``mdl = self.mdl``) and then ``_model.forward(x)``.
+An alias bound only to another name is a module when the scope that binds it calls a
+module-only method on that name (``model.eval()``; `evidence.used_as_module`).
 """
 
 from __future__ import annotations
@@ -36,9 +33,8 @@ def alias_used_as_module(resolver: Context, receiver: ast.expr, scope: Scope) ->
                 used = resolver.used_as_module(value, current)
                 if used is None or used.kind is not Kind.MODULE:
                     return None
-                return Resolved(
-                    Kind.MODULE, name=receiver.id, via=f"{receiver.id} = {value.id}, and {used.via}"
-                )
+                via = f"{receiver.id} = {value.id}, and {used.via}"
+                return Resolved(Kind.MODULE, name=receiver.id, via=via)
         current = current.parent
     return None
 

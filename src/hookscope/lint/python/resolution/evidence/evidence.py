@@ -1,15 +1,10 @@
-"""What the code around a ``.forward(...)`` call says about a receiver of unknown type.
-
-Each piece of evidence is one a reader would accept as proof:
-
-- **use**: the same function (for ``self.x``, any method of the class or of its same-file
-  bases) calls a method only ``torch.nn.Module`` has on it (``x.parameters()``), wraps it
-  (``DDP(x)``), hands it to a library function that takes a module (`uses`), or passes it
-  to a parameter the callee declares or uses as a module;
-- **submodule**: ``owner.x.forward(...)`` (or ``getattr(owner, name)``) with ``owner`` a
-  module instance: ``nn.Module.__setattr__`` registers such attributes as submodules,
-  unless the name reads like an RPC proxy, an extension or a function object
-  (`known.NOT_MODULE_NAME`); an indexed or iterated submodule's element is one too.
+"""What the code around a ``.forward(...)`` call says about a receiver of unknown type,
+counted only where a reader would accept it as proof: its **use** (a method only
+``torch.nn.Module`` has, ``DDP(x)``, a library function or a parameter that takes a
+module; for ``self.x``, in any method of the class or of its same-file bases), or its
+being a **submodule** (``owner.x`` of a module instance, registered by
+``nn.Module.__setattr__``, unless named like a non-module: `known.NOT_MODULE_NAME`), or
+an element of one.
 """
 
 from __future__ import annotations
@@ -27,26 +22,18 @@ from hookscope.lint.python.parse.pyfile import CallSite, Scope
 from hookscope.lint.python.resolution.classes import base_names
 from hookscope.lint.python.resolution.context import Context
 from hookscope.lint.python.resolution.crossfile import import_origin, imported_file
-from hookscope.lint.python.resolution.getattrs import (
-    is_getattr,
-    picked_submodule,
-)
+from hookscope.lint.python.resolution.getattrs import is_getattr, picked_submodule
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
-from hookscope.lint.python.resolution.plain_tables import (
-    from_plain_tables,
-    self_attribute_calls,
-)
-from hookscope.lint.python.resolution.signatures import (
-    callee_of,
-    declared_by_callee,
-    parameter_of,
-)
+from hookscope.lint.python.resolution.plain_tables import from_plain_tables, self_attribute_calls
+from hookscope.lint.python.resolution.signatures import callee_of, declared_by_callee, parameter_of
 from hookscope.lint.python.resolution.uses import (
     LOADED_MODULE_METHODS,
     module_method,
     module_taker,
     torch_loaded,
 )
+
+_ONLY_MODULES = "only torch modules have it"
 
 
 def _module_only(resolver: Context, method: str) -> bool:
@@ -84,13 +71,9 @@ def used_by_siblings(resolver: Context, receiver: ast.expr, scope: Scope) -> Res
                     and _module_only(resolver, node.func.attr)
                     and dotted(node.func.value) == f"{own[0].arg}.{receiver.attr}"
                 ):
-                    hit = f"{dotted(node.func)}(...) in {other.name}"
-                    return Resolved(
-                        Kind.MODULE,
-                        name=receiver.attr,
-                        via=f"{hit} at {resolver.file.path}:{node.lineno}: only torch modules "
-                        "have it",
-                    )
+                    where = f"{resolver.file.path}:{node.lineno}"
+                    via = f"{dotted(node.func)}(...) in {other.name} at {where}"
+                    return Resolved(Kind.MODULE, name=receiver.attr, via=f"{via}: {_ONLY_MODULES}")
     return None
 
 
@@ -105,7 +88,7 @@ def used_as_module(resolver: Context, receiver: ast.expr, scope: Scope) -> Resol
     loaded = torch_loaded(resolver, receiver, scope)
     for node, where in _calls_naming(resolver, scope, path, is_self_attr):
         func = node.func
-        hit, why = "", "only torch modules have it"
+        hit, why = "", _ONLY_MODULES
         if (
             isinstance(func, ast.Attribute)
             and _same(func.value, path, is_self_attr)
@@ -119,11 +102,8 @@ def used_as_module(resolver: Context, receiver: ast.expr, scope: Scope) -> Resol
             if name:
                 hit, why = f"{name}({path}, ...)", "it takes a torch module"
         if hit:
-            return Resolved(
-                Kind.MODULE,
-                name=path.rsplit(".", 1)[-1],
-                via=f"{hit} at {resolver.file.path}:{node.lineno}: {why}",
-            )
+            via = f"{hit} at {resolver.file.path}:{node.lineno}: {why}"
+            return Resolved(Kind.MODULE, name=path.rsplit(".", 1)[-1], via=via)
         for arg in [*node.args, *(k.value for k in node.keywords)]:
             if _same(arg, path, is_self_attr):
                 declared = declared_by_callee(resolver, node, arg, where)
@@ -136,10 +116,9 @@ def used_as_module(resolver: Context, receiver: ast.expr, scope: Scope) -> Resol
 def _used_by_callee(
     resolver: Context, call: ast.Call, argument: ast.expr, scope: Scope
 ) -> Resolved | None:
-    """``argument`` of ``call`` is a module because the project function called uses its
-    parameter as one in a top-level statement (not under an ``if``/``try``, which may test
-    for the method first) and never rebinds it: ``def register_hooks(model): for name, m
-    in model.named_modules(): ...``."""
+    """``argument`` of ``call`` is a module because the project function called never
+    rebinds its parameter and uses it as one in a top-level statement (an ``if``/``try``
+    may test for the method first): ``for name, m in model.named_modules(): ...``."""
     found = callee_of(resolver, call, scope)
     if found is None:
         return None
@@ -158,12 +137,9 @@ def _used_by_callee(
             and method.value.id == param.arg
             and module_method(owner, node, owner.scope_of(func))
         ):
+            via = f"passed to {func.name}({param.arg}), which calls {param.arg}.{method.attr}(...)"
             where = f"{owner.file.path}:{node.lineno}"
-            return Resolved(
-                Kind.MODULE,
-                via=f"passed to {func.name}({param.arg}), which calls {param.arg}."
-                f"{method.attr}(...) at {where}: only torch modules have it",
-            )
+            return Resolved(Kind.MODULE, via=f"{via} at {where}: {_ONLY_MODULES}")
     return None
 
 
@@ -361,11 +337,7 @@ def _library_function(resolver: Context, func: ast.expr, scope: Scope) -> bool:
     module, _, last = origin.rpartition(".")
     if not module or module.startswith((".", "torch")) or last.lstrip("_")[:1].isupper():
         return False  # a class of the library (``ASGLoss(...)``) may well be a module
-    root = resolver.index.root or "."
-    top = module.partition(".")[0]
-    in_project = os.path.exists(os.path.join(root, top)) or os.path.exists(
-        os.path.join(root, f"{top}.py")
-    )
-    if in_project or resolver.index.functions.get(last):
+    top = os.path.join(resolver.index.root or ".", module.partition(".")[0])
+    if os.path.exists(top) or os.path.exists(f"{top}.py") or resolver.index.functions.get(last):
         return False  # a function of the project (``src/`` layouts: by its name)
     return imported_file(resolver, module) is None

@@ -1,12 +1,10 @@
 """Entries of a dict that the methods of one class family hand each other, and attributes
 picked by name (``tagger = getattr(self, "_tagger_%s" % task)``: `getattrs`).
 
-Meta-learning and GAN code often keeps its networks in one dict that one method builds
-(``model["net"] = Net(...)``) and the others take as a parameter and call
-(``model["net"].forward(x)``). The family's own methods say what the entry holds: a
-module-only method called on the same spelling (``model["net"].eval()``) in a method of
-the class or of a project base, or an assignment of a module to it; an assignment of
-anything else anywhere in the family vetoes it.
+Meta-learning and GAN code keeps its networks in one dict (``model["net"] = Net(...)``)
+that other methods take and call. The family's methods say what an entry holds: a
+module-only method called on the same spelling, or a module assigned to it; an assignment
+of anything else anywhere in the family vetoes it.
 """
 
 from __future__ import annotations
@@ -16,14 +14,12 @@ from collections.abc import Iterator
 
 from hookscope.lint.python.parse.pyfile import CallSite, Scope
 from hookscope.lint.python.resolution.classes import base_names
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.crossfile import foreign
 from hookscope.lint.python.resolution.getattrs import is_getattr, picked_submodule
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
 from hookscope.lint.python.resolution.methods import imported_base
 from hookscope.lint.python.resolution.uses import module_method
-
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def keyed_entry(resolver: Context, receiver: ast.expr, site: CallSite) -> Resolved | None:
@@ -37,7 +33,7 @@ def keyed_entry(resolver: Context, receiver: ast.expr, site: CallSite) -> Resolv
     evidence: Resolved | None = None
     for owner, family in _lineage(resolver, cls):
         for method in family.body:
-            if not isinstance(method, _FUNCTIONS):
+            if not isinstance(method, Function):
                 continue
             where = owner.scope_of(method)
             found = _in_method(owner, method, where, holder, key, family.name)
@@ -55,16 +51,13 @@ def _in_method(
     something else there, ``None`` when it says nothing."""
     evidence: Resolved | None = None
     shown = f"{holder}[{key!r}]"
+    family = f"in {cls}.{getattr(method, 'name', '?')}, of the same class family"
     for node in ast.walk(method):
         if isinstance(node, ast.Assign) and any(_is(t, holder, key) for t in node.targets):
             stored = owner.resolve(node.value, where)
             if stored.kind is Kind.MODULE and not stored.is_class:
-                evidence = evidence or Resolved(
-                    Kind.MODULE,
-                    name=key,
-                    via=f"{shown} = {ast.unparse(node.value)} at {owner.file.path}:"
-                    f"{node.lineno}, in {cls}.{getattr(method, 'name', '?')}, of the same class family",
-                )
+                via = f"{shown} = {ast.unparse(node.value)} at {owner.file.path}:{node.lineno}"
+                evidence = evidence or Resolved(Kind.MODULE, name=key, via=f"{via}, {family}")
             elif stored.kind is not Kind.UNKNOWN or stored.is_class:
                 return False
         elif (
@@ -74,13 +67,8 @@ def _in_method(
             and _is(node.func.value, holder, key)
             and module_method(owner, node, where)
         ):
-            evidence = Resolved(
-                Kind.MODULE,
-                name=key,
-                via=f"{shown}.{node.func.attr}(...) at {owner.file.path}:{node.lineno}, in "
-                f"{cls}.{getattr(method, 'name', '?')}, of the same class family: only torch "
-                "modules have it",
-            )
+            via = f"{shown}.{node.func.attr}(...) at {owner.file.path}:{node.lineno}, {family}"
+            evidence = Resolved(Kind.MODULE, name=key, via=f"{via}: only torch modules have it")
     return evidence
 
 
@@ -106,7 +94,7 @@ def _delegates(owner: Context, cls: ast.ClassDef) -> list[tuple[Context, ast.Cla
     out as that class lays it out)."""
     out: list[tuple[Context, ast.ClassDef]] = []
     for method in cls.body:
-        if not isinstance(method, _FUNCTIONS):
+        if not isinstance(method, Function):
             continue
         for stmt in method.body:
             value = stmt.value if isinstance(stmt, ast.Return) else None

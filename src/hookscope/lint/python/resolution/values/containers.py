@@ -22,32 +22,24 @@ from hookscope.lint.python.resolution.literals import (
     one_class,
 )
 
+_DISPLAYS = (ast.List, ast.Tuple, ast.Set, ast.Dict)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp)
 # The displays and comprehensions `collection` resolves.
-COLLECTIONS = (
-    ast.List,
-    ast.Tuple,
-    ast.Set,
-    ast.Dict,
-    ast.ListComp,
-    ast.SetComp,
-    ast.GeneratorExp,
-    ast.DictComp,
-)
+COLLECTIONS = (*_DISPLAYS, *_COMPREHENSIONS, ast.DictComp)
 
 
 def collection(resolver: Context, expr: ast.expr, scope: Scope, depth: int) -> Resolved:
     """A list, tuple, set or dict display or comprehension: not a module, with the kind of
     its elements (values) when they all agree (``[Block() for _ in range(3)]``)."""
-    if isinstance(expr, (ast.List, ast.Tuple, ast.Set, ast.Dict)):
+    if isinstance(expr, _DISPLAYS):
         inner = literal_element(resolver, expr, scope, depth)
     elif isinstance(expr, ast.DictComp):
         inner = resolver.resolve(expr.value, scope, depth + 1)
-    elif isinstance(expr, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+    elif isinstance(expr, _COMPREHENSIONS):
         inner = resolver.resolve(expr.elt, scope, depth + 1)
     else:
         return UNKNOWN
-    known_kind = inner.kind is not Kind.UNKNOWN and not inner.is_class
-    if not known_kind:
+    if inner.kind is Kind.UNKNOWN or inner.is_class:
         return Resolved(Kind.OTHER)
     return Resolved(Kind.OTHER, elem=inner.kind, elem_cls=inner.cls)
 
@@ -129,8 +121,7 @@ def _column(
     results = [owner.resolve(row.elts[position], where, depth + 1) for row in rows]
     if len({(r.kind, r.is_class) for r in results}) != 1 or results[0].kind is Kind.UNKNOWN:
         return None
-    first = results[0]
-    return one_class(first, results)
+    return one_class(results[0], results)
 
 
 def alternatives(expr: ast.IfExp | ast.BoolOp) -> list[ast.expr]:

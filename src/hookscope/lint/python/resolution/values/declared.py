@@ -1,8 +1,7 @@
-"""Declared local variables (PEP 526): ``ctxs: list[LossContext] = []`` in a function
-gives the name its type for every assignment in that function, as a type checker reads
-it, so ``ctxs = LossContext.build_batches(ctxs)`` later and ``ctx = ctxs[i]`` keep the
-declared element class even where the call itself cannot be followed. Parameters'
-annotations are left to the usual resolution (a caller may pass other values)."""
+"""Declared local variables (PEP 526): ``ctxs: list[LossContext] = []`` gives the name its
+type for every assignment in that function, as a type checker reads it. Parameters'
+annotations are left to the usual resolution (a caller may pass other values).
+"""
 
 from __future__ import annotations
 
@@ -11,10 +10,8 @@ from dataclasses import replace
 
 from hookscope.lint.python.parse.bindings import Binding
 from hookscope.lint.python.parse.pyfile import Scope
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
-
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def declared_type(
@@ -23,7 +20,7 @@ def declared_type(
     """What the one declaration ``name: T`` of a function body says ``name`` is, when ``T``
     resolves to a known kind and ``name`` has other bindings too; ``None`` otherwise."""
     func = scope.node
-    if not bindings or len(bindings) < 2 or not isinstance(func, _FUNCTIONS):
+    if not bindings or len(bindings) < 2 or not isinstance(func, Function):
         return None
     args = func.args
     params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}

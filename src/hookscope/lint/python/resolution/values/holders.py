@@ -2,15 +2,10 @@
 ``layers.append(Block())`` (`appends`), ``self.nets = Holder(self, "flow")`` then
 ``self.nets.append(Block())``, iterated or indexed like a list.
 
-A project class (of this file, or of the one other file that defines a class so named)
-that is not a module but defines ``append`` (storing what it is given:
-``self.items.append(m)``, ``owner.add_module(name, m)``, ``self.d[k] = m``) and
-``__getitem__`` or ``__iter__`` holds what the code appends to it. For ``self.x =
-Holder(...)`` the appends are those of every method of the class on ``self.x``, for a
-local name those of the function that made it (as for an empty list: `appended`); the
-elements are known when every appended value resolves to one kind. A holder whose
-``__init__`` appends its own arguments counts only when the call passes none beyond its
-named parameters.
+A holder is a project class, not a module, that defines ``append`` (storing what it is
+given) and ``__getitem__`` or ``__iter__``; its elements are known when every appended
+value resolves to one kind. One whose ``__init__`` appends its own arguments counts only
+when the call passes none beyond its named parameters.
 """
 
 from __future__ import annotations
@@ -20,12 +15,10 @@ from dataclasses import replace
 
 from hookscope.lint.python.parse.bindings import Binding, dotted, own_nodes
 from hookscope.lint.python.resolution.appends import filled_with
-from hookscope.lint.python.resolution.context import Context
-from hookscope.lint.python.resolution.crossfile import class_def_of
+from hookscope.lint.python.resolution.context import Context, Function
+from hookscope.lint.python.resolution.crossfile import foreign
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
 from hookscope.lint.python.resolution.methods import own_methods
-
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def appended(resolver: Context, binding: Binding, depth: int) -> Resolved | None:
@@ -39,10 +32,8 @@ def appended(resolver: Context, binding: Binding, depth: int) -> Resolved | None
     if filled is None:
         return None
     kind, elem_cls, where = filled
-    made = "{}" if isinstance(binding.expr, ast.Dict) else "[]"
-    return Resolved(
-        Kind.OTHER, elem=kind, elem_cls=elem_cls, via=f"{target} = {made} filled with {where}"
-    )
+    via = f"{target} = {'{}' if isinstance(binding.expr, ast.Dict) else '[]'} filled with {where}"
+    return Resolved(Kind.OTHER, elem=kind, elem_cls=elem_cls, via=via)
 
 
 def holder_items(resolver: Context, binding: Binding, made: Resolved, depth: int) -> Resolved:
@@ -78,9 +69,8 @@ def holder_items(resolver: Context, binding: Binding, made: Resolved, depth: int
 
 def _other_file_class(resolver: Context, name: str) -> ast.ClassDef | None:
     """The class ``name`` of the one other project file that defines a class so named."""
-    files = {where.rpartition(":")[0] for _, where in resolver.index.defs.get(name, ())}
-    found = class_def_of(resolver, name, files.pop()) if len(files) == 1 else None
-    return found[0] if found is not None else None
+    other = foreign(resolver, name)
+    return other.file.classes.get(name) if other is not None else None
 
 
 def _stores_argument(append: Function) -> bool:

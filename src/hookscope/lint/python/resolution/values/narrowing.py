@@ -1,10 +1,7 @@
-"""``isinstance`` narrowing: what a guard says about a name where it holds.
-
-``x`` is a ``T`` inside ``if isinstance(x, T):`` (and in ``a if isinstance(x, T) else
-b``'s ``a``), and after ``assert isinstance(x, T)``, ``self.assertTrue(isinstance(x,
-T))`` or ``self.assertIsInstance(x, T)`` in the same function; ``issubclass(x, T)``
-says the same of a class ``x`` (``x(...)`` is then a ``T``). Several classes
-(``isinstance(x, (A, B))``) narrow only when they are all of one kind.
+"""``isinstance`` narrowing: ``x`` is a ``T`` inside ``if isinstance(x, T):`` (and the
+``a`` of ``a if isinstance(x, T) else b``), and after ``assert isinstance(x, T)`` or
+``self.assertIsInstance(x, T)`` in the same function; ``issubclass`` says it of a class.
+Several classes (``isinstance(x, (A, B))``) narrow only when they are all of one kind.
 """
 
 from __future__ import annotations
@@ -112,9 +109,7 @@ def narrowed(
 def _class_kind(resolver: Context, classes: ast.expr, scope: Scope) -> Kind | None:
     """The one kind of ``T`` (or of every class of a tuple ``(A, B)``); ``None`` if mixed."""
     members = classes.elts if isinstance(classes, ast.Tuple) else [classes]
-    kinds = set()
-    for member in members:
-        resolved = resolver.resolve(member, scope)
-        kinds.add(resolved.kind if resolved.is_class else Kind.UNKNOWN)
+    found = [resolver.resolve(member, scope) for member in members]
+    kinds = {r.kind if r.is_class else Kind.UNKNOWN for r in found}
     kind = kinds.pop() if len(kinds) == 1 else Kind.UNKNOWN
     return None if kind is Kind.UNKNOWN else kind

@@ -1,11 +1,6 @@
 """What ``x[i]`` is: an element of a display, a table entry, a container's member, an
-item a class's ``__getitem__`` returns, a tuple's element (of a name, or of what a call
-returns: ``make()[0]``) or a registry's class.
-
-``model, opt = make()`` is resolved where the name is bound (`signatures.unpacked`); a
-tuple's element is the same fact read through an index: ``setup[0]`` for a fixture
-``setup`` whose every ``return`` is a tuple, ``made = make(); made[0]``, ``made = (net,
-opt); made[0]``.
+item a class's ``__getitem__`` returns, a tuple's element (of a name, a fixture, or of
+what a call returns: ``make()[0]``) or a registry's class.
 """
 
 from __future__ import annotations
@@ -15,7 +10,7 @@ from dataclasses import replace
 
 from hookscope.lint.python.parse.bindings import Binding, returned
 from hookscope.lint.python.parse.pyfile import Scope
-from hookscope.lint.python.resolution.context import Context
+from hookscope.lint.python.resolution.context import Context, Function, bound_around
 from hookscope.lint.python.resolution.crossfile import fixture_def
 from hookscope.lint.python.resolution.kinds import Kind, Resolved
 from hookscope.lint.python.resolution.literals import entry_of, literal_element, member
@@ -43,12 +38,9 @@ def subscript(resolver: Context, expr: ast.Subscript, scope: Scope, depth: int) 
     found = member(resolver, base, scope)
     if base.elem is not None and base.via and not found.via:  # ``children[0]``
         found = replace(found, via=f"an element of {base.via}")
-    if found.kind is Kind.UNKNOWN and base.cls and not base.is_class:
-        item = (
-            None
-            if isinstance(expr.slice, ast.Slice)
-            else method_value(resolver, base.cls, "__getitem__", depth)
-        )  # ``ensemble[0]``
+    on_instance = found.kind is Kind.UNKNOWN and base.cls and not base.is_class
+    if on_instance and not isinstance(expr.slice, ast.Slice):  # ``ensemble[0]``
+        item = method_value(resolver, base.cls, "__getitem__", depth)
         if item is not None:
             return item
     if found.kind is Kind.UNKNOWN and base.kind is not Kind.MODULE:
@@ -71,14 +63,10 @@ def tuple_item(resolver: Context, expr: ast.Subscript, scope: Scope, depth: int)
     if not isinstance(expr.value, ast.Name) or position is None:
         return None
     name = expr.value.id
-    current: Scope | None = scope
-    while current is not None:
-        bindings = resolver.bindings_of(current.node).get(name) if current.node else None
-        if bindings:
-            break
-        current = current.parent
-    else:
+    around = bound_around(resolver, name, scope)
+    if around is None:
         return None
+    current, bindings = around
     if all(b.kind == "opaque" and b.expr is None for b in bindings):
         found = fixture_def(resolver, name, current)
         return None if found is None else _returned_item(*found, position, depth)
@@ -108,9 +96,7 @@ def _item(resolver: Context, binding: Binding, position: int, depth: int) -> Res
     return None if result.kind is Kind.UNKNOWN else result
 
 
-def _returned_item(
-    owner: Context, func: ast.FunctionDef | ast.AsyncFunctionDef, position: int, depth: int
-) -> Resolved | None:
+def _returned_item(owner: Context, func: Function, position: int, depth: int) -> Resolved | None:
     """Element ``position`` of what the fixture ``func`` returns or yields, when each of
     its returns (yields) is a tuple that long."""
     returns, yields = returned(func)
