@@ -456,8 +456,7 @@ def test_sparse_conv_layers(tmp_path: Path) -> None:
 
 
         def run(x):
-            # the alias is the top package's name: looked up in ``spconv``, an HS104 guess
-            spconv.SubMConv3d(4, 4, 3).forward(x)
+            spconv.SubMConv3d(4, 4, 3).forward(x)  # HS101
             return spconv.SparseConvTensor(x, x, [1], 1).forward(x)
         """,
     )

@@ -21,7 +21,7 @@ from hookscope.lint.engine.index import ClassEntry, ClassIndex, FunctionEntry, I
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 CACHE_DIR = ".hookscope_cache"
 _CACHE_FILE = "lint-index.json"
-_VERSION = 12  # bump whenever what a scan records changes
+_VERSION = 13  # bump whenever what a scan records changes
 _INSTALLED = frozenset({"site-packages", "dist-packages"})
 
 

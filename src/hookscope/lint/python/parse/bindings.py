@@ -40,7 +40,7 @@ class Binding:
         owner: the function, class or module node in whose scope ``expr`` is evaluated.
         position: for ``element`` and ``unpacked`` bindings of tuple targets, the index
             in the tuple.
-        origin: for ``import`` bindings, the dotted name imported.
+        origin: for ``import`` and ``namespace`` bindings, the dotted name bound.
         where: ``path:line`` of a binding made in another file (project index).
     """
 
@@ -182,9 +182,10 @@ def _bind(node: ast.AST, owner: ast.AST, out: dict[str, list[Binding]]) -> None:
         else:  # the owner of a function binding is the function itself
             add(node.name, Binding("function", None, node, origin=node.name))
     elif isinstance(node, ast.Import):
-        for alias in node.names:
+        for alias in node.names:  # ``import a.b`` binds ``a``; ``import a.b as c``, ``a.b``
             name = alias.asname or alias.name.split(".")[0]
-            add(name, Binding("namespace", None, owner, origin=alias.name))
+            origin = alias.name if alias.asname else name
+            add(name, Binding("namespace", None, owner, origin=origin))
     elif isinstance(node, ast.ImportFrom):
         for alias in node.names:
             origin = f"{node.module or ''}.{alias.name}"

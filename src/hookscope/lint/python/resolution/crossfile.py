@@ -273,10 +273,7 @@ def import_origin(resolver: Context, path: str, scope: Scope) -> str:
             origins = {b.origin for b in bindings if b.kind in ("import", "namespace")}
             if len(origins) != 1 or len(bindings) != 1:
                 return ""
-            origin = origins.pop()
-            if origin.partition(".")[0] == first:  # ``import a.b`` binds ``a``
-                origin = first
-            return f"{origin}{dot}{rest}"
+            return f"{origins.pop()}{dot}{rest}"
         current = current.parent
     return ""
 

@@ -247,20 +247,12 @@ def _on_another_object(
             if bindings:
                 if not all(b.kind in ("import", "namespace") for b in bindings):
                     break
-                modules = [_module_bound(b.kind, b.origin, value.id) for b in bindings]
-                return "unknown" if any(_holds(m, where) for m in modules) else "no"
+                return "unknown" if any(_holds(b.origin, where) for b in bindings) else "no"
             current = current.parent
     found = other.resolve(value, scope)
     if found.kind is Kind.UNKNOWN or found.name == NAMESPACE.name:
         return "unknown"
     return "no"
-
-
-def _module_bound(kind: str, origin: str, name: str) -> str:
-    """The dotted module (or object) a name imported as ``origin`` stands for: ``a`` for
-    ``import a.b``, ``a.b`` for ``import a.b as x`` or ``from a import b``."""
-    head = origin.split(".")[0]
-    return head if kind == "namespace" and head == name else origin
 
 
 def _holds(module: str, where: str) -> bool:
