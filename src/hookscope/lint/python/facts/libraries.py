@@ -38,13 +38,6 @@ def not_module_package(module: str) -> bool:
     return any(module == p or module.startswith(f"{p}.") for p in NOT_MODULE_PACKAGES)
 
 
-def not_module_class(module: str, name: str) -> bool:
-    """Whether ``name`` imported from ``module`` is known to give no torch module: anything
-    of `NOT_MODULE_PACKAGES` (``name`` is kept for the callers' spelling)."""
-    del name
-    return not_module_package(module)
-
-
 # transformers' naming of auto classes that load a model (``AutoModelForCausalLM``), which
 # projects follow for their own (``AutoDistributedModelForCausalLM.from_pretrained``): the
 # classes are plain, only what their loaders return is a module.

@@ -85,7 +85,7 @@ class ClassKinds:
             "",
         )
         module, _, last = f"{origin}.{rest}".rpartition(".")
-        known_library = libraries.not_module_class(module, last) or (
+        known_library = libraries.not_module_package(module) or (
             origin and self._installed(module, last) is not None  # flax's ``nn.Module`` too
         )
         return f"{module}.{last}" if origin and known_library else base
@@ -100,7 +100,7 @@ class ClassKinds:
         module = module or prefix
         if module.partition(".")[0] in libraries.HOOKLESS_LIBRARIES:
             return Kind.HOOKLESS, False
-        if libraries.not_module_class(module, last):
+        if libraries.not_module_package(module):
             return Kind.OTHER, False  # not the project's class of the same name
         if libraries.auto_model_class(f"{module}.{last}", library=True):
             return Kind.MODULE, False  # its loaders give models (``self.AUTO_CLASS = AutoModel``)

@@ -43,7 +43,7 @@ class Resolved:
             instances of several (``a = A()`` in one branch, ``a = B()`` in another;
             ``cls`` is then empty), for the calls that may run one of their methods.
         foreign: an object of a library that gives no torch module (`libraries.
-            not_module_class`: a Lua-torch net, an OpenCV net): its attributes and the
+            not_module_package`: a Lua-torch net, an OpenCV net): its attributes and the
             results of its methods are that library's objects too.
     """
 

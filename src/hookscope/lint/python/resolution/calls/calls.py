@@ -100,7 +100,7 @@ def call_result(resolver: Context, expr: ast.Call, scope: Scope, depth: int) -> 
     if path in known.MODULE_FACTORIES or f".{path}".endswith(known.MODULE_FACTORY_SUFFIXES):
         return Resolved(Kind.MODULE, name=last, via=f"{path}(...) returns a module")
     origin = import_origin(resolver, path, scope) if path else ""
-    if origin and libraries.not_module_class(*origin.rpartition(".")[::2]):
+    if origin and libraries.not_module_package(origin.rpartition(".")[0]):
         # ``cv2.dnn.readNet(p)``, ``cpp_extension.load(...)``, ``onnxruntime.InferenceSession``
         via = f"{origin}(...) gives no torch module"
         # (a skorch net holds its torch module as ``net.module_``: only a package whose
