@@ -32,7 +32,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from lint_quality import forward_sites, read_labels, read_repos
+from lint_quality import (
+    forward_sites,
+    print_header,
+    print_row,
+    print_totals,
+    read_labels,
+    read_repos,
+)
 
 SCORED = ("HS101", "HS102", "HS103")
 Labels = dict[tuple[str, str], tuple[bool | None, str]]
@@ -90,10 +97,7 @@ def score(
 ) -> tuple[int, int, int]:
     """Print the per-repository precision and recall of HS101-HS103; return the totals."""
     totals = [0, 0, 0]
-    print(
-        f"{'repository':24s} {'sites':>5s} {'bypass':>6s} {'flagged':>7s} {'true':>5s}"
-        f" {'precision':>9s} {'recall':>6s}"
-    )
+    print_header(24)
     for name in names:
         if name not in records:
             print(f"  {name}: no saved findings, skipped")
@@ -105,7 +109,6 @@ def score(
             f"{f['path']}:{f['line']}" for f in record["findings"] if f["code"] in SCORED
         } & sites
         positives = {s for s in sites if labels.get((name, s), (False, ""))[0] is True}
-        tp = len(found & positives)
         unlabelled = sorted(s for s in sites if (name, s) not in labels)
         if unlabelled:
             print(f"  {name}: {len(unlabelled)} unlabelled sites (scored as 0): {unlabelled[:5]}")
@@ -113,18 +116,8 @@ def score(
             print(f"  missed {name}/{site}: {labels[(name, site)][1]}")
         for site in sorted(found - positives) if verbose else []:
             print(f"  false finding {name}/{site}: {_label(labels, name, site)}")
-        print(
-            f"{name[:24]:24s} {len(sites):5d} {len(positives):6d} {len(found):7d} {tp:5d}"
-            f" {tp / max(len(found), 1):9.3f} {tp / max(len(positives), 1):6.3f}"
-        )
-        for i, n in enumerate((len(found), tp, len(positives))):
-            totals[i] += n
-    flagged, tp, positives = totals
-    print(
-        f"{'all':24s} {'':5s} {positives:6d} {flagged:7d} {tp:5d}"
-        f" {tp / max(flagged, 1):9.3f} {tp / max(positives, 1):6.3f}"
-    )
-    return flagged, tp, positives
+        print_row(name, 24, len(sites), positives, found, totals)
+    return print_totals(24, totals)
 
 
 def _keyed(record: dict) -> dict[tuple[str, int, int, str], dict]:

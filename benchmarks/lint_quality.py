@@ -116,6 +116,37 @@ def read_repos(path: Path) -> dict[str, tuple[str, str]]:
     return repos
 
 
+def print_header(width: int) -> None:
+    """The column heads of a score table whose repository names take ``width`` characters."""
+    print(
+        f"{'repository':{width}s} {'sites':>5s} {'bypass':>6s} {'flagged':>7s} {'true':>5s}"
+        f" {'precision':>9s} {'recall':>6s}"
+    )
+
+
+def print_row(
+    name: str, width: int, sites: int, positives: set[str], found: set[str], totals: list[int]
+) -> None:
+    """One repository's row; adds its (flagged, true, positives) to ``totals``."""
+    tp = len(found & positives)
+    print(
+        f"{name[:width]:{width}s} {sites:5d} {len(positives):6d} {len(found):7d} {tp:5d}"
+        f" {tp / max(len(found), 1):9.3f} {tp / max(len(positives), 1):6.3f}"
+    )
+    for i, n in enumerate((len(found), tp, len(positives))):
+        totals[i] += n
+
+
+def print_totals(width: int, totals: list[int]) -> tuple[int, int, int]:
+    """The ``all`` row; returns the totals (flagged, true, positives)."""
+    flagged, tp, positives = totals
+    print(
+        f"{'all':{width}s} {'':5s} {positives:6d} {flagged:7d} {tp:5d}"
+        f" {tp / max(flagged, 1):9.3f} {tp / max(positives, 1):6.3f}"
+    )
+    return flagged, tp, positives
+
+
 def score(
     folder: Path, codes: list[str], repos: dict[str, tuple[str, str]], labels_path: Path
 ) -> tuple[int, int, int]:
@@ -124,10 +155,7 @@ def score(
 
     labels = read_labels(labels_path)
     totals = [0, 0, 0]
-    print(
-        f"{'repository':12s} {'sites':>5s} {'bypass':>6s} {'flagged':>7s} {'true':>5s}"
-        f" {'precision':>9s} {'recall':>6s}"
-    )
+    print_header(12)
     for name in repos:
         root = folder / name
         if not root.is_dir():
@@ -146,23 +174,12 @@ def score(
         if missing:
             print(f"  {name}: {len(missing)} unlabelled sites (other commit?): {missing[:5]}")
         positives = {s for s in sites if labels.get((name, s), (False, ""))[0] is True}
-        tp = len(found & positives)
         for miss in sorted(positives - found):
             print(f"  missed {name}/{miss}: {labels[(name, miss)][1]}")
         for wrong in sorted(found - positives):
             print(f"  false positive {name}/{wrong}: {labels.get((name, wrong), (0, '?'))[1]}")
-        print(
-            f"{name[:12]:12s} {len(sites):5d} {len(positives):6d} {len(found):7d} {tp:5d}"
-            f" {tp / max(len(found), 1):9.3f} {tp / max(len(positives), 1):6.3f}"
-        )
-        for i, n in enumerate((len(found), tp, len(positives))):
-            totals[i] += n
-    flagged, tp, positives = totals
-    print(
-        f"{'all':12s} {'':5s} {positives:6d} {flagged:7d} {tp:5d}"
-        f" {tp / max(flagged, 1):9.3f} {tp / max(positives, 1):6.3f}"
-    )
-    return flagged, tp, positives
+        print_row(name, 12, len(sites), positives, found, totals)
+    return print_totals(12, totals)
 
 
 def same_findings(folder: Path, repos: dict[str, tuple[str, str]]) -> bool:
