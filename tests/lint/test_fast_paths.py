@@ -14,6 +14,7 @@ import pytest
 
 from hookscope.lint import discover
 from hookscope.lint.engine.discovery import DEFAULT_EXCLUDE, SUFFIXES, _exclusion
+from hookscope.lint.engine.index import ClassIndex
 from hookscope.lint.engine.source import _read, read_bytes
 from hookscope.lint.python.index.classes import (
     _SELF_ANNOTATION,
@@ -24,6 +25,8 @@ from hookscope.lint.python.index.classes import (
 from hookscope.lint.python.index.functions import scan_functions
 from hookscope.lint.python.parse import bindings, regions
 from hookscope.lint.python.parse.pyfile import PyFile, mention_lines
+from hookscope.lint.python.rules.analysis import Analysis
+from hookscope.lint.python.rules.forward import receivers
 
 TRICKY = "\n".join(
     [
@@ -210,6 +213,20 @@ def test_the_mask_keeps_the_hot_methods_and_drops_the_others() -> None:
     assert "def helper" not in masked
     assert masked.count("def use(self, m):") == masked.count("m.forward(") == 20
     assert len(masked.split("\n")) == len(text.split("\n"))  # line numbers kept
+
+
+def test_an_rpc_proxy_receiver_needs_no_whole_file_parse() -> None:
+    # ``rref`` is a parameter: resolving it would look for the callers the mask dropped
+    text = "import torch\n\n\ndef step(rref, x):\n    m = torch.nn.Linear(2, 2)\n"
+    text += "    return rref.rpc_sync().forward(x), rref.remote().forward(x), m.forward(x)\n"
+    text += "\n".join(f"\n\ndef helper{i}(rref):\n    return step(rref, {i})" for i in range(9))
+    masked = regions.mask(text)
+    assert masked is not None and "def helper" not in masked
+    pyfile = PyFile.from_tree("f.py", text, ast.parse(masked))
+    analysis = Analysis.of(pyfile, ClassIndex(), partial=True)
+    found = [analysis.source(func.value) for _, func, _ in receivers(analysis)]
+    assert found == ["m"]  # the two proxies left out, and nothing sent to a full parse
+    assert not analysis.needs_full and not analysis.resolver.missed
 
 
 def _walked(root: Path, exclude: list[str]) -> list[str]:

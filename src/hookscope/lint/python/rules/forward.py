@@ -95,8 +95,9 @@ class GuessedForwardCallRule(PythonRule):
 
 
 def receivers(analysis: Analysis) -> Iterator[tuple[CallSite, ast.Attribute, Resolved]]:
-    """``x.forward(...)`` calls on receivers other than ``self``/``super()``, resolved; not on
-    classes (``Base.forward(self, x)``, ``Fn.forward(ctx, x)`` are unbound calls)."""
+    """``x.forward(...)`` calls on receivers other than ``self``, ``super()`` and RPC proxies,
+    resolved; not on classes (``Base.forward(self, x)``, ``Fn.forward(ctx, x)`` are unbound
+    calls)."""
     key = "receivers"
     cached = analysis.cache.get(key)
     if isinstance(cached, list):
@@ -110,6 +111,7 @@ def receivers(analysis: Analysis) -> Iterator[tuple[CallSite, ast.Attribute, Res
             or is_self(receiver, site)
             or in_scripting_branch(site)
             or _in_own_forward_hook(receiver, site)
+            or _rpc_proxy(receiver)
         ):
             continue
         resolved = analysis.resolver.resolve(receiver, site.scope)
@@ -122,6 +124,13 @@ def receivers(analysis: Analysis) -> Iterator[tuple[CallSite, ast.Attribute, Res
         found.append((site, func, resolved))
     analysis.cache[key] = found
     yield from found
+
+
+def _rpc_proxy(receiver: ast.expr) -> bool:
+    """``rref.rpc_sync()`` and the like (`known.RREF_PROXY`): a ``.forward(...)`` through it
+    runs on the RRef's owner, never on a module of this process."""
+    func = receiver.func if isinstance(receiver, ast.Call) else None
+    return isinstance(func, ast.Attribute) and func.attr in known.RREF_PROXY
 
 
 def _heuristic_applies(name: str, site: CallSite, analysis: Analysis) -> bool:
