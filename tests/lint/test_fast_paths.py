@@ -215,6 +215,17 @@ def test_the_mask_keeps_the_hot_methods_and_drops_the_others() -> None:
     assert len(masked.split("\n")) == len(text.split("\n"))  # line numbers kept
 
 
+def test_the_mask_sees_past_decorators_written_over_several_lines() -> None:
+    text = "import torch\n\n\n@register(\n    name='c',\n)\nclass C(torch.nn.Module):\n"
+    text += "".join(
+        f"    @skip_if(\n        'why',\n    )\n    def helper{i}(self):\n        return {i}\n\n"
+        for i in range(9)
+    )
+    masked = regions.mask(text + "    def use(self, m):\n        return m.forward(1)\n")
+    assert masked is not None
+    assert "def helper" not in masked and "class C" in masked and "m.forward(1)" in masked
+
+
 def test_an_rpc_proxy_receiver_needs_no_whole_file_parse() -> None:
     # ``rref`` is a parameter: resolving it would look for the callers the mask dropped
     text = "import torch\n\n\ndef step(rref, x):\n    m = torch.nn.Linear(2, 2)\n"

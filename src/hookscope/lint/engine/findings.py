@@ -101,11 +101,7 @@ def line_codes(line: str) -> set[str] | None:
 def is_suppressed(finding: Finding, lines: list[str]) -> bool:
     """Whether a comment on the finding's first or last line silences it."""
     for lineno in {finding.line, finding.end_line}:
-        if not 0 < lineno <= len(lines):
-            continue
-        codes = line_codes(lines[lineno - 1])
-        if codes is None:
-            continue
-        if not codes or any(finding.code.startswith(code) for code in codes):
+        codes = line_codes(lines[lineno - 1]) if 0 < lineno <= len(lines) else None
+        if codes is not None and (not codes or any(map(finding.code.startswith, codes))):
             return True
     return False

@@ -177,10 +177,9 @@ MODULE_TAKERS = names(
     """
 )
 
-# ``torch.distributed.rpc.RRef`` methods that give back the value the RRef holds.
+# ``torch.distributed.rpc.RRef`` methods that give back the value the RRef holds, and those
+# that give back an RPC proxy (``rref.rpc_sync().forward(x)`` runs on the owner, not here).
 RREF_VALUE = frozenset({"to_here", "local_value"})
-# ``RRef`` methods that give back an RPC proxy: ``rref.rpc_sync().forward(x)`` runs on the
-# owner, through no module of this process.
 RREF_PROXY = frozenset({"rpc_sync", "rpc_async", "remote"})
 
 # Calls that hand back the module they are given, wrapped or not: ``accelerator.prepare

@@ -89,9 +89,7 @@ def _keep_class_members(
     lines: list[str], begin: int, end: int, keep: list[bool], hot: list[int]
 ) -> bool:
     """Keep the useful members of a class statement; ``False`` if it is not a plain class."""
-    header = begin
-    while header < end and lines[header].lstrip().startswith("@"):
-        header += 1
+    header = _past_decorators(lines, begin, end)
     if (
         header >= end
         or not lines[header].lstrip().startswith("class ")
@@ -117,10 +115,17 @@ def _keep_class_members(
     return True
 
 
-def _useful_member(lines: list[str], begin: int, end: int, hot: list[int]) -> bool:
-    first = begin
-    while first < end and lines[first].lstrip().startswith("@"):
+def _past_decorators(lines: list[str], begin: int, end: int) -> int:
+    """The ``def``/``class`` line that the statement at ``begin`` decorates (``begin`` if none):
+    past each ``@`` line and the lines that continue it (``@dec(`` over several lines)."""
+    at, first = len(lines[begin]) - len(lines[begin].lstrip()), begin
+    while first < end and (lines[first][at : at + 1] in _NOT_A_START or lines[first][at] == "@"):
         first += 1
+    return first
+
+
+def _useful_member(lines: list[str], begin: int, end: int, hot: list[int]) -> bool:
+    first = _past_decorators(lines, begin, end)
     if first >= end or not _DEF.match(lines[first]):
         return True  # class-level statements: attributes, aliases such as __call__ = ...
     if _ALWAYS.match(lines[first]) or _hot(hot, begin, end):

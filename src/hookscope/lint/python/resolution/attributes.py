@@ -19,15 +19,19 @@ from hookscope.lint.python.resolution.methods import find_method, imported_base
 
 
 def class_attr(
-    resolver: Context, cls_name: str, attr: str, seen: frozenset[str] = frozenset()
+    resolver: Context, cls_name: str, attr: str, seen: set[str] | None = None
 ) -> tuple[Context, list[Binding]]:
     """The bindings of ``attr`` on instances of ``cls_name`` (bases included), with the
-    resolver of the file they were made in."""
-    if cls_name in seen:
+    resolver of the file they were made in. ``seen``: the ``path:class`` this search has
+    been to, each once (the bases of namesakes in a big tree reach one by many paths);
+    ``None`` for a search of its own, which also looks in the subclasses of its file."""
+    top, seen = seen is None, set() if seen is None else seen
+    if f"{resolver.file.path}:{cls_name}" in seen:
         return resolver, []
+    seen.add(f"{resolver.file.path}:{cls_name}")
     cls = resolver.file.classes.get(cls_name)
     if cls is None:
-        return _indexed_attr(resolver, cls_name, attr, seen | {cls_name})
+        return _indexed_attr(resolver, cls_name, attr, seen, top)
     attrs = resolver.class_attrs.get(cls_name)
     if attrs is None:
         attrs = resolver.class_attrs[cls_name] = class_attributes(cls)
@@ -37,12 +41,12 @@ def class_attr(
     for base in base_names(cls):
         other = aliased_base(resolver, base) or imported_base(resolver, base)
         if other is not None:  # ``from pkg.mod import Net as NetBase``: pkg/mod.py's Net
-            owner, found = class_attr(other[0], other[1], attr, seen - {other[1]})
+            owner, found = class_attr(other[0], other[1], attr, None if top else seen)
         else:
-            owner, found = class_attr(resolver, base.rsplit(".", 1)[-1], attr, seen | {cls_name})
+            owner, found = class_attr(resolver, base.rsplit(".", 1)[-1], attr, seen)
         if found:
             return owner, found
-    return (resolver, []) if seen else (resolver, _in_subclasses(resolver, cls_name, attr))
+    return resolver, _in_subclasses(resolver, cls_name, attr) if top else []
 
 
 def _in_subclasses(resolver: Context, cls_name: str, attr: str) -> list[Binding]:
@@ -50,16 +54,19 @@ def _in_subclasses(resolver: Context, cls_name: str, attr: str) -> list[Binding]
     out = []
     for other in resolver.file.classes.values():
         if cls_name in {b.rsplit(".", 1)[-1] for b in base_names(other)}:
-            owner, found = class_attr(resolver, other.name, attr, frozenset({cls_name}))
+            owner, found = class_attr(
+                resolver, other.name, attr, {f"{resolver.file.path}:{cls_name}"}
+            )
             out.extend(found if owner is resolver else [])
     return out
 
 
 def _indexed_attr(
-    resolver: Context, cls_name: str, attr: str, seen: frozenset[str]
+    resolver: Context, cls_name: str, attr: str, seen: set[str], top: bool
 ) -> tuple[Context, list[Binding]]:
     """``attr`` of a class in another file: its ``self.attr: T`` annotation in the
-    project-wide index, else what the file that defines the class assigns."""
+    project-wide index, else what the file that defines the class assigns (a search of
+    its own there, for a search of its own here)."""
     source = resolver.index.attrs.get(cls_name, {}).get(attr)
     if source is not None:
         try:
@@ -69,7 +76,7 @@ def _indexed_attr(
         return resolver, [Binding("annotation", annotation, resolver.file.tree)]
     other = foreign(resolver, cls_name)
     if other is not None:
-        return class_attr(other, cls_name, attr, seen - {cls_name})
+        return class_attr(other, cls_name, attr, None if top else seen)
     for bases in resolver.index.get(cls_name) or ():
         for base in bases:
             owner, found = class_attr(resolver, base.rsplit(".", 1)[-1], attr, seen)

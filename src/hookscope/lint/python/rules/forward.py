@@ -111,7 +111,8 @@ def receivers(analysis: Analysis) -> Iterator[tuple[CallSite, ast.Attribute, Res
             or is_self(receiver, site)
             or in_scripting_branch(site)
             or _in_own_forward_hook(receiver, site)
-            or _rpc_proxy(receiver)
+            or isinstance(receiver, ast.Call)  # an RPC proxy (`known.RREF_PROXY`)
+            and getattr(receiver.func, "attr", "") in known.RREF_PROXY
         ):
             continue
         resolved = analysis.resolver.resolve(receiver, site.scope)
@@ -124,13 +125,6 @@ def receivers(analysis: Analysis) -> Iterator[tuple[CallSite, ast.Attribute, Res
         found.append((site, func, resolved))
     analysis.cache[key] = found
     yield from found
-
-
-def _rpc_proxy(receiver: ast.expr) -> bool:
-    """``rref.rpc_sync()`` and the like (`known.RREF_PROXY`): a ``.forward(...)`` through it
-    runs on the RRef's owner, never on a module of this process."""
-    func = receiver.func if isinstance(receiver, ast.Call) else None
-    return isinstance(func, ast.Attribute) and func.attr in known.RREF_PROXY
 
 
 def _heuristic_applies(name: str, site: CallSite, analysis: Analysis) -> bool:

@@ -1,0 +1,49 @@
+"""An attribute looked up through the bases of namesake classes: each class of each file is
+visited once, however many paths of a big tree's class index lead to it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from hookscope.lint import analyze_file, lint_run
+from hookscope.lint.engine.index import ClassIndex
+from tests.lint.conftest import write_source
+
+LEVELS = 16  # two namesakes a level: 2**16 paths from the first class to the last
+
+
+@dataclass(frozen=True)
+class _CountingIndex(ClassIndex):
+    """The index the lint built, counting the names whose bases are looked up."""
+
+    looked_up: list[str] = field(default_factory=list)
+
+    def get(self, name: str) -> tuple[tuple[str, ...], ...] | None:
+        self.looked_up.append(name)
+        return super().get(name)
+
+
+def test_bases_of_namesakes_are_followed_once_each(tmp_path: Path) -> None:
+    chain = "".join(f"class D{i}(D{i + 1}):\n    pass\n\n\n" for i in range(LEVELS))
+    write_source(tmp_path, "chain_a.py", chain + f"class D{LEVELS}:\n    pass\n")
+    other = "".join(f"class D{i}(x.D{i + 1}):\n    pass\n\n\n" for i in range(LEVELS))
+    write_source(tmp_path, "chain_b.py", other)
+    user = write_source(
+        tmp_path,
+        "user.py",
+        """\
+        import torch
+
+
+        class Net(D0):
+            def run(self, x):
+                return self.layer.forward(x)
+        """,
+    )
+    run = lint_run([tmp_path], select=["HS1"], config=False, jobs=1)
+    assert run.findings == []  # ``layer`` is bound nowhere
+    index = _CountingIndex(**{f.name: getattr(run.index, f.name) for f in fields(ClassIndex)})
+    assert analyze_file(str(user), index, run.codes) == []
+    assert 0 < index.looked_up.count("D3") <= 2  # not once a path (2**3 of them)
+    assert len(index.looked_up) < 10 * LEVELS
