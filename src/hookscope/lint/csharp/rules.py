@@ -170,9 +170,7 @@ class TorchSharpPossibleForwardRule(_ForwardRule):
 def _how(typed: Typed) -> str:
     if typed.type is None:
         return "its type is not resolved"
-    if typed.how:
-        return typed.how
-    return str(typed.type)
+    return typed.how or str(typed.type)
 
 
 def _text(node: Any) -> str:

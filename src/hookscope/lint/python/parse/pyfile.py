@@ -311,6 +311,4 @@ def _function_scope(node: FunctionNode, outer: Scope) -> Scope:
 def _decorator_name(node: ast.expr) -> str:
     if isinstance(node, ast.Name):
         return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return ""
+    return node.attr if isinstance(node, ast.Attribute) else ""

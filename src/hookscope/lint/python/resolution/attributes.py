@@ -54,9 +54,8 @@ def _in_subclasses(resolver: Context, cls_name: str, attr: str) -> list[Binding]
     out = []
     for other in resolver.file.classes.values():
         if cls_name in {b.rsplit(".", 1)[-1] for b in base_names(other)}:
-            owner, found = class_attr(
-                resolver, other.name, attr, {f"{resolver.file.path}:{cls_name}"}
-            )
+            seen = {f"{resolver.file.path}:{cls_name}"}
+            owner, found = class_attr(resolver, other.name, attr, seen)
             out.extend(found if owner is resolver else [])
     return out
 

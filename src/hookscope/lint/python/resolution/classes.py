@@ -5,6 +5,7 @@ packages (`third_party`)."""
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 from collections.abc import Callable
@@ -167,12 +168,13 @@ class ClassKinds:
         imports (``made.MADE`` after ``import nflows.nn.nde.made as made``)."""
         if not any("." in base for base in bases):
             return bases
-        try:  # (``where`` is absolute when there is no project root)
-            with open(os.path.join(self.index.root, where.rsplit(":", 1)[0]), "rb") as f:
-                text = f.read().decode("utf-8", errors="replace")
+        path = os.path.join(self.index.root, where.rsplit(":", 1)[0])  # (absolute: no root)
+        try:
+            info = os.stat(path)
+            heads = _import_heads(path, info.st_mtime_ns, info.st_size)
         except OSError:
             return bases
-        return tuple(_through_imports(text, base, self._installed) for base in bases)
+        return tuple(_through_imports(heads, base, self._installed) for base in bases)
 
     def _compiled(self, module: str) -> bool:
         """Whether ``module`` is a compiled extension of this project (``pkg._C``): its
@@ -328,29 +330,34 @@ def _imported_by_call(tree: ast.Module) -> list[tuple[str, str]]:
 
 
 def _through_imports(
-    text: str, base: str, installed: Callable[[str, str], tuple[Kind, bool] | None]
+    heads: dict[str, str], base: str, installed: Callable[[str, str], tuple[Kind, bool] | None]
 ) -> str:
-    """``head.Name`` with ``head`` replaced by what an import in ``text`` binds it to
-    (``import a.b as head``, ``from a import b as head``, ``from a import head``), when
-    that names a class of an installed package (``installed(module, name)``)."""
+    """``head.Name`` with ``head`` replaced by what an import binds it to (`_import_heads`),
+    when that names a class of an installed package (``installed(module, name)``)."""
     head, dot, rest = base.partition(".")
-    if not dot:
+    if not dot or head not in heads:
         return base
-    origin = ""
-    for line in text.splitlines():
-        words = line.split()
-        if words[:1] == ["import"] and words[2:] == ["as", head]:
-            origin = words[1]
+    module, _, name = f"{heads[head]}.{rest}".rpartition(".")
+    return f"{module}.{name}" if installed(module, name) is not None else base
+
+
+@functools.lru_cache(maxsize=1024)
+def _import_heads(path: str, mtime: int, size: int) -> dict[str, str]:
+    """The first import of each name in ``path`` (read once a version: namesakes share files):
+    ``import a.b as head``, ``from a import b as head`` or ``from a import head``."""
+    with open(path, "rb") as f:
+        lines = f.read().decode("utf-8", errors="replace").splitlines()
+    heads: dict[str, str] = {}
+    for words in map(str.split, lines):
+        if words[:1] == ["import"] and words[2:3] == ["as"] and len(words) == 4:
+            heads.setdefault(words[3], words[1])
         elif (
             words[:1] == ["from"]
             and words[2:3] == ["import"]
-            and words[3:] in ([head], [words[3], "as", head])
+            and (len(words) == 4 or len(words) == 6 and words[4] == "as")
         ):
-            origin = f"{words[1]}.{words[3]}"
-        if origin:
-            break
-    module, _, name = f"{origin}.{rest}".rpartition(".")
-    return f"{module}.{name}" if origin and installed(module, name) is not None else base
+            heads.setdefault(words[-1], f"{words[1]}.{words[3]}")
+    return heads
 
 
 # A base of more project classes than this (a family's root) is not looked below.

@@ -232,6 +232,4 @@ def _annotations(node: ast.AST) -> list[ast.expr]:
         return [node.annotation]
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
         return [node.returns]
-    if isinstance(node, ast.AnnAssign):
-        return [node.annotation]
-    return []
+    return [node.annotation] if isinstance(node, ast.AnnAssign) else []
