@@ -8,7 +8,7 @@ from pathlib import Path
 
 from hookscope.lint import analyze_file, lint_run
 from hookscope.lint.engine.index import ClassIndex
-from tests.lint.conftest import write_source
+from tests.lint.conftest import expected_codes, found, write_source
 
 LEVELS = 16  # two namesakes a level: 2**16 paths from the first class to the last
 
@@ -47,3 +47,27 @@ def test_bases_of_namesakes_are_followed_once_each(tmp_path: Path) -> None:
     assert analyze_file(str(user), index, run.codes) == []
     assert 0 < index.looked_up.count("D3") <= 2  # not once a path (2**3 of them)
     assert len(index.looked_up) < 10 * LEVELS
+
+
+def test_an_attribute_bound_at_the_end_of_a_namesake_chain_is_found(tmp_path: Path) -> None:
+    chain = "".join(f"class D{i}(D{i + 1}):\n    pass\n\n\n" for i in range(LEVELS))
+    last = (
+        f"class D{LEVELS}(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    )
+    layer = "        self.layer = torch.nn.Linear(2, 2)\n"
+    write_source(tmp_path, "chain_a.py", f"import torch\n\n\n{chain}{last}{layer}")
+    other = "".join(f"class D{i}(x.D{i + 1}):\n    pass\n\n\n" for i in range(LEVELS))
+    write_source(tmp_path, "chain_b.py", other)
+    user = write_source(
+        tmp_path,
+        "user.py",
+        """\
+        import torch
+
+
+        class Net(D0):
+            def run(self, x):
+                return self.layer.forward(x)  # HS101
+        """,
+    )
+    assert found(tmp_path, user) == expected_codes(user)
