@@ -1,5 +1,5 @@
-"""An attribute looked up through the bases of namesake classes: each class of each file is
-visited once, however many paths of a big tree's class index lead to it."""
+"""Look-ups through the bases of namesake classes (an attribute, a class's kind) visit each
+class once, however many paths of a big tree's class index lead to it."""
 
 from __future__ import annotations
 
@@ -71,3 +71,29 @@ def test_an_attribute_bound_at_the_end_of_a_namesake_chain_is_found(tmp_path: Pa
         """,
     )
     assert found(tmp_path, user) == expected_codes(user)
+
+
+class _CountingDefs(dict[str, tuple[tuple[tuple[str, ...], str], ...]]):
+    """The index's definitions by name, counting the names looked up."""
+
+    looked_up: list[str]
+
+    def get(self, name, default=None):  # type: ignore[no-untyped-def,override]
+        self.looked_up.append(name)
+        return super().get(name, default)
+
+
+def test_the_kind_of_a_class_in_a_cycle_of_namesakes_is_found_once(tmp_path: Path) -> None:
+    # two namesakes a level, and the last level names the first: every path meets a cycle
+    chain = "".join(f"class D{i}(D{i + 1}):\n    pass\n\n\n" for i in range(LEVELS))
+    write_source(tmp_path, "chain_a.py", chain + f"class D{LEVELS}(D0):\n    pass\n")
+    other = "".join(f"class D{i}(x.D{i + 1}):\n    pass\n\n\n" for i in range(LEVELS))
+    write_source(tmp_path, "chain_b.py", other)
+    user = write_source(tmp_path, "user.py", "def run(x):\n    m = D0()\n    return m.forward(x)\n")
+    run = lint_run([tmp_path], select=["HS1"], config=False, jobs=1)
+    assert run.findings == []  # a class whose bases go round in a circle is no module
+    defs = _CountingDefs(run.index.defs)
+    defs.looked_up = []
+    values = {f.name: getattr(run.index, f.name) for f in fields(ClassIndex)}
+    assert analyze_file(str(user), ClassIndex(**{**values, "defs": defs}), run.codes) == []
+    assert len(defs.looked_up) < 10 * LEVELS  # each name a few times, not once a path

@@ -37,6 +37,7 @@ class ClassKinds:
         self._class_kinds: dict[str, tuple[Kind, bool]] = {}
         self._computing: set[str] = set()  # look-ups under way, to cut cycles
         self._cycle = False  # the look-up under way met one of them
+        self._within: dict[str, tuple[Kind, bool]] = {}  # answers that met one, for now
         self._from_imports: dict[str, str] | None = None
         # class name -> what in its body shows it is a module, when its bases could not
         self.by_body: dict[str, str] = {}
@@ -108,9 +109,9 @@ class ClassKinds:
         key = f"{module}:{last}"
         if key in self._class_kinds:
             return self._class_kinds[key]
-        if key in self._computing:
-            self._cycle = True  # a base names a class being resolved: unknown on this path
-            return Kind.UNKNOWN, False
+        if key in self._computing or key in self._within:
+            self._cycle = True  # a class being resolved (unknown on this path), or one that met one
+            return self._within.get(key, (Kind.UNKNOWN, False))
         self._computing.add(key)
         outer, self._cycle = self._cycle, False
         try:
@@ -143,10 +144,11 @@ class ClassKinds:
                 result = self._installed(module, last) or result
         finally:
             self._computing.discard(key)
-        # A result that met a cycle depends on where the look-up started: kept only for the
-        # class that started it, so resolvers shared between files answer alike in any order.
-        if not self._cycle or not self._computing:
-            self._class_kinds[key] = result
+        # A result that met a cycle depends on where the look-up started: kept for good only for
+        # the class that started it (answers alike in any order), for the others until it ends.
+        (self._within if self._cycle and self._computing else self._class_kinds)[key] = result
+        if not self._computing:
+            self._within.clear()
         self._cycle = outer or (self._cycle and bool(self._computing))
         return result
 
