@@ -24,52 +24,46 @@ class _CountingIndex(ClassIndex):
         return super().get(name)
 
 
-def test_bases_of_namesakes_are_followed_once_each(tmp_path: Path) -> None:
+_NET_USER = """\
+import torch
+
+
+class Net(D0):
+    def run(self, x):
+        return self.layer.forward(x){comment}
+"""
+
+
+def _chains(tmp_path: Path, last: str, user: str) -> Path:
+    """Two namesakes of ``D0`` to ``D{LEVELS - 1}`` (``class Di(Dj)`` and ``class Di(x.Dj)``),
+    the first file ending with ``last`` (``D{LEVELS}``); ``user`` written to user.py."""
     chain = "".join(f"class D{i}(D{i + 1}):\n    pass\n\n\n" for i in range(LEVELS))
-    write_source(tmp_path, "chain_a.py", chain + f"class D{LEVELS}:\n    pass\n")
+    write_source(tmp_path, "chain_a.py", f"import torch\n\n\n{chain}{last}")
     other = "".join(f"class D{i}(x.D{i + 1}):\n    pass\n\n\n" for i in range(LEVELS))
     write_source(tmp_path, "chain_b.py", other)
-    user = write_source(
-        tmp_path,
-        "user.py",
-        """\
-        import torch
+    return write_source(tmp_path, "user.py", user)
 
 
-        class Net(D0):
-            def run(self, x):
-                return self.layer.forward(x)
-        """,
-    )
+def _fields(index: ClassIndex) -> dict[str, object]:
+    return {f.name: getattr(index, f.name) for f in fields(ClassIndex)}
+
+
+def test_bases_of_namesakes_are_followed_once_each(tmp_path: Path) -> None:
+    user = _chains(tmp_path, f"class D{LEVELS}:\n    pass\n", _NET_USER.format(comment=""))
     run = lint_run([tmp_path], select=["HS1"], config=False, jobs=1)
     assert run.findings == []  # ``layer`` is bound nowhere
-    index = _CountingIndex(**{f.name: getattr(run.index, f.name) for f in fields(ClassIndex)})
+    index = _CountingIndex(**_fields(run.index))  # type: ignore[arg-type]
     assert analyze_file(str(user), index, run.codes) == []
     assert 0 < index.looked_up.count("D3") <= 2  # not once a path (2**3 of them)
     assert len(index.looked_up) < 10 * LEVELS
 
 
 def test_an_attribute_bound_at_the_end_of_a_namesake_chain_is_found(tmp_path: Path) -> None:
-    chain = "".join(f"class D{i}(D{i + 1}):\n    pass\n\n\n" for i in range(LEVELS))
     last = (
         f"class D{LEVELS}(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
     )
     layer = "        self.layer = torch.nn.Linear(2, 2)\n"
-    write_source(tmp_path, "chain_a.py", f"import torch\n\n\n{chain}{last}{layer}")
-    other = "".join(f"class D{i}(x.D{i + 1}):\n    pass\n\n\n" for i in range(LEVELS))
-    write_source(tmp_path, "chain_b.py", other)
-    user = write_source(
-        tmp_path,
-        "user.py",
-        """\
-        import torch
-
-
-        class Net(D0):
-            def run(self, x):
-                return self.layer.forward(x)  # HS101
-        """,
-    )
+    user = _chains(tmp_path, last + layer, _NET_USER.format(comment="  # HS101"))
     assert found(tmp_path, user) == expected_codes(user)
 
 
@@ -84,16 +78,13 @@ class _CountingDefs(dict[str, tuple[tuple[tuple[str, ...], str], ...]]):
 
 
 def test_the_kind_of_a_class_in_a_cycle_of_namesakes_is_found_once(tmp_path: Path) -> None:
-    # two namesakes a level, and the last level names the first: every path meets a cycle
-    chain = "".join(f"class D{i}(D{i + 1}):\n    pass\n\n\n" for i in range(LEVELS))
-    write_source(tmp_path, "chain_a.py", chain + f"class D{LEVELS}(D0):\n    pass\n")
-    other = "".join(f"class D{i}(x.D{i + 1}):\n    pass\n\n\n" for i in range(LEVELS))
-    write_source(tmp_path, "chain_b.py", other)
-    user = write_source(tmp_path, "user.py", "def run(x):\n    m = D0()\n    return m.forward(x)\n")
+    # the last level names the first: every path meets a cycle
+    user = "def run(x):\n    m = D0()\n    return m.forward(x)\n"
+    user_path = _chains(tmp_path, f"class D{LEVELS}(D0):\n    pass\n", user)
     run = lint_run([tmp_path], select=["HS1"], config=False, jobs=1)
     assert run.findings == []  # a class whose bases go round in a circle is no module
     defs = _CountingDefs(run.index.defs)
     defs.looked_up = []
-    values = {f.name: getattr(run.index, f.name) for f in fields(ClassIndex)}
-    assert analyze_file(str(user), ClassIndex(**{**values, "defs": defs}), run.codes) == []
+    index = ClassIndex(**{**_fields(run.index), "defs": defs})  # type: ignore[arg-type]
+    assert analyze_file(str(user_path), index, run.codes) == []
     assert len(defs.looked_up) < 10 * LEVELS  # each name a few times, not once a path

@@ -1,13 +1,13 @@
-"""Kinds of classes (and of what functions return) imported from installed packages (`index.installed`), asked only for
-a class that the project index and the facts leave unknown, imported from a module that
-is neither the project's own nor torch's.
+"""Kinds of classes, and of what functions return, imported from installed packages
+(`index.installed`): asked only where the project index and the facts leave them unknown,
+for a module that is neither the project's own nor torch's.
 """
 
 from __future__ import annotations
 
 import os
 
-from hookscope.lint.python.index.installed import environment
+from hookscope.lint.python.index.installed import Environment, environment
 from hookscope.lint.python.resolution.kinds import Kind
 
 _KINDS = {
@@ -22,14 +22,9 @@ def installed_kind(
     root: str, path: str, module: str, name: str
 ) -> tuple[tuple[Kind, bool], str] | None:
     """``((kind, is_container), evidence)`` of ``module``'s class ``name`` as its installed
-    package's source shows it; ``None`` when it is not installed or cannot be told.
-    Outside a project (``root`` is ""), the linted file's folder is the project, as
-    ``sys.path[0]`` is for a script, and nothing is kept on disk."""
-    project = root or os.path.dirname(os.path.abspath(path))
-    top = module.partition(".")[0]
-    if not top or top == "torch" or _in_project(project, top):
-        return None
-    found = environment(project, keep=bool(root)).installed_class(module, name)
+    package's source shows it; ``None`` when it is not installed or cannot be told."""
+    packages = _packages(root, path, module)
+    found = None if packages is None else packages.installed_class(module, name)
     return None if found is None else (_KINDS[found.kind], found.evidence)
 
 
@@ -37,15 +32,18 @@ def installed_return(root: str, path: str, function: str) -> tuple[Kind, str] | 
     """``(kind, evidence)`` of what the installed ``function`` (``pkg.mod.build``) returns
     by its annotation, when that is a torch module; else ``None`` (as `installed_kind`)."""
     module, _, name = function.rpartition(".")
-    project = root or os.path.dirname(os.path.abspath(path))
-    top = module.partition(".")[0]
-    if not top or top == "torch" or _in_project(project, top):
-        return None
-    found = environment(project, keep=bool(root)).installed_return(module, name)
+    packages = _packages(root, path, module)
+    found = None if packages is None else packages.installed_return(module, name)
     return None if found is None else (_KINDS[found.kind][0], found.evidence)
 
 
-def _in_project(root: str, top: str) -> bool:
-    """Whether the project defines the top-level package or module ``top`` itself."""
-    path = os.path.join(root, top)
-    return os.path.isdir(path) or os.path.isfile(f"{path}.py")
+def _packages(root: str, path: str, module: str) -> Environment | None:
+    """The installed packages the linted file ``path`` sees, for ``module``; ``None`` for
+    torch's and the project's own. Outside a project (``root`` is ""), the file's folder is
+    the project, as ``sys.path[0]`` is for a script, and nothing is kept on disk."""
+    project = root or os.path.dirname(os.path.abspath(path))
+    top = module.partition(".")[0]
+    own = os.path.join(project, top)
+    if not top or top == "torch" or os.path.isdir(own) or os.path.isfile(f"{own}.py"):
+        return None
+    return environment(project, keep=bool(root))

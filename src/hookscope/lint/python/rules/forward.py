@@ -111,8 +111,8 @@ def receivers(analysis: Analysis) -> Iterator[tuple[CallSite, ast.Attribute, Res
             or is_self(receiver, site)
             or in_scripting_branch(site)
             or _in_own_forward_hook(receiver, site)
-            or isinstance(receiver, ast.Call)  # an RPC proxy (`known.RREF_PROXY`)
-            and getattr(receiver.func, "attr", "") in known.RREF_PROXY
+            # ``rref.rpc_sync()``: an RPC proxy, which runs ``forward`` on the RRef's owner
+            or getattr(getattr(receiver, "func", None), "attr", "") in known.RREF_PROXY
         ):
             continue
         resolved = analysis.resolver.resolve(receiver, site.scope)
